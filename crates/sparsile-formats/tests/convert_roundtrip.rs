@@ -43,8 +43,23 @@ fn formats_2d(coo: &CooTensor) -> Vec<Format> {
     }
     let k = longest.iter().copied().max().unwrap_or(0) + 1;
     [
-        "dense", "csr", "csc", "coo", "dcsr", "bsr:1x1", "bsr:3x2", "bsr:4x4", "dbsr:3x2",
-        "dbsr:2x5", "ell", "dia", "csf", "srbcrs:1x1", "srbcrs:4x2", "srbcrs:3x3", "ragged",
+        "dense",
+        "csr",
+        "csc",
+        "coo",
+        "dcsr",
+        "bsr:1x1",
+        "bsr:3x2",
+        "bsr:4x4",
+        "dbsr:3x2",
+        "dbsr:2x5",
+        "ell",
+        "dia",
+        "csf",
+        "srbcrs:1x1",
+        "srbcrs:4x2",
+        "srbcrs:3x3",
+        "ragged",
     ]
     .iter()
     .map(|s| s.parse().unwrap())
