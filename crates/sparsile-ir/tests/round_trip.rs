@@ -75,7 +75,7 @@ fn spans_point_at_declarations_and_statements() {
     assert_eq!((span.line, span.col), (3, 3));
     assert_eq!(
         &text[span.start..span.end],
-        "axis J = sparse_variable(I, n, nnz=nnz_A)"
+        "axis J = sparse_variable(I, n, nnz=nnz_A, idx=i32)"
     );
     let c = program.buffer_by_name("C").expect("buffer C");
     assert_eq!(

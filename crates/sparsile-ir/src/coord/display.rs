@@ -51,7 +51,7 @@ impl Display for Program {
             if let Some(per) = axis.nnz_per_parent {
                 args.push(format!("per={}", names.extent(per)));
             }
-            if axis.index_type != IndexType::I32 {
+            if axis.kind != AxisKind::DenseFixed || axis.index_type != IndexType::I32 {
                 args.push(format!("idx={}", axis.index_type));
             }
             if !axis.unique {

@@ -41,7 +41,8 @@
 //! ```
 //!
 //! `#` starts a comment that runs to the end of the line. Attribute defaults: index type
-//! `i32`, unique coordinates, `Bound` structure; `idx=` is printed only for `i64`.
+//! `i32`, unique coordinates, `Bound` structure. `idx=` is always printed for axes with
+//! structure arrays (every kind but `dense_fixed`, where it is printed only for `i64`).
 //! There is no unary minus operator (use `neg(x)`); a `-` directly before a number is
 //! part of the literal, so `a - -3` subtracts the literal `-3`. The words in
 //! [`RESERVED`] cannot be used as names.
