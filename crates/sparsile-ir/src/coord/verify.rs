@@ -50,12 +50,31 @@ pub enum ScalarKind {
     Float,
 }
 
+impl ScalarKind {
+    /// `an integer` or `a float`, for messages.
+    fn with_article(self) -> &'static str {
+        match self {
+            ScalarKind::Int => "an integer",
+            ScalarKind::Float => "a float",
+        }
+    }
+}
+
 impl fmt::Display for ScalarKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ScalarKind::Int => "integer",
             ScalarKind::Float => "float",
         })
+    }
+}
+
+fn count(n: usize, what: &str) -> String {
+    match (n, what) {
+        (1, _) => format!("1 {what}"),
+        (_, "axis") => format!("{n} axes"),
+        (_, "index") => format!("{n} indices"),
+        _ => format!("{n} {what}s"),
     }
 }
 
@@ -86,10 +105,10 @@ pub fn expr_type(program: &Program, expr: &Expr) -> Result<ScalarKind, TypeError
                 .ok_or_else(|| type_error(format!("load of missing buffer {buffer}")))?;
             if indices.len() != b.axes.len() {
                 return Err(type_error(format!(
-                    "buffer `{}` has {} axes but is read with {} indices",
+                    "buffer `{}` has {} but is read with {}",
                     b.name,
-                    b.axes.len(),
-                    indices.len()
+                    count(b.axes.len(), "axis"),
+                    count(indices.len(), "index")
                 )));
             }
             for (k, idx) in indices.iter().enumerate() {
@@ -120,8 +139,10 @@ pub fn expr_type(program: &Program, expr: &Expr) -> Result<ScalarKind, TypeError
             let r = expr_type(program, rhs)?;
             if l != r {
                 return Err(type_error(format!(
-                    "`{}` mixes a {l} and a {r} operand (write float literals with a `.`)",
-                    op.symbol()
+                    "`{}` mixes {} and {} operand (write float literals with a `.`)",
+                    op.symbol(),
+                    l.with_article(),
+                    r.with_article()
                 )));
             }
             if *op == BinaryOp::Rem && l != ScalarKind::Int {
@@ -484,10 +505,10 @@ impl Verifier<'_> {
                 }
                 if st.indices.len() != b.axes.len() {
                     problems.push(format!(
-                        "buffer `{}` has {} axes but is written with {} indices",
+                        "buffer `{}` has {} but is written with {}",
                         b.name,
-                        b.axes.len(),
-                        st.indices.len()
+                        count(b.axes.len(), "axis"),
+                        count(st.indices.len(), "index")
                     ));
                 }
                 for (k, idx) in st.indices.iter().enumerate() {
@@ -506,8 +527,10 @@ impl Verifier<'_> {
                 };
                 match expr_type(p, &st.value) {
                     Ok(k) if k != want => problems.push(format!(
-                        "stores a {k} value into the {} buffer `{}`",
-                        b.dtype, b.name
+                        "stores {} value into the {} buffer `{}`",
+                        k.with_article(),
+                        b.dtype,
+                        b.name
                     )),
                     Ok(_) => {}
                     Err(e) => problems.push(format!("value: {e}")),
