@@ -273,6 +273,9 @@ impl Parser {
             }
             self.expect_punct(',')?;
         }
+        if self.is_attr_start(0) {
+            return Err(self.error_expected("the axis length"));
+        }
         let length = self.extent()?;
         let mut decl = AxisDecl::dense_fixed(name, length);
         decl.kind = kind;
@@ -457,9 +460,9 @@ impl Parser {
             return Err(ParseError::new(
                 vars_open,
                 format!(
-                    "iteration `{name}` has {} axes but binds {} variables",
-                    axes.len(),
-                    var_names.len()
+                    "iteration `{name}` has {} but binds {}",
+                    plural(axes.len(), "axis", "axes"),
+                    plural(var_names.len(), "variable", "variables")
                 ),
             ));
         }
@@ -654,6 +657,10 @@ impl Parser {
             ))
         }
     }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn int_literal(digits: &str, negative: bool, span: Span) -> PResult<i64> {
