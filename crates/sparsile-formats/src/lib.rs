@@ -28,6 +28,7 @@ pub mod index_array;
 pub mod layout;
 pub mod structure;
 pub mod tensor;
+pub mod validate;
 pub mod values;
 
 pub use axis::{AxisStorage, Crd, Pos};
@@ -38,4 +39,5 @@ pub use index_array::IndexArray;
 pub use layout::{AxisSpec, Layout, MapExpr, SizeSpec};
 pub use structure::Structure;
 pub use tensor::SparseTensor;
+pub use validate::CheckOptions;
 pub use values::Values;
