@@ -141,6 +141,9 @@ pub(crate) fn parse_banner(
             )))
         }
     };
+    if field == MtxField::Pattern && symmetry == MtxSymmetry::SkewSymmetric {
+        return Err(bad("a `pattern` matrix cannot be `skew-symmetric`".into()));
+    }
     if format == MtxFormat::Array && field == MtxField::Pattern {
         return Err(bad("`pattern` is only allowed with `coordinate`".into()));
     }

@@ -118,6 +118,11 @@ pub fn write_coo<W: Write>(
         .map_err(|e| write_err(format!("invalid COO tensor: {e}")))?;
     let (rows, cols) = (coo.shape[0], coo.shape[1]);
     let sym = opts.symmetry;
+    if sym == MtxSymmetry::SkewSymmetric && opts.field == MtxField::Pattern {
+        return Err(write_err(
+            "a `pattern` matrix cannot be `skew-symmetric`".into(),
+        ));
+    }
     if sym != MtxSymmetry::General && rows != cols {
         return Err(write_err(format!(
             "a {sym} matrix must be square, this one is {rows} x {cols}"
@@ -224,6 +229,9 @@ pub fn write_dense<W: Write>(
         for j in 0..cols {
             let v = values[i * cols + j];
             check_value(v, opts.field, || format!("element ({i}, {j})"))?;
+            if sym == MtxSymmetry::General {
+                continue;
+            }
             let m = values[j * cols + i];
             let ok = match sym {
                 MtxSymmetry::General => true,
