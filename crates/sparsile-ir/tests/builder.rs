@@ -114,3 +114,27 @@ fn variable_names_avoid_parameters_and_enclosing_variables() {
     reparsed.clear_spans();
     assert_eq!(reparsed, p);
 }
+
+#[test]
+fn compact_vars_renumbers_in_binding_order() {
+    let mut p = parse_example("nested.sir");
+    let original_text = p.to_string();
+    // Swap the two top-level iterations and add a variable no iteration binds: the
+    // variables are no longer numbered in binding order.
+    p.body.swap(0, 1);
+    let stray_axis = p.axis_by_name("I").expect("axis I");
+    p.vars.push(sparsile_ir::coord::IterVar {
+        name: "stray".into(),
+        axis: stray_axis,
+    });
+    let text = p.to_string();
+    assert_ne!(text, original_text);
+    let mut reparsed: Program = text.parse().expect("parses");
+    reparsed.clear_spans();
+    assert_ne!(reparsed, p);
+    p.compact_vars();
+    assert_eq!(reparsed, p);
+    assert_eq!(p.to_string(), text);
+    assert_eq!(p.vars.len(), 3);
+    assert_eq!(verify(&p), Ok(()));
+}
