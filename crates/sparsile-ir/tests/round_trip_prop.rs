@@ -404,3 +404,30 @@ fn generator_covers_the_text_form() {
         );
     }
 }
+
+proptest! {
+    #[test]
+    fn float_literals_round_trip_bit_for_bit(bits in any::<u64>()) {
+        let x = f64::from_bits(bits);
+        let text = sparsile_ir::coord::display::float_literal(x);
+        prop_assert!(
+            text.contains(['.', 'e']) || text.ends_with("inf") || text == "nan",
+            "`{}` is not a float literal",
+            text
+        );
+        let src = format!("func f() {{\n  buffer T: f64[] temp\n  T[] = {text}\n}}\n");
+        let program: Program = src.parse().expect("parses");
+        prop_assert_eq!(program.to_string(), src.clone());
+        let sparsile_ir::coord::Stmt::Store(store) = &program.body[0] else {
+            panic!("expected a store");
+        };
+        let Expr::Float(y) = store.value else {
+            panic!("expected a float literal, found {:?}", store.value);
+        };
+        if x.is_nan() {
+            prop_assert!(y.is_nan());
+        } else {
+            prop_assert_eq!(y.to_bits(), x.to_bits());
+        }
+    }
+}
