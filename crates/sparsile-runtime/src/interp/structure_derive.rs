@@ -13,7 +13,9 @@
 //! An output or temp buffer whose axes are all bound takes that structure. Its format
 //! is the format of the tensor its axes come from when they are exactly that tensor's
 //! axes in order (an SDDMM output sharing `A`'s axes, the union of two CSR matrices);
-//! otherwise, when every axis is `dense_fixed`, it is `Format::Dense`.
+//! otherwise it is the first of dense, CSR, DCSR, ragged, ELL, COO, CSF whose layout has
+//! the same axis kinds and parents (logical shape = axis lengths), e.g. dense for a
+//! dense output, CSR for the `[I, J]` levels of a CSF input.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -348,6 +350,38 @@ fn compute_axis<'i>(
     })
 }
 
+/// The first named format whose layout for a tensor of order `axes.len()` has these
+/// axis kinds and parents and maps axis coordinates to logical ones unchanged.
+fn identity_format(axes: &[AxisStorage<'_>]) -> Option<Format> {
+    let ndim = axes.len();
+    let ell_width = axes.get(1).and_then(|a| a.nnz_per_parent).unwrap_or(1);
+    let candidates = [
+        Format::Dense,
+        Format::Csr,
+        Format::Dcsr,
+        Format::Ragged,
+        Format::Ell { k: Some(ell_width) },
+        Format::Coo,
+        Format::Csf,
+    ];
+    candidates.into_iter().find(|f| {
+        let Ok(layout) = f.layout(ndim) else {
+            return false;
+        };
+        layout.axes.len() == ndim
+            && layout
+                .axes
+                .iter()
+                .zip(axes)
+                .all(|(spec, a)| spec.kind == a.kind && spec.parent == a.parent)
+            && layout
+                .to_logical
+                .iter()
+                .enumerate()
+                .all(|(d, e)| *e == sparsile_formats::MapExpr::Axis(d))
+    })
+}
+
 /// Builds the structure of output or temp buffer `buffer` from its bound axes.
 pub(crate) fn output_structure(
     program: &Program,
@@ -380,14 +414,14 @@ pub(crate) fn output_structure(
     });
     let (format, shape) = match template {
         Some((s, _)) => (s.format.clone(), s.shape.clone()),
-        None if axes.iter().all(|a| a.kind == AxisKind::DenseFixed) => {
-            (Format::Dense, axes.iter().map(|a| a.length).collect())
-        }
-        None => {
-            return Err(InterpError::OutputFormatUnknown {
-                buffer: decl.name.clone(),
-            })
-        }
+        None => match identity_format(&axes) {
+            Some(format) => (format, axes.iter().map(|a| a.length).collect()),
+            None => {
+                return Err(InterpError::OutputFormatUnknown {
+                    buffer: decl.name.clone(),
+                })
+            }
+        },
     };
     Ok(Structure {
         format,

@@ -16,6 +16,7 @@ use sparsile_ir::coord::*;
 use sparsile_ir::{AxisId, AxisKind, BufferId, DType, IndexType, IterVarId, Span};
 use sparsile_runtime::{interpret, InterpError, InterpOptions, Outputs};
 
+#[allow(unused_imports)]
 pub use IterKind::{Reduction as R, Spatial as S};
 
 /// Builds a program from node types.
