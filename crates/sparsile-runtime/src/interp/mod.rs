@@ -128,10 +128,11 @@ pub fn interpret<'i>(
             .ok_or_else(|| InterpError::MissingInput {
                 buffer: decl.name.clone(),
             })?;
-        validate::check_structure(&decl.name, &tensor.structure, Some(tensor.values.len()))?;
-        let values = input_values(&decl.name, decl.dtype, &tensor.values)?;
+        validate::check_structure(&decl.name, &tensor.structure)?;
         let structure: Arc<Structure<'i>> = tensor.structure.clone();
         b.bind_structure(program, id, &structure)?;
+        validate::check_value_count(&decl.name, &structure, tensor.values.len())?;
+        let values = input_values(&decl.name, decl.dtype, &tensor.values)?;
         buffers[id] = Some(BufState {
             structure,
             owned_structure: None,
@@ -141,7 +142,7 @@ pub fn interpret<'i>(
     // Caller-supplied output structures.
     for (id, decl) in program.buffers.iter() {
         if let Some(s) = options.output_structures.get(&decl.name) {
-            validate::check_structure(&decl.name, s, None)?;
+            validate::check_structure(&decl.name, s)?;
             let structure: Arc<Structure<'i>> = s.clone();
             b.bind_structure(program, id, &structure)?;
             buffers[id] = Some(BufState {

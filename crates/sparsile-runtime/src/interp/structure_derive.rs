@@ -76,7 +76,10 @@ pub(crate) fn derive_axes(program: &Program, b: &mut Bindings<'_>) -> Result<(),
 fn bind_dense_axes(program: &Program, b: &mut Bindings<'_>) -> Result<bool, InterpError> {
     let mut any = false;
     for (id, decl) in program.axes.iter() {
-        if b.axes[id].is_some() || decl.kind != AxisKind::DenseFixed {
+        if b.axes[id].is_some()
+            || decl.kind != AxisKind::DenseFixed
+            || decl.structure != AxisStructure::Bound
+        {
             continue;
         }
         let Some(length) = b.extent_value(decl.length) else {
@@ -393,6 +396,18 @@ pub(crate) fn output_structure(
     let mut origins = Vec::with_capacity(decl.axes.len());
     for &a in &decl.axes {
         let Some(bound) = &b.axes[a] else {
+            let axis = &program.axes[a];
+            if let (AxisKind::DenseFixed, sparsile_ir::coord::Extent::Param(p)) =
+                (axis.kind, axis.length)
+            {
+                return Err(InterpError::UnboundParam {
+                    param: program.params[p].name.clone(),
+                    needed_for: format!(
+                        "the length of axis `{}` of buffer `{}`",
+                        axis.name, decl.name
+                    ),
+                });
+            }
             return Err(InterpError::OutputHasNoStructure {
                 buffer: decl.name.clone(),
                 axis: program.axes[a].name.clone(),

@@ -7,7 +7,7 @@
 //! non-decreasing and ending at `npos`; sparse axes have `npos` indices in `0..=length`
 //! (`length` marks padding); under every parent position, coordinates increase strictly
 //! (unique axes) or weakly (non-unique axes), padding last; `dense_variable` runs are no
-//! longer than the axis. Finally the value count equals `Structure::nnz_stored`.
+//! longer than the axis. Separately, the value count must equal `Structure::nnz_stored`.
 
 use sparsile_formats::{AxisStorage, IndexArray, Pos, Structure};
 use sparsile_ir::AxisKind;
@@ -22,12 +22,8 @@ fn invalid(buffer: &str, position: usize, detail: String) -> InterpError {
     }
 }
 
-/// Checks every axis of `structure` and, when given, the number of values.
-pub(crate) fn check_structure(
-    buffer: &str,
-    structure: &Structure<'_>,
-    value_count: Option<usize>,
-) -> Result<(), InterpError> {
+/// Checks every axis of `structure`.
+pub(crate) fn check_structure(buffer: &str, structure: &Structure<'_>) -> Result<(), InterpError> {
     for (i, axis) in structure.axes.iter().enumerate() {
         let parent_npos = match axis.parent {
             Some(p) if p >= i => {
@@ -42,15 +38,23 @@ pub(crate) fn check_structure(
         };
         check_axis(buffer, i, axis, parent_npos)?;
     }
-    if let Some(found) = value_count {
-        let expected = checked_nnz_stored(buffer, structure)?;
-        if found != expected {
-            return Err(InterpError::ValueCountMismatch {
-                buffer: buffer.to_string(),
-                expected,
-                found,
-            });
-        }
+    Ok(())
+}
+
+/// Checks that a tensor has one value per stored element of `structure` (already
+/// checked by [`check_structure`]).
+pub(crate) fn check_value_count(
+    buffer: &str,
+    structure: &Structure<'_>,
+    found: usize,
+) -> Result<(), InterpError> {
+    let expected = checked_nnz_stored(buffer, structure)?;
+    if found != expected {
+        return Err(InterpError::ValueCountMismatch {
+            buffer: buffer.to_string(),
+            expected,
+            found,
+        });
     }
     Ok(())
 }
