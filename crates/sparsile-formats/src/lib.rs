@@ -19,14 +19,19 @@
 //! ```
 
 pub mod axis;
+pub mod container;
 pub mod convert;
 pub mod coo;
 pub mod error;
 pub mod format;
 pub mod index_array;
+pub mod interop;
 pub mod layout;
+pub mod mtx;
+pub mod stats;
 pub mod structure;
 pub mod tensor;
+pub mod validate;
 pub mod values;
 
 pub use axis::{AxisStorage, Crd, Pos};
@@ -35,6 +40,9 @@ pub use error::FormatError;
 pub use format::Format;
 pub use index_array::IndexArray;
 pub use layout::{AxisSpec, Layout, MapExpr, SizeSpec};
+pub use mtx::{MtxData, MtxError, MtxReadOptions};
+pub use stats::MatrixStats;
 pub use structure::Structure;
 pub use tensor::SparseTensor;
+pub use validate::CheckOptions;
 pub use values::Values;
