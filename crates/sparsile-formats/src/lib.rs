@@ -19,6 +19,7 @@
 //! ```
 
 pub mod axis;
+pub mod container;
 pub mod convert;
 pub mod coo;
 pub mod error;

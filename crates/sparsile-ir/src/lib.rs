@@ -27,6 +27,7 @@ pub mod axis_kind;
 pub mod coord;
 pub mod dtype;
 pub mod id;
+pub mod settings;
 pub mod span;
 
 pub use axis_kind::AxisKind;

@@ -1,0 +1,77 @@
+//! Every environment variable Sparsile reads, declared once, typed and documented.
+//!
+//! No other module calls `std::env::var` for a `SPARSILE_*` variable: it reads
+//! [`Settings::from_env`] (or a field of it) instead, so the list below is complete.
+//!
+//! ```
+//! let s = sparsile_ir::settings::Settings::from_env();
+//! assert!(sparsile_ir::settings::VARIABLES.iter().any(|v| v.name == "SPARSILE_BLESS"));
+//! let _ = s.bless;
+//! ```
+
+use std::path::PathBuf;
+
+/// One documented variable.
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub doc: &'static str,
+}
+
+/// The variables, for documentation and `sparsile` help output.
+pub const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "SPARSILE_BLESS",
+        kind: "bool (1/true)",
+        doc: "tests rewrite their expected text-IR files instead of comparing against them",
+    },
+    Variable {
+        name: "SPARSILE_REQUIRE_DATA",
+        kind: "bool (1/true)",
+        doc: "tests over the shared real matrices fail, instead of skipping, when the data folder is missing",
+    },
+    Variable {
+        name: "SPARSILE_DATA_DIR",
+        kind: "path",
+        doc: "folder of real matrices (default: the `shared/data` folder beside the repository)",
+    },
+];
+
+/// The parsed values of [`VARIABLES`].
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub bless: bool,
+    pub require_data: bool,
+    pub data_dir: Option<PathBuf>,
+}
+
+fn flag(name: &str) -> bool {
+    std::env::var(name)
+        .map(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "yes" | "on"
+            )
+        })
+        .unwrap_or(false)
+}
+
+impl Settings {
+    /// Reads the environment.
+    pub fn from_env() -> Settings {
+        Settings {
+            bless: flag("SPARSILE_BLESS"),
+            require_data: flag("SPARSILE_REQUIRE_DATA"),
+            data_dir: std::env::var_os("SPARSILE_DATA_DIR").map(PathBuf::from),
+        }
+    }
+
+    /// The folder of shared real matrices: `SPARSILE_DATA_DIR`, else `shared/data` beside
+    /// the repository whose workspace root is `workspace_root`.
+    pub fn data_dir_or(&self, workspace_root: &std::path::Path) -> PathBuf {
+        self.data_dir
+            .clone()
+            .unwrap_or_else(|| workspace_root.join("..").join("shared").join("data"))
+    }
+}
