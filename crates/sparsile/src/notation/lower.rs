@@ -12,8 +12,9 @@
 //! - Logical indices bound by the driver are its layout's `to_logical` map of the axis
 //!   iterators; every other tensor is read through its `from_logical` map (in axis
 //!   coordinates). Axes are spatial (`S`) when every logical index they feed is on the
-//!   left, otherwise reduction (`R`); a spatial axis under a reduction parent, or feeding an
-//!   output index together with a reduction axis, is made `R` as well.
+//!   left and its coordinates are unique, otherwise reduction (`R`); a spatial axis under a
+//!   reduction parent, or feeding an output index together with a reduction axis, is made
+//!   `R` as well. So distinct spatial points always write distinct output elements.
 //! - An accumulated output is zeroed by an `init` block when the iteration's spatial axes
 //!   are exactly the output's, otherwise by a separate iteration over the output first.
 //!
@@ -337,8 +338,10 @@ impl<'c> Lowerer<'c> {
         }
         let mut kinds: Vec<IterKind> = items
             .iter()
-            .map(|(_, _, c)| {
-                if !c.is_empty() && c.iter().all(|v| lhs_vars.contains(v)) {
+            .map(|(axis, _, c)| {
+                // Repeated coordinates (a non-unique axis) would write one element twice.
+                let unique = self.d.prog.axes[*axis].unique;
+                if unique && !c.is_empty() && c.iter().all(|v| lhs_vars.contains(v)) {
                     IterKind::Spatial
                 } else {
                     IterKind::Reduction
