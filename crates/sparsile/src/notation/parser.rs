@@ -294,8 +294,16 @@ impl Parser<'_> {
             }
             Tok::LParen => {
                 self.bump();
-                let e = self.expr()?;
-                self.expect(Tok::RParen, "`)`")?;
+                let mut e = self.expr()?;
+                let close = self.expect(Tok::RParen, "`)`")?;
+                // A parenthesized expression spans its parentheses (accesses keep their own).
+                if let Expr::Int { span, .. }
+                | Expr::Float { span, .. }
+                | Expr::Unary { span, .. }
+                | Expr::Binary { span, .. } = &mut e
+                {
+                    *span = t.span.join(close.span);
+                }
                 Ok(e)
             }
             Tok::Ident(name) if *self.peek_at(1) == Tok::LParen => {
