@@ -12,7 +12,7 @@
 //! let ast = parse("tensor A: f32[m, n]\ntensor x: f32[m]\ntensor y: f32[m]\ny[i] = A[i,j] * x[j]\n").unwrap();
 //! let err = check(&ast).unwrap_err();
 //! assert!(matches!(err, NotationError::DimMismatch { .. }));
-//! assert_eq!((err.span().line, err.span().col), (4, 21));
+//! assert_eq!((err.span().line, err.span().col), (4, 19));
 //! ```
 
 use std::collections::BTreeMap;
