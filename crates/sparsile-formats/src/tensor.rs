@@ -76,3 +76,78 @@ impl<'a> SparseTensor<'a> {
         }
     }
 }
+
+impl SparseTensor<'_> {
+    /// The tensor as a row-major dense array of f64 (padding reads as zero).
+    ///
+    /// Panics only when the shape has more elements than memory can address (a tensor
+    /// built or validated by this crate always fits its own storage, not necessarily a
+    /// dense copy).
+    pub fn to_dense_f64(&self) -> Vec<f64> {
+        let s = &self.structure;
+        if s.format == Format::Dense {
+            return self.values.to_f64_vec();
+        }
+        let total: usize = s.shape.iter().product();
+        let mut dense = vec![0.0; total];
+        let layout = s
+            .format
+            .layout(s.shape.len())
+            .expect("a valid tensor's format supports its order");
+        let mut logical = vec![0usize; s.shape.len()];
+        crate::convert::walk_stored(s, |crds, offset| {
+            for (d, expr) in layout.to_logical.iter().enumerate() {
+                match expr.eval(crds, &[], &s.shape) {
+                    Some(x) if x >= 0 && (x as u64) < s.shape[d] as u64 => logical[d] = x as usize,
+                    _ => return,
+                }
+            }
+            let off = logical
+                .iter()
+                .zip(&s.shape)
+                .fold(0, |off, (&c, &d)| off * d + c);
+            dense[off] = self.values.get_f64(offset);
+        });
+        dense
+    }
+
+    /// A `dense` tensor of `shape` from row-major f64 values, stored as `dtype`.
+    pub fn dense_from_f64(
+        shape: &[usize],
+        values: &[f64],
+        dtype: DType,
+    ) -> Result<SparseTensor<'static>, FormatError> {
+        if !dtype.is_float() {
+            return Err(FormatError::UnsupportedDType { dtype });
+        }
+        let expected = crate::convert::dense_size(shape)?;
+        if values.len() != expected {
+            return Err(FormatError::ValuesLength {
+                found: values.len(),
+                expected,
+            });
+        }
+        Ok(SparseTensor {
+            structure: Arc::new(Structure {
+                format: Format::Dense,
+                shape: shape.to_vec(),
+                axes: shape
+                    .iter()
+                    .map(|&d| crate::AxisStorage::dense_fixed(d))
+                    .collect(),
+            }),
+            values: Values::from_f64(values, dtype),
+        })
+    }
+
+    /// Builds `format` from a COO tensor with the index type forced when given (see
+    /// [`crate::convert::from_coo_with_index`]).
+    pub fn from_coo_with_index(
+        coo: &CooTensor,
+        format: &Format,
+        dtype: DType,
+        index_type: Option<sparsile_ir::IndexType>,
+    ) -> Result<SparseTensor<'static>, FormatError> {
+        crate::convert::from_coo_with_index(coo, format, dtype, index_type)
+    }
+}

@@ -1,126 +1,147 @@
-//! Conversion between formats through the canonical COO form.
+//! Conversion between any two formats through the canonical COO form.
 //!
-//! Interim: dense and CSR only; the full library replaces this module.
+//! [`from_coo`] builds every structure array of a named format from a canonical
+//! [`CooTensor`]; the produced axes follow [`Format::layout`] exactly (order, kinds,
+//! parents, `unique`, lengths), positions follow the global position spaces of
+//! [`crate::axis`], and values are laid out by [`crate::Structure::value_offset`].
+//! [`to_coo`] is generic: it walks the axes with their capabilities and maps axis
+//! coordinates to logical ones with the layout's `to_logical`, never asking which named
+//! format it reads.
+//!
+//! Padded formats (those with [`Format::pads`], and `ragged`, whose rows are dense runs)
+//! cannot tell an explicit zero from padding, so [`to_coo`] drops every stored zero of
+//! such formats: they do not keep explicit zeros through a round trip.
+//!
+//! Index type: i32 unless a dimension or a position count exceeds `i32::MAX`, then i64
+//! ([`from_coo_with_index`] forces one and fails when it does not fit).
+//!
+//! ```
+//! use sparsile_formats::{convert, CooTensor, Format};
+//! use sparsile_ir::DType;
+//! let coo = CooTensor::from_triplets(vec![3, 5], &[(0, 1, 1.0), (2, 4, 2.0)]).unwrap();
+//! let ell = convert::from_coo(&coo, &Format::Ell { k: Some(2) }, DType::F32).unwrap();
+//! // 3 rows x 2 slots; padding slots hold the sentinel coordinate 5
+//! assert_eq!(ell.structure.axes[1].indices.as_ref().unwrap().to_usizes(), vec![1, 5, 5, 5, 4, 5]);
+//! assert_eq!(convert::to_coo(&ell).unwrap(), coo);
+//! ```
 
-use std::sync::Arc;
+mod block;
+mod compressed;
+mod dense;
+mod diagonal;
+mod ell;
+mod plan;
+mod walk;
 
-use sparsile_ir::{AxisKind, DType, IndexType};
+use std::borrow::Cow;
 
-use crate::{
-    AxisStorage, CooTensor, Format, FormatError, IndexArray, SparseTensor, Structure, Values,
-};
+use sparsile_ir::{DType, IndexType};
 
-/// Builds `format` from a canonical COO tensor.
+use crate::{CooTensor, Format, FormatError, SparseTensor};
+
+pub(crate) use dense::dense_size;
+pub(crate) use walk::walk_stored;
+
+/// Builds `format` from a COO tensor (canonicalised first when it is not sorted),
+/// with values of type `dtype` and the narrowest index type that fits.
 pub fn from_coo(
     coo: &CooTensor,
     format: &Format,
     dtype: DType,
 ) -> Result<SparseTensor<'static>, FormatError> {
+    from_coo_with_index(coo, format, dtype, None)
+}
+
+/// Like [`from_coo`], with the index type forced when `index_type` is given (an error
+/// when a dimension or a position count does not fit it).
+pub fn from_coo_with_index(
+    coo: &CooTensor,
+    format: &Format,
+    dtype: DType,
+    index_type: Option<IndexType>,
+) -> Result<SparseTensor<'static>, FormatError> {
+    if !dtype.is_float() {
+        return Err(FormatError::UnsupportedDType { dtype });
+    }
     if !format.supports_ndim(coo.ndim()) {
         return Err(FormatError::UnsupportedOrder {
             format: format.to_string(),
             ndim: coo.ndim(),
         });
     }
-    match format {
-        Format::Dense => {
-            let total: usize = coo.shape.iter().product();
-            let mut values = vec![0.0; total];
-            for e in 0..coo.nnz() {
-                let mut off = 0;
-                for (&c, &d) in coo.coord(e).iter().zip(&coo.shape) {
-                    off = off * d + c;
-                }
-                values[off] = coo.values[e];
-            }
-            let axes = coo
-                .shape
-                .iter()
-                .map(|&d| AxisStorage::dense_fixed(d))
-                .collect();
-            Ok(SparseTensor {
-                structure: Arc::new(Structure {
-                    format: Format::Dense,
-                    shape: coo.shape.clone(),
-                    axes,
-                }),
-                values: Values::from_f64(&values, dtype),
-            })
-        }
-        Format::Csr => {
-            let (m, n) = (coo.shape[0], coo.shape[1]);
-            let mut indptr = vec![0usize; m + 1];
-            for e in 0..coo.nnz() {
-                indptr[coo.coord(e)[0] + 1] += 1;
-            }
-            for i in 0..m {
-                indptr[i + 1] += indptr[i];
-            }
-            let indices: Vec<usize> = (0..coo.nnz()).map(|e| coo.coord(e)[1]).collect();
-            let it = IndexType::for_max(coo.nnz().max(n) as u64);
-            let col = AxisStorage {
-                kind: AxisKind::SparseVariable,
-                parent: Some(0),
-                length: n,
-                npos: coo.nnz(),
-                nnz_per_parent: None,
-                indptr: Some(IndexArray::from_usizes(&indptr, it)),
-                indices: Some(IndexArray::from_usizes(&indices, it)),
-                unique: true,
-            };
-            Ok(SparseTensor {
-                structure: Arc::new(Structure {
-                    format: Format::Csr,
-                    shape: coo.shape.clone(),
-                    axes: vec![AxisStorage::dense_fixed(m), col],
-                }),
-                values: Values::from_f64(&coo.values, dtype),
-            })
-        }
-        other => Err(FormatError::Other(format!(
-            "conversion to `{other}` is not available yet"
-        ))),
-    }
+    coo.check_ranges()?;
+    let coo = canonical(coo)?;
+    let coo = coo.as_ref();
+    let (axes, values) = match format {
+        Format::Dense => dense::dense(coo)?,
+        Format::Coo => dense::coo(coo),
+        Format::Ragged => dense::ragged(coo),
+        Format::Csr => compressed::csr(coo),
+        Format::Csc => compressed::csc(coo),
+        Format::Dcsr => compressed::dcsr(coo),
+        Format::Csf => compressed::csf(coo),
+        Format::Bsr { r, c } => block::bsr(coo, *r, *c, false)?,
+        Format::Dbsr { r, c } => block::bsr(coo, *r, *c, true)?,
+        Format::SrBcrs { t, g } => block::srbcrs(coo, *t, *g)?,
+        Format::Ell { k } => ell::ell(coo, *k)?,
+        Format::Dia => diagonal::dia(coo)?,
+    };
+    plan::finish(format, &coo.shape, axes, &values, dtype, index_type)
 }
 
-/// The canonical COO form of `t`.
+/// `coo` itself when sorted without duplicates, else a sorted copy (duplicates are an
+/// error).
+fn canonical(coo: &CooTensor) -> Result<Cow<'_, CooTensor>, FormatError> {
+    let sorted = (1..coo.nnz()).all(|e| coo.coord(e - 1) < coo.coord(e));
+    if sorted {
+        return Ok(Cow::Borrowed(coo));
+    }
+    let mut copy = coo.clone();
+    copy.sort_and_reject_duplicates()?;
+    Ok(Cow::Owned(copy))
+}
+
+/// Whether stored zeros of `format` are indistinguishable from padding and dropped by
+/// [`to_coo`].
+pub fn drops_zeros(format: &Format) -> bool {
+    format.pads() || matches!(format, Format::Ragged)
+}
+
+/// The canonical COO form of `t`: every stored element that is not padding, mapped to
+/// logical coordinates, sorted. Stored zeros are dropped for formats where
+/// [`drops_zeros`] holds. `t` must be valid (built by this crate or checked by
+/// [`crate::validate`]).
 pub fn to_coo(t: &SparseTensor<'_>) -> Result<CooTensor, FormatError> {
     let s = &t.structure;
+    let layout = s.format.layout(s.shape.len())?;
+    let expected = s.nnz_stored();
+    if t.values.len() != expected {
+        return Err(FormatError::ValuesLength {
+            found: t.values.len(),
+            expected,
+        });
+    }
+    let drop_zeros = drops_zeros(&s.format);
+    let ndim = s.shape.len();
     let mut coo = CooTensor::empty(s.shape.clone());
-    match &s.format {
-        Format::Dense => {
-            let total: usize = s.shape.iter().product();
-            for off in 0..total {
-                let v = t.values.get_f64(off);
-                if v != 0.0 {
-                    let mut rem = off;
-                    let mut c = vec![0; s.shape.len()];
-                    for (k, &d) in s.shape.iter().enumerate().rev() {
-                        c[k] = rem % d;
-                        rem /= d;
-                    }
-                    coo.coords.extend(c);
-                    coo.values.push(v);
-                }
+    let mut logical = vec![0usize; ndim];
+    walk_stored(s, |crds, offset| {
+        let v = t.values.get_f64(offset);
+        if drop_zeros && v == 0.0 {
+            return;
+        }
+        for (d, expr) in layout.to_logical.iter().enumerate() {
+            match expr.eval(crds, &[], &s.shape) {
+                Some(x) if x >= 0 && (x as u64) < s.shape[d] as u64 => logical[d] = x as usize,
+                _ => return,
             }
         }
-        Format::Csr => {
-            let col = &s.axes[1];
-            for i in 0..s.shape[0] {
-                let range = col.positions(Some(crate::Pos(i)));
-                for p in range.clone() {
-                    coo.coords.push(i);
-                    coo.coords
-                        .push(col.coordinate(crate::Pos(p), range.start).0);
-                    coo.values.push(t.values.get_f64(p));
-                }
-            }
-        }
-        other => {
-            return Err(FormatError::Other(format!(
-                "conversion from `{other}` is not available yet"
-            )))
-        }
+        coo.coords.extend_from_slice(&logical);
+        coo.values.push(v);
+    });
+    let sorted = (1..coo.nnz()).all(|e| coo.coord(e - 1) < coo.coord(e));
+    if !sorted {
+        coo.sort_and_reject_duplicates()?;
     }
     Ok(coo)
 }

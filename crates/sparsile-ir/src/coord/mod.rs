@@ -24,12 +24,19 @@
 //!
 //! See `crates/sparsile-ir/tests/` for text-IR examples.
 
+pub mod builder;
+pub mod display;
 mod expr;
+pub mod parser;
 mod program;
 mod stmt;
+pub mod verify;
 
+pub use builder::{BodyBuilder, ProgramBuilder};
 pub use expr::{BinaryOp, Expr, UnaryOp};
+pub use parser::ParseError;
 pub use program::{
     AxisDecl, AxisStructure, BufferDecl, BufferRole, Extent, IterVar, Param, Program,
 };
 pub use stmt::{IterAxis, IterKind, SparseIteration, Stmt, Store};
+pub use verify::{expr_type, verify, ScalarKind, TypeError, VerifyError};

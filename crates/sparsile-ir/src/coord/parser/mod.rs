@@ -1,0 +1,155 @@
+//! The parser of the stage-I text IR: `impl FromStr for Program`.
+//!
+//! The text is what `Display for Program` prints, and `print -> parse -> print` is the
+//! identity. Parsing records a [`Span`] in every axis, buffer, iteration and store it
+//! builds; [`Program::clear_spans`] forgets them, so that `parse(print(p))` compares
+//! equal to a program `p` built in Rust.
+//!
+//! # Grammar (EBNF)
+//!
+//! ```text
+//! program    = "func" IDENT "(" [ IDENT { "," IDENT } ] ")" "{"
+//!                { axis } { buffer } { stmt } "}" ;
+//! axis       = "axis" IDENT "=" KIND "(" [ parent "," ] extent { "," attr } ")"
+//!                [ "=" ( "union" | "intersect" ) "(" IDENT { "," IDENT } ")" ] ;
+//! KIND       = "dense_fixed" | "dense_variable" | "sparse_fixed" | "sparse_variable" ;
+//! parent     = IDENT | "none" ;          (* required for every kind but dense_fixed *)
+//! attr       = "nnz" "=" extent | "per" "=" extent | "idx" "=" ( "i32" | "i64" )
+//!            | "nonunique" ;            (* each at most once; printed in this order *)
+//! extent     = [ "-" ] INT | IDENT ;    (* a constant or a parameter *)
+//! buffer     = "buffer" IDENT ":" DTYPE "[" [ IDENT { "," IDENT } ] "]" ROLE ;
+//! DTYPE      = "f16" | "bf16" | "f32" | "f64" | "i32" | "i64" ;
+//! ROLE       = "input" | "output" | "temp" ;
+//! stmt       = iteration | store ;
+//! iteration  = "iter" IDENT "over" "[" [ iteraxis { "," iteraxis } ] "]"
+//!                "as" "(" [ IDENT { "," IDENT } ] ")" "{" [ init ] { stmt } "}" ;
+//! iteraxis   = IDENT ":" ( "S" | "R" ) ;
+//! init       = "init" "{" { stmt } "}" ;
+//! store      = IDENT "[" [ expr { "," expr } ] "]" "=" expr ;
+//! expr       = term { ( "+" | "-" ) term } ;              (* left associative *)
+//! term       = factor { ( "*" | "/" | "%" ) factor } ;    (* left associative *)
+//! factor     = literal | "(" expr ")"
+//!            | IDENT "(" expr [ "," expr ] ")"     (* max, min (2 args); neg, exp, relu,
+//!                                                     sqrt, abs, log (1 arg) *)
+//!            | IDENT "[" [ expr { "," expr } ] "]" (* load *)
+//!            | IDENT ;                             (* iterator variable or parameter *)
+//! literal    = [ "-" ] ( INT | FLOAT | "inf" ) | "nan" ;
+//! INT        = digit { digit } ;
+//! FLOAT      = digit { digit } ( "." digit { digit } [ exponent ] | exponent ) ;
+//! exponent   = ( "e" | "E" ) [ "+" | "-" ] digit { digit } ;
+//! IDENT      = ( letter | "_" ) { letter | digit | "_" } ;
+//! ```
+//!
+//! `#` starts a comment that runs to the end of the line. Attribute defaults: index type
+//! `i32`, unique coordinates, `Bound` structure. `idx=` is always printed for axes with
+//! structure arrays (every kind but `dense_fixed`, where it is printed only for `i64`).
+//! There is no unary minus operator (use `neg(x)`); a `-` directly before a number is
+//! part of the literal, so `a - -3` subtracts the literal `-3`. The words in
+//! [`RESERVED`] cannot be used as names.
+//!
+//! # Names and scoping
+//! Parameters, axes and buffers each have their own namespace and must be unique in it;
+//! an axis may name a parent declared after it (the verifier rejects that, so the parser
+//! accepts it). An iteration's variables are in scope in its `init` block and its body,
+//! nested iterations included. A variable may not have the name of a parameter or of
+//! another variable in scope, so a bare identifier in an expression names exactly one
+//! variable or parameter; sibling iterations may reuse names. Variables are numbered in
+//! the order they are bound in the text (a preorder walk of the iterations), which is
+//! the order the builder creates them in.
+//!
+//! ```
+//! use sparsile_ir::coord::Program;
+//! let err = "func f(m) {\n  axis I = dense_fixed(m)\n  buffer X: f32[I) input\n}\n"
+//!     .parse::<Program>()
+//!     .unwrap_err();
+//! assert_eq!(err.to_string(), "line 3, column 18: expected `,` or `]`, found `)`");
+//! ```
+
+mod grammar;
+mod lexer;
+
+use std::str::FromStr;
+
+use thiserror::Error;
+
+use super::program::Program;
+use super::stmt::Stmt;
+use crate::Span;
+
+/// A syntax or name-resolution error, at a line and column of the text.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{span}: {message}")]
+pub struct ParseError {
+    pub span: Span,
+    pub message: String,
+}
+
+impl ParseError {
+    pub fn new(span: Span, message: impl Into<String>) -> ParseError {
+        ParseError {
+            span,
+            message: message.into(),
+        }
+    }
+}
+
+/// Words with a fixed meaning in the text IR, unusable as names.
+pub const RESERVED: &[&str] = &[
+    "func",
+    "axis",
+    "buffer",
+    "iter",
+    "over",
+    "as",
+    "init",
+    "none",
+    "union",
+    "intersect",
+    "nonunique",
+    "inf",
+    "nan",
+];
+
+/// Whether `name` can be printed as a name: an identifier that is not reserved.
+pub fn is_valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_') && !RESERVED.contains(&name)
+}
+
+impl FromStr for Program {
+    type Err = ParseError;
+
+    fn from_str(src: &str) -> Result<Program, ParseError> {
+        let tokens = lexer::tokenize(src)?;
+        grammar::Parser::new(tokens).program()
+    }
+}
+
+impl Program {
+    /// Resets every span to `Span::default()` (to compare programs up to spans).
+    pub fn clear_spans(&mut self) {
+        for (_, a) in self.axes.iter_mut() {
+            a.span = Span::default();
+        }
+        for (_, b) in self.buffers.iter_mut() {
+            b.span = Span::default();
+        }
+        clear_stmt_spans(&mut self.body);
+    }
+}
+
+fn clear_stmt_spans(stmts: &mut [Stmt]) {
+    for s in stmts {
+        match s {
+            Stmt::Store(st) => st.span = Span::default(),
+            Stmt::Iteration(it) => {
+                it.span = Span::default();
+                clear_stmt_spans(&mut it.init);
+                clear_stmt_spans(&mut it.body);
+            }
+        }
+    }
+}
