@@ -423,8 +423,10 @@ fn output_needs_structure_or_params() {
         output_structures: [("C".to_string(), csr(&matrix()).structure)].into(),
         ..Default::default()
     };
+    let given = opts.output_structures["C"].clone();
     let out = run_opts(&b.p, vec![("x", dense_tensor(&[3], vec![0.0; 3]))], opts).unwrap();
     assert_eq!(out["C"].nnz_stored(), 3);
+    assert!(Arc::ptr_eq(&out["C"].structure, &given));
 
     // A dense output whose length no tensor gives.
     let mut b = Builder::new("q");
@@ -629,9 +631,72 @@ fn execution_errors() {
     assert!(
         matches!(run(&b.p, vec![]), Err(InterpError::IntegerOutOfRange { value, .. }) if value == 1 << 40)
     );
+    b.p.buffers[y].dtype = DType::I64;
+    b.p.body[0] = st(y, vec![int(1)], int(1 << 60));
+    assert!(matches!(
+        run(&b.p, vec![]),
+        Err(InterpError::IntegerOutOfRange { .. })
+    ));
     b.p.body[0] = st(y, vec![int(1)], int(-7));
     assert_eq!(
         run(&b.p, vec![]).unwrap()["y"].values.to_f64_vec(),
         vec![0.0, -7.0]
     );
+}
+
+/// Randomly corrupted structures (array entries, lengths, counts) give an error or a
+/// result, never a panic.
+#[test]
+fn corrupted_tensors_never_panic() {
+    use rand::Rng;
+    let p = spmv();
+    let mut r = rng(61);
+    for round in 0..400 {
+        let coo = random_coo(&mut r, &[5, 6], 0.4);
+        let t = csr(&coo);
+        let mut s = Arc::unwrap_or_clone(t.structure);
+        let mut values = t.values.to_f64_vec();
+        for _ in 0..r.random_range(1..3) {
+            let col = &mut s.axes[1];
+            match r.random_range(0..7) {
+                0 | 1 => {
+                    let mut ptr: Vec<i64> = (0..col.indptr.as_ref().unwrap().len())
+                        .map(|i| col.indptr.as_ref().unwrap().get_i64(i))
+                        .collect();
+                    if !ptr.is_empty() {
+                        let at = r.random_range(0..ptr.len());
+                        ptr[at] = r.random_range(-2..12);
+                    }
+                    col.indptr = Some(IndexArray::I64(Cow::Owned(ptr)));
+                }
+                2 | 3 => {
+                    let mut idx: Vec<i64> = (0..col.indices.as_ref().unwrap().len())
+                        .map(|i| col.indices.as_ref().unwrap().get_i64(i))
+                        .collect();
+                    if !idx.is_empty() {
+                        let at = r.random_range(0..idx.len());
+                        idx[at] = r.random_range(-2..9);
+                    } else {
+                        idx.push(1);
+                    }
+                    col.indices = Some(IndexArray::I64(Cow::Owned(idx)));
+                }
+                4 => col.npos = r.random_range(0..20),
+                5 => col.length = r.random_range(0..9),
+                _ => {
+                    values.truncate(r.random_range(0..values.len() + 1));
+                    s.axes[0].npos = r.random_range(0..8);
+                }
+            }
+        }
+        let a = SparseTensor {
+            structure: Arc::new(s),
+            values: Values::F64(Cow::Owned(values)),
+        };
+        let x = dense_tensor(&[6], vec![1.0; 6]);
+        match run(&p, vec![("A", a), ("x", x)]) {
+            Ok(out) => assert_eq!(out["y"].values.len(), 5, "round {round}"),
+            Err(e) => assert!(!e.to_string().is_empty()),
+        }
+    }
 }

@@ -68,7 +68,15 @@ impl<'p, 'i> Exec<'p, 'i> {
                     buffer: decl.name.clone(),
                 })
             }
+            // Integers are held in f64, exact up to 2^53.
             (DType::I32, Scalar::Int(i)) if i32::try_from(i).is_err() => {
+                return Err(InterpError::IntegerOutOfRange {
+                    buffer: decl.name.clone(),
+                    value: i,
+                    dtype: decl.dtype.to_string(),
+                })
+            }
+            (DType::I64, Scalar::Int(i)) if i.unsigned_abs() > 1u64 << 53 => {
                 return Err(InterpError::IntegerOutOfRange {
                     buffer: decl.name.clone(),
                     value: i,

@@ -10,7 +10,11 @@
 //! - floating-point buffers take a tensor whose values have exactly the buffer's dtype;
 //! - integer buffers (`i32`/`i64`, e.g. an index map `eid[I]`) take a tensor with
 //!   floating-point values (any float dtype) that are exact integers in the buffer's
-//!   range; integer outputs are returned the same way, as f64 values.
+//!   range; integer outputs are returned the same way, as f64 values (so `i64`
+//!   values are limited to ±2^53).
+//!
+//! Outputs and temps start with every stored value `0`. Only `Output` buffers are
+//! returned; a caller-supplied output structure is returned as the same `Arc`.
 //!
 //! Parameters are bound by unifying axis extents with the tensors, or given explicitly in
 //! [`InterpOptions::params`] (then checked against the tensors). Output structures are
