@@ -76,7 +76,7 @@ fn declare_axes(b: &mut Builder, layout: &Layout) -> Vec<AxisId> {
 fn spmm(layout: &Layout) -> Program {
     let mut b = Builder::new("spmm");
     let axes = declare_axes(&mut b, layout);
-    let (m, n, k) = (b.param("m"), b.param("n"), b.param("k"));
+    let (m, n, k) = (b.param("m"), b.param("n"), b.param("kw"));
     let dims: Vec<ParamId> = [m, n]
         .iter()
         .map(|e| match e {
@@ -147,7 +147,7 @@ fn sddmm_on_every_format_shares_structure() {
         let layout = format.layout(2).unwrap();
         let mut b = Builder::new("sddmm");
         let axes = declare_axes(&mut b, &layout);
-        let (m, n, k) = (b.param("m"), b.param("n"), b.param("k"));
+        let (m, n, k) = (b.param("m"), b.param("n"), b.param("kw"));
         let dims: Vec<ParamId> = [m, n]
             .iter()
             .map(|e| match e {

@@ -71,6 +71,32 @@ fn csr_with_col(f: impl FnOnce(&mut AxisStorage<'static>)) -> SparseTensor<'stat
     }
 }
 
+/// Runs without the verifier, to reach the interpreter's own checks.
+fn run_unverified(
+    p: &Program,
+    inputs: Vec<(&str, SparseTensor<'static>)>,
+) -> Result<sparsile_runtime::Outputs, InterpError> {
+    let opts = InterpOptions {
+        skip_verify: true,
+        ..Default::default()
+    };
+    run_opts(p, inputs, opts)
+}
+
+#[test]
+fn invalid_program_is_reported_by_the_verifier() {
+    let mut p = spmv();
+    let Some(sparsile_ir::coord::Stmt::Iteration(it)) = p.body.first_mut() else {
+        unreachable!()
+    };
+    it.body = vec![st(BufferId(1), vec![int(0)], Expr::Float(1.0))];
+    let err = run(&p, ok_inputs()).unwrap_err();
+    assert!(
+        matches!(&err, InterpError::InvalidProgram { errors } if errors.len() == 1 && errors[0].message.contains("is an input")),
+        "{err}"
+    );
+}
+
 #[test]
 fn the_valid_program_runs() {
     let out = run(&spmv(), ok_inputs()).unwrap();
@@ -201,7 +227,7 @@ fn buffer_missing_parent() {
     let mut p = spmv();
     let j = p.axis_by_name("J").unwrap();
     p.buffers[BufferId(0)].axes = vec![j];
-    let err = run(&p, ok_inputs()).unwrap_err();
+    let err = run_unverified(&p, ok_inputs()).unwrap_err();
     assert_eq!(
         err,
         InterpError::BufferMissingParent {
@@ -469,7 +495,7 @@ fn computed_axis_errors() {
         coords: vec![0, 2],
         values: vec![1.0, 2.0],
     };
-    let err = run(&b.p, vec![("X", coo_tensor(&x))]).unwrap_err();
+    let err = run_unverified(&b.p, vec![("X", coo_tensor(&x))]).unwrap_err();
     assert!(
         matches!(&err, InterpError::ComputedAxis { axis, detail } if axis == "C" && detail.contains("not every coordinate")),
         "{err}"
@@ -481,7 +507,7 @@ fn computed_axis_errors() {
         values: vec![1.0, 2.0],
     };
     assert_eq!(
-        run(&b.p, vec![("X", coo_tensor(&x))]).unwrap()["Y"]
+        run_unverified(&b.p, vec![("X", coo_tensor(&x))]).unwrap()["Y"]
             .values
             .len(),
         2
@@ -493,7 +519,7 @@ fn computed_axis_errors() {
     let c = b.sfixed("C", None, m, ns, true);
     b.p.axes[c].structure = AxisStructure::Union(vec![sa]);
     b.buf("Y", &[c], Output);
-    let err = run(&b.p, vec![]).unwrap_err();
+    let err = run_unverified(&b.p, vec![]).unwrap_err();
     assert!(
         matches!(&err, InterpError::ComputedAxis { axis, .. } if axis == "C"),
         "{err}"
@@ -542,7 +568,7 @@ fn execution_errors() {
         vec![mul(v(vi), int(i64::MAX))],
         Expr::Float(1.0),
     )];
-    let err = run(&p, ok_inputs()).unwrap_err();
+    let err = run_unverified(&p, ok_inputs()).unwrap_err();
     assert!(
         matches!(err, InterpError::IntArithmetic { rhs: i64::MAX, .. }),
         "{err}"
@@ -555,7 +581,7 @@ fn execution_errors() {
     };
     it.body = vec![st(BufferId(1), vec![int(0)], Expr::Float(1.0))];
     assert_eq!(
-        run(&p, ok_inputs()).unwrap_err(),
+        run_unverified(&p, ok_inputs()).unwrap_err(),
         InterpError::StoreToInput { buffer: "x".into() }
     );
 
@@ -566,7 +592,7 @@ fn execution_errors() {
     };
     it.body = vec![st(BufferId(2), vec![Expr::Float(0.0)], Expr::Float(1.0))];
     assert_eq!(
-        run(&p, ok_inputs()).unwrap_err(),
+        run_unverified(&p, ok_inputs()).unwrap_err(),
         InterpError::FloatIndex {
             buffer: "y".into(),
             position: 0
@@ -580,7 +606,7 @@ fn execution_errors() {
     };
     it.body = vec![st(BufferId(2), vec![int(0), int(0)], Expr::Float(1.0))];
     assert!(matches!(
-        run(&p, ok_inputs()),
+        run_unverified(&p, ok_inputs()),
         Err(InterpError::IndexCountMismatch {
             expected: 1,
             found: 2,
@@ -595,7 +621,9 @@ fn execution_errors() {
     };
     let vj = it.axes[1].var;
     it.init = vec![st(BufferId(2), vec![v(vj)], Expr::Float(0.0))];
-    assert!(matches!(run(&p, ok_inputs()), Err(InterpError::UnboundVar { var, .. }) if var == "j"));
+    assert!(
+        matches!(run_unverified(&p, ok_inputs()), Err(InterpError::UnboundVar { var, .. }) if var == "j")
+    );
 
     // Spatial axis under a reduction parent.
     let mut p = spmv();
@@ -605,7 +633,7 @@ fn execution_errors() {
     it.axes[0].kind = R;
     it.axes[1].kind = S;
     assert!(
-        matches!(run(&p, ok_inputs()), Err(InterpError::SpatialUnderReduction { axis, .. }) if axis == "J")
+        matches!(run_unverified(&p, ok_inputs()), Err(InterpError::SpatialUnderReduction { axis, .. }) if axis == "J")
     );
 
     // Child axis without its parent iterated.
@@ -615,7 +643,7 @@ fn execution_errors() {
     };
     it.axes.remove(0);
     assert!(
-        matches!(run(&p, ok_inputs()), Err(InterpError::ParentNotIterated { axis, parent, .. }) if axis == "J" && parent == "I")
+        matches!(run_unverified(&p, ok_inputs()), Err(InterpError::ParentNotIterated { axis, parent, .. }) if axis == "J" && parent == "I")
     );
 
     // Float stored into an integer output.
@@ -624,22 +652,24 @@ fn execution_errors() {
     let y = b.buf_t("y", DType::I32, &[i], Output);
     b.p.body.push(st(y, vec![int(0)], Expr::Float(1.0)));
     assert_eq!(
-        run(&b.p, vec![]).unwrap_err(),
+        run_unverified(&b.p, vec![]).unwrap_err(),
         InterpError::FloatIntoInteger { buffer: "y".into() }
     );
     b.p.body[0] = st(y, vec![int(1)], int(1 << 40));
     assert!(
-        matches!(run(&b.p, vec![]), Err(InterpError::IntegerOutOfRange { value, .. }) if value == 1 << 40)
+        matches!(run_unverified(&b.p, vec![]), Err(InterpError::IntegerOutOfRange { value, .. }) if value == 1 << 40)
     );
     b.p.buffers[y].dtype = DType::I64;
     b.p.body[0] = st(y, vec![int(1)], int(1 << 60));
     assert!(matches!(
-        run(&b.p, vec![]),
+        run_unverified(&b.p, vec![]),
         Err(InterpError::IntegerOutOfRange { .. })
     ));
     b.p.body[0] = st(y, vec![int(1)], int(-7));
     assert_eq!(
-        run(&b.p, vec![]).unwrap()["y"].values.to_f64_vec(),
+        run_unverified(&b.p, vec![]).unwrap()["y"]
+            .values
+            .to_f64_vec(),
         vec![0.0, -7.0]
     );
 }

@@ -49,7 +49,7 @@ fn spmv_matches_dense() {
 /// `C[i, k] = sum_j A[i, j] * B[j, k]`, A in CSR.
 pub fn spmm() -> Program {
     let mut b = Builder::new("spmm");
-    let (m, n, k, nnz) = (b.param("m"), b.param("n"), b.param("k"), b.param("nnz"));
+    let (m, n, k, nnz) = (b.param("m"), b.param("n"), b.param("kw"), b.param("nnz"));
     let i = b.dense("I", m);
     let j = b.svar("J", i, n, nnz);
     let jd = b.dense("JD", n);
@@ -111,7 +111,7 @@ fn batched_spmm_matches_dense() {
         bld.param("nb"),
         bld.param("m"),
         bld.param("n"),
-        bld.param("k"),
+        bld.param("kw"),
         bld.param("nnz"),
     );
     let ba = bld.dense("B", nb);
@@ -191,7 +191,7 @@ fn batched_spmm_matches_dense() {
 #[test]
 fn sddmm_output_shares_a_structure() {
     let mut b = Builder::new("sddmm");
-    let (m, n, k, nnz) = (b.param("m"), b.param("n"), b.param("k"), b.param("nnz"));
+    let (m, n, k, nnz) = (b.param("m"), b.param("n"), b.param("kw"), b.param("nnz"));
     let i = b.dense("I", m);
     let j = b.svar("J", i, n, nnz);
     let jd = b.dense("JD", n);

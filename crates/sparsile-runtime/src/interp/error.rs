@@ -6,6 +6,12 @@ use thiserror::Error;
 /// A problem with the inputs of [`crate::interpret`] (binding) or met while executing.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum InterpError {
+    // ---- the program ----------------------------------------------------------------
+    #[error("the program does not pass the stage-I verifier: {}", .errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
+    InvalidProgram {
+        errors: Vec<sparsile_ir::coord::VerifyError>,
+    },
+
     // ---- inputs and options -------------------------------------------------------
     #[error("input buffer `{buffer}` was not given a tensor")]
     MissingInput { buffer: String },

@@ -20,8 +20,9 @@
 //! [`InterpOptions::params`] (then checked against the tensors). Output structures are
 //! derived, or given in [`InterpOptions::output_structures`].
 //!
-//! Preconditions: the program passes the stage-I verifier. Violations that the
-//! interpreter meets are errors too, never panics, as is any problem with the inputs.
+//! The program is checked by the stage-I verifier first (an [`InterpError::InvalidProgram`]
+//! error), unless [`InterpOptions::skip_verify`] is set; rule violations the interpreter
+//! meets while executing are errors too, as is any problem with the inputs: never panics.
 //!
 //! ```
 //! use std::collections::HashMap;
@@ -99,6 +100,9 @@ pub struct InterpOptions {
     /// Structures for output or temp buffers, by buffer name; bound like input
     /// structures and returned (shared) with the output.
     pub output_structures: HashMap<String, Arc<Structure<'static>>>,
+    /// Skips the stage-I verifier (run by default). The interpreter still checks what it
+    /// meets while executing; ids out of range in an unverified program may panic.
+    pub skip_verify: bool,
 }
 
 /// The outputs of a program, by output buffer name.
@@ -110,6 +114,10 @@ pub fn interpret<'i>(
     inputs: &'i HashMap<String, SparseTensor<'_>>,
     options: &InterpOptions,
 ) -> Result<Outputs, InterpError> {
+    if !options.skip_verify {
+        sparsile_ir::coord::verify(program)
+            .map_err(|errors| InterpError::InvalidProgram { errors })?;
+    }
     check_names(program, inputs, options)?;
     check_buffer_parents(program)?;
     let mut b = Bindings::<'i> {
