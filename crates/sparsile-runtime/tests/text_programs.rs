@@ -191,3 +191,103 @@ func sparse_add(m, n, nnz_A, nnz_B, nnz_C, nnz_D) {
         assert_eq!(out["D"].nnz_stored(), both, "{name}");
     }
 }
+
+/// RGMS over `A[REL, I, J]` with `I` a `dense_variable` axis (every relation stores all
+/// rows; the row coordinate is the position minus the start of the relation's run).
+#[test]
+fn rgms_with_dense_variable_rows() {
+    use std::sync::Arc;
+
+    use sparsile_formats::{AxisStorage, Format, IndexArray, SparseTensor, Structure, Values};
+    use sparsile_ir::{AxisKind, IndexType};
+    let p = parse(
+        "\
+func rgms(nrel, m, n, fin, fout, nrows, nnz) {
+  axis REL = dense_fixed(nrel)
+  axis I = dense_variable(REL, m, nnz=nrows, idx=i32)
+  axis J = sparse_variable(I, n, nnz=nnz, idx=i32)
+  axis ID = dense_fixed(m)
+  axis JD = dense_fixed(n)
+  axis K = dense_fixed(fin)
+  axis L = dense_fixed(fout)
+  buffer A: f64[REL, I, J] input
+  buffer X: f64[JD, K] input
+  buffer W: f64[REL, K, L] input
+  buffer Y: f64[ID, L] output
+  iter zero over [ID: S, L: S] as (i, l) {
+    Y[i, l] = 0.0
+  }
+  iter rgms over [REL: R, I: R, J: R, K: R, L: S] as (r, i, j, k, l) {
+    Y[i, l] = Y[i, l] + A[r, i, j] * X[j, k] * W[r, k, l]
+  }
+}
+",
+    );
+    let (nr, m, n, fin, fout) = (3usize, 5usize, 7usize, 2usize, 3usize);
+    let mut r = rng(76);
+    let rels: Vec<CooTensor> = (0..nr)
+        .map(|k| {
+            if k == 1 {
+                CooTensor::empty(vec![m, n])
+            } else {
+                random_coo(&mut r, &[m, n], 0.3)
+            }
+        })
+        .collect();
+    let row_ptr: Vec<usize> = (0..=nr).map(|k| k * m).collect();
+    let mut col_ptr = vec![0usize];
+    let mut cols = Vec::new();
+    let mut values = Vec::new();
+    for rel in &rels {
+        let t = csr(rel);
+        let ptr = t.structure.axes[1].indptr.as_ref().unwrap().to_usizes();
+        let base = *col_ptr.last().unwrap();
+        col_ptr.extend(ptr[1..].iter().map(|p| p + base));
+        cols.extend(t.structure.axes[1].indices.as_ref().unwrap().to_usizes());
+        values.extend(t.values.to_f64_vec());
+    }
+    let ia = |v: &[usize]| Some(IndexArray::from_usizes(v, IndexType::I32));
+    let a = SparseTensor {
+        structure: Arc::new(Structure {
+            format: Format::Csf,
+            shape: vec![nr, m, n],
+            axes: vec![
+                AxisStorage::dense_fixed(nr),
+                AxisStorage {
+                    kind: AxisKind::DenseVariable,
+                    parent: Some(0),
+                    length: m,
+                    npos: nr * m,
+                    nnz_per_parent: None,
+                    indptr: ia(&row_ptr),
+                    indices: None,
+                    unique: true,
+                },
+                AxisStorage {
+                    kind: AxisKind::SparseVariable,
+                    parent: Some(1),
+                    length: n,
+                    npos: cols.len(),
+                    nnz_per_parent: None,
+                    indptr: ia(&col_ptr),
+                    indices: ia(&cols),
+                    unique: true,
+                },
+            ],
+        }),
+        values: Values::F64(values.into()),
+    };
+    let (xv, xt) = random_dense(&mut r, &[n, fin]);
+    let (wv, wt) = random_dense(&mut r, &[nr, fin, fout]);
+    let out = run(&p, vec![("A", a), ("X", xt), ("W", wt)]).unwrap();
+    let mut want = vec![0.0; m * fout];
+    for (k, rel) in rels.iter().enumerate() {
+        let ad = to_dense(rel);
+        let ax = matmul(&ad, &xv, m, n, fin);
+        let y = matmul(&ax, &wv[k * fin * fout..(k + 1) * fin * fout], m, fin, fout);
+        for (w, v) in want.iter_mut().zip(y) {
+            *w += v;
+        }
+    }
+    assert_close(&out["Y"].values.to_f64_vec(), &want, "rgms");
+}
