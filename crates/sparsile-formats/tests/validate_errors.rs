@@ -569,3 +569,105 @@ fn parts_ragged_row_too_long() {
         }
     );
 }
+
+#[test]
+fn parts_coo_entries_must_be_distinct_and_sorted() {
+    let axes = |rows: &[i32], cols: &[i32]| {
+        let n = rows.len();
+        vec![
+            AxisStorage {
+                kind: AxisKind::SparseFixed,
+                parent: None,
+                length: 3,
+                npos: n,
+                nnz_per_parent: Some(n),
+                indptr: None,
+                indices: Some(ia(rows)),
+                unique: false,
+            },
+            AxisStorage {
+                kind: AxisKind::SparseFixed,
+                parent: Some(0),
+                length: 4,
+                npos: n,
+                nnz_per_parent: Some(1),
+                indptr: None,
+                indices: Some(ia(cols)),
+                unique: true,
+            },
+        ]
+    };
+    let ok = SparseTensor::from_parts(Format::Coo, &[3, 4], axes(&[1, 1], &[0, 3]), fv(&[1., 2.]));
+    assert_eq!(ok.unwrap().to_dense_f64()[4..8], [1., 0., 0., 2.]);
+    assert_eq!(
+        SparseTensor::from_parts(Format::Coo, &[3, 4], axes(&[1, 1], &[3, 3]), fv(&[1., 2.]))
+            .unwrap_err(),
+        FormatError::DuplicateCoordinate {
+            coordinate: vec![1, 3],
+            first: 0,
+            second: 1
+        }
+    );
+    assert_eq!(
+        SparseTensor::from_parts(Format::Coo, &[3, 4], axes(&[1, 1], &[3, 0]), fv(&[1., 2.]))
+            .unwrap_err(),
+        FormatError::UnsortedEntries { entry: 1 }
+    );
+    assert_eq!(
+        SparseTensor::from_parts(Format::Coo, &[3, 4], axes(&[1, 0], &[3, 0]), fv(&[1., 2.]))
+            .unwrap_err(),
+        FormatError::UnsortedIndices {
+            axis: 0,
+            parent: 0,
+            position: 1
+        }
+    );
+}
+
+#[test]
+fn bsr_blocks_are_sorted_as_units() {
+    // 2 x 4 with 1x2 blocks given in the order (0, 1), (0, 0).
+    let opts = CheckOptions {
+        sort_indices: true,
+        sum_duplicates: false,
+    };
+    let t = SparseTensor::from_bsr(
+        [2, 4],
+        (1, 2),
+        ia(&[0, 2, 2]),
+        ia(&[1, 0]),
+        fv(&[3., 4., 1., 2.]),
+        opts,
+    )
+    .unwrap();
+    assert_eq!(t.values.to_f64_vec(), vec![1., 2., 3., 4.]);
+    assert_eq!(t.to_dense_f64(), vec![1., 2., 3., 4., 0., 0., 0., 0.]);
+}
+
+#[test]
+fn valid_coo_arrays_are_borrowed() {
+    let (rows, cols, vals) = ([0i64, 2], [1i64, 0], [1.0f64, 2.0]);
+    let t = SparseTensor::from_coo_arrays(
+        &[3, 2],
+        vec![
+            IndexArray::I64(Cow::Borrowed(&rows)),
+            IndexArray::I64(Cow::Borrowed(&cols)),
+        ],
+        Values::F64(Cow::Borrowed(&vals)),
+        STRICT,
+    )
+    .unwrap();
+    assert!(t
+        .structure
+        .axes
+        .iter()
+        .all(|a| matches!(a.indices, Some(IndexArray::I64(Cow::Borrowed(_))))));
+    assert_eq!(t.to_dense_f64(), vec![0., 1., 0., 0., 2., 0.]);
+}
+
+#[test]
+fn huge_empty_dense_is_read_quickly() {
+    let t = SparseTensor::dense_from_f64(&[1 << 40, 0], &[], sparsile_ir::DType::F32).unwrap();
+    assert_eq!(t.to_coo().unwrap().nnz(), 0);
+    assert!(t.to_dense_f64().is_empty());
+}

@@ -1,0 +1,42 @@
+//! The index notation front end: text -> tokens -> syntax tree -> checked program ->
+//! stage-I program.
+//!
+//! ```text
+//! # comments
+//! tensor A: f32[m, n] csr      # name: dtype[dims] format (default dense)
+//! tensor B: f32[n, k]
+//! tensor C: f32[m, k]
+//! C[i,k] = A[i,j] * B[j,k]     # indices only on the right are summed
+//! ```
+//! Expressions: `+ - * /`, unary minus, `exp relu sqrt neg abs log`, `max(a, b)`,
+//! `min(a, b)`, integer and floating-point constants, parentheses. Statements run in
+//! order (later ones may read earlier outputs); `+=` accumulates into an output assigned
+//! before. An index may be an integer tensor read (`X[idx[i], k]`). Assigned tensors are
+//! outputs, the others inputs.
+//!
+//! ```
+//! use sparsile::notation::compile_notation;
+//! let program = compile_notation("\
+//! tensor A: f32[m, n] csr
+//! tensor B: f32[n, k]
+//! tensor C: f32[m, k]
+//! C[i,k] = A[i,j] * B[j,k]
+//! ").unwrap();
+//! assert_eq!(program.body.len(), 1);
+//! let err = compile_notation("tensor A: f32[m] csr\n").unwrap_err();
+//! assert_eq!((err.span().line, err.span().col), (1, 18));
+//! ```
+
+pub mod ast;
+mod declare;
+pub mod error;
+pub mod lexer;
+mod lower;
+pub mod parser;
+mod pattern;
+pub mod typecheck;
+
+pub use error::NotationError;
+pub use lower::{compile_notation, lower, lower_checked};
+pub use parser::parse;
+pub use typecheck::{check, Checked, CheckedStatement};
