@@ -163,7 +163,14 @@ fn coo_driven_spmm() {
         )],
     );
     b.p.body.push(s);
-    for (name, coo) in matrix_cases(35) {
+    // Duplicate entries (sorted, not summed) are each visited: their values add up.
+    let mut dup = random_coo(&mut rng(30), &[5, 4], 0.4);
+    let first: Vec<usize> = dup.coord(0).to_vec();
+    dup.coords.splice(0..0, first);
+    dup.values.insert(0, 0.25);
+    let mut cases = matrix_cases(35);
+    cases.push(("duplicates", dup));
+    for (name, coo) in cases {
         let (mm, nn, kw) = (coo.shape[0], coo.shape[1], 3);
         let (bv, bt) = random_dense(&mut rng(36), &[nn, kw]);
         let out = run(&b.p, vec![("A", coo_tensor(&coo)), ("B", bt)]).unwrap();

@@ -36,11 +36,10 @@ pub(crate) struct Exec<'p, 'i> {
 }
 
 impl<'p, 'i> Exec<'p, 'i> {
-    pub(crate) fn buffer(&self, id: BufferId) -> Result<&BufState<'i>, InterpError> {
-        // Every buffer is allocated before execution starts.
-        Ok(self.buffers[id]
+    pub(crate) fn buffer(&self, id: BufferId) -> &BufState<'i> {
+        self.buffers[id]
             .as_ref()
-            .expect("buffer allocated before execution"))
+            .expect("every buffer is allocated before execution starts")
     }
 
     /// Runs a list of statements.
