@@ -477,6 +477,14 @@ fn output_needs_structure_or_params() {
         run_opts(&b.p, vec![], opts),
         Err(InterpError::BadParamValue { value: -4, .. })
     ));
+    let opts = InterpOptions {
+        params: [("m".to_string(), 1 << 60)].into(),
+        ..Default::default()
+    };
+    assert!(matches!(
+        run_opts(&b.p, vec![], opts),
+        Err(InterpError::OutputTooLarge { .. })
+    ));
 }
 
 #[test]

@@ -140,6 +140,9 @@ pub enum InterpError {
     #[error("buffer `{buffer}`: its axes come from several tensors and are not all dense, so no format can be named for it")]
     OutputFormatUnknown { buffer: String },
 
+    #[error("buffer `{buffer}` needs {values} values, which cannot be allocated")]
+    OutputTooLarge { buffer: String, values: usize },
+
     #[error("computed axis `{axis}`: {detail}")]
     ComputedAxis { axis: String, detail: String },
 

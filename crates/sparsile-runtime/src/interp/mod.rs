@@ -158,7 +158,7 @@ pub fn interpret<'i>(
             let structure: Arc<Structure<'i>> = s.clone();
             b.bind_structure(program, id, &structure)?;
             buffers[id] = Some(BufState {
-                values: BufValues::Owned(vec![0.0; s.nnz_stored()]),
+                values: BufValues::Owned(zeros(&decl.name, s)?),
                 structure,
                 owned_structure: Some(Arc::clone(s)),
             });
@@ -166,13 +166,13 @@ pub fn interpret<'i>(
     }
     structure_derive::derive_axes(program, &mut b)?;
     // Outputs and temps.
-    for (id, _) in program.buffers.iter() {
+    for (id, decl) in program.buffers.iter() {
         if buffers[id].is_some() {
             continue;
         }
         let s = Arc::new(structure_derive::output_structure(program, &b, id)?);
         buffers[id] = Some(BufState {
-            values: BufValues::Owned(vec![0.0; s.nnz_stored()]),
+            values: BufValues::Owned(zeros(&decl.name, &s)?),
             structure: s.clone(),
             owned_structure: Some(s),
         });
@@ -206,6 +206,22 @@ pub fn interpret<'i>(
         outputs.insert(decl.name.clone(), SparseTensor { structure, values });
     }
     Ok(outputs)
+}
+
+/// The zero-filled values of an output or temp buffer; an error (not an abort) when
+/// they cannot be allocated.
+fn zeros(buffer: &str, structure: &Structure<'_>) -> Result<Vec<f64>, InterpError> {
+    validate::check_structure(buffer, structure)?;
+    let count = validate::checked_nnz_stored(buffer, structure)?;
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(count)
+        .map_err(|_| InterpError::OutputTooLarge {
+            buffer: buffer.to_string(),
+            values: count,
+        })?;
+    values.resize(count, 0.0);
+    Ok(values)
 }
 
 /// Every given name must denote an input buffer, a parameter, or an output/temp buffer.
