@@ -1,10 +1,30 @@
 //! The reference interpreter: executes a stage-I [`Program`] directly, in f64.
 //!
-//! [`interpret`] binds the input tensors to the program's buffers (module `binding` states
-//! the rules), computes the structure of `Union`/`Intersect` axes and of the outputs
-//! (`structure_derive`), runs the body following the semantics fixed in
-//! [`sparsile_ir::coord`] (`iterate`, `eval_expr`, `access`) and returns every
-//! output buffer as a tensor in the buffer's element type.
+//! [`interpret`] binds the input tensors to the program's buffers, computes the structure
+//! of `Union`/`Intersect` axes and of the outputs, runs the body following the semantics
+//! fixed in [`sparsile_ir::coord`] and returns every output buffer as a tensor in the
+//! buffer's element type.
+//!
+//! Binding (each mismatch is a named [`InterpError`] giving buffer, axis, parameter and
+//! both values):
+//! - a tensor bound to `B[a0, a1, ...]` has one axis per buffer axis, in storage order,
+//!   of the declared kind, whose parent index points at the buffer axis that is the
+//!   declared parent; an axis declared unique needs unique storage;
+//! - extents unify with the storage: `length`; `nnz` with the positions of a variable
+//!   axis; `nnz_per_parent` with a `sparse_fixed` axis's count (its total positions when
+//!   parentless). A `Const` must be equal; an unbound `Param` takes the size; a bound
+//!   one (by an earlier tensor or by [`InterpOptions::params`]) must be equal;
+//! - an axis used by several buffers must get identical storage (the same `Arc`'d
+//!   structure axis, or equal arrays);
+//! - structure arrays are validated first (indptr from 0, non-decreasing, ending at the
+//!   position count; indices in `0..=length`, sorted under each parent, padding last),
+//!   then the value count is checked against `Structure::nnz_stored`.
+//!
+//! Structure of outputs and temps: a caller-supplied one, else the storage of its axes:
+//! bound axes as bound (an SDDMM output shares `A`'s), `Union`/`Intersect` axes computed
+//! per parent position from the listed axes, unbound `dense_fixed` axes from their
+//! length. The format is the tensor's whose axes they exactly are, else the first of
+//! dense, CSR, DCSR, ragged, ELL, COO, CSF with the same axis kinds and parents.
 //!
 //! Inputs:
 //! - floating-point buffers take a tensor whose values have exactly the buffer's dtype;
