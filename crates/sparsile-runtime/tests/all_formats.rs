@@ -215,3 +215,54 @@ fn sddmm_on_every_format_shares_structure() {
         }
     }
 }
+
+/// Real matrices (from the shared data folder, when present) in several formats: SpMM
+/// against a reference that sums the COO entries directly.
+#[test]
+fn spmm_on_real_matrices() {
+    use sparsile_formats::mtx::{self, MtxData, MtxReadOptions};
+    let dir = std::path::Path::new("/work/shared/data");
+    let opts = MtxReadOptions {
+        duplicates: mtx::Duplicates::Sum,
+    };
+    for file in ["cora.mtx", "dlmc_rn50_mp70_initconv.mtx"] {
+        let path = dir.join(file);
+        if !path.exists() {
+            eprintln!("skipping {file}: not found under {}", dir.display());
+            continue;
+        }
+        let MtxData::Sparse(mut coo) = mtx::read_path(&path, &opts).unwrap() else {
+            panic!("{file} is not a coordinate file");
+        };
+        coo.sort_and_sum_duplicates();
+        let (m, n, k) = (coo.shape[0], coo.shape[1], 4);
+        let (bv, bt) = random_dense(&mut rng(45), &[n, k]);
+        let mut want = vec![0.0; m * k];
+        for e in 0..coo.nnz() {
+            let (i, j) = (coo.coord(e)[0], coo.coord(e)[1]);
+            for l in 0..k {
+                want[i * k + l] += coo.values[e] * bv[j * k + l];
+            }
+        }
+        for format in [
+            Format::Csr,
+            Format::Bsr { r: 4, c: 4 },
+            Format::Ell { k: None },
+            Format::Coo,
+        ] {
+            let p = spmm(&format.layout(2).unwrap());
+            let a = SparseTensor::from_coo(&coo, &format).unwrap();
+            let inputs = HashMap::from([("A".to_string(), a), ("B".to_string(), bt.clone())]);
+            let opts = InterpOptions {
+                params: [("m".to_string(), m as i64)].into(),
+                ..Default::default()
+            };
+            let out = interpret(&p, &inputs, &opts).unwrap();
+            assert_close(
+                &out["C"].values.to_f64_vec(),
+                &want,
+                &format!("{file} {format}"),
+            );
+        }
+    }
+}
