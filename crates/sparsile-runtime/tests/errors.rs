@@ -71,6 +71,32 @@ fn csr_with_col(f: impl FnOnce(&mut AxisStorage<'static>)) -> SparseTensor<'stat
     }
 }
 
+/// Runs without the verifier, to reach the interpreter's own checks.
+fn run_unverified(
+    p: &Program,
+    inputs: Vec<(&str, SparseTensor<'static>)>,
+) -> Result<sparsile_runtime::Outputs, InterpError> {
+    let opts = InterpOptions {
+        skip_verify: true,
+        ..Default::default()
+    };
+    run_opts(p, inputs, opts)
+}
+
+#[test]
+fn invalid_program_is_reported_by_the_verifier() {
+    let mut p = spmv();
+    let Some(sparsile_ir::coord::Stmt::Iteration(it)) = p.body.first_mut() else {
+        unreachable!()
+    };
+    it.body = vec![st(BufferId(1), vec![int(0)], Expr::Float(1.0))];
+    let err = run(&p, ok_inputs()).unwrap_err();
+    assert!(
+        matches!(&err, InterpError::InvalidProgram { errors } if errors.len() == 1 && errors[0].message.contains("is an input")),
+        "{err}"
+    );
+}
+
 #[test]
 fn the_valid_program_runs() {
     let out = run(&spmv(), ok_inputs()).unwrap();
@@ -201,7 +227,7 @@ fn buffer_missing_parent() {
     let mut p = spmv();
     let j = p.axis_by_name("J").unwrap();
     p.buffers[BufferId(0)].axes = vec![j];
-    let err = run(&p, ok_inputs()).unwrap_err();
+    let err = run_unverified(&p, ok_inputs()).unwrap_err();
     assert_eq!(
         err,
         InterpError::BufferMissingParent {
@@ -423,8 +449,10 @@ fn output_needs_structure_or_params() {
         output_structures: [("C".to_string(), csr(&matrix()).structure)].into(),
         ..Default::default()
     };
+    let given = opts.output_structures["C"].clone();
     let out = run_opts(&b.p, vec![("x", dense_tensor(&[3], vec![0.0; 3]))], opts).unwrap();
     assert_eq!(out["C"].nnz_stored(), 3);
+    assert!(Arc::ptr_eq(&out["C"].structure, &given));
 
     // A dense output whose length no tensor gives.
     let mut b = Builder::new("q");
@@ -449,6 +477,14 @@ fn output_needs_structure_or_params() {
         run_opts(&b.p, vec![], opts),
         Err(InterpError::BadParamValue { value: -4, .. })
     ));
+    let opts = InterpOptions {
+        params: [("m".to_string(), 1 << 60)].into(),
+        ..Default::default()
+    };
+    assert!(matches!(
+        run_opts(&b.p, vec![], opts),
+        Err(InterpError::OutputTooLarge { .. })
+    ));
 }
 
 #[test]
@@ -467,7 +503,7 @@ fn computed_axis_errors() {
         coords: vec![0, 2],
         values: vec![1.0, 2.0],
     };
-    let err = run(&b.p, vec![("X", coo_tensor(&x))]).unwrap_err();
+    let err = run_unverified(&b.p, vec![("X", coo_tensor(&x))]).unwrap_err();
     assert!(
         matches!(&err, InterpError::ComputedAxis { axis, detail } if axis == "C" && detail.contains("not every coordinate")),
         "{err}"
@@ -479,7 +515,7 @@ fn computed_axis_errors() {
         values: vec![1.0, 2.0],
     };
     assert_eq!(
-        run(&b.p, vec![("X", coo_tensor(&x))]).unwrap()["Y"]
+        run_unverified(&b.p, vec![("X", coo_tensor(&x))]).unwrap()["Y"]
             .values
             .len(),
         2
@@ -491,7 +527,7 @@ fn computed_axis_errors() {
     let c = b.sfixed("C", None, m, ns, true);
     b.p.axes[c].structure = AxisStructure::Union(vec![sa]);
     b.buf("Y", &[c], Output);
-    let err = run(&b.p, vec![]).unwrap_err();
+    let err = run_unverified(&b.p, vec![]).unwrap_err();
     assert!(
         matches!(&err, InterpError::ComputedAxis { axis, .. } if axis == "C"),
         "{err}"
@@ -540,7 +576,7 @@ fn execution_errors() {
         vec![mul(v(vi), int(i64::MAX))],
         Expr::Float(1.0),
     )];
-    let err = run(&p, ok_inputs()).unwrap_err();
+    let err = run_unverified(&p, ok_inputs()).unwrap_err();
     assert!(
         matches!(err, InterpError::IntArithmetic { rhs: i64::MAX, .. }),
         "{err}"
@@ -553,7 +589,7 @@ fn execution_errors() {
     };
     it.body = vec![st(BufferId(1), vec![int(0)], Expr::Float(1.0))];
     assert_eq!(
-        run(&p, ok_inputs()).unwrap_err(),
+        run_unverified(&p, ok_inputs()).unwrap_err(),
         InterpError::StoreToInput { buffer: "x".into() }
     );
 
@@ -564,7 +600,7 @@ fn execution_errors() {
     };
     it.body = vec![st(BufferId(2), vec![Expr::Float(0.0)], Expr::Float(1.0))];
     assert_eq!(
-        run(&p, ok_inputs()).unwrap_err(),
+        run_unverified(&p, ok_inputs()).unwrap_err(),
         InterpError::FloatIndex {
             buffer: "y".into(),
             position: 0
@@ -578,7 +614,7 @@ fn execution_errors() {
     };
     it.body = vec![st(BufferId(2), vec![int(0), int(0)], Expr::Float(1.0))];
     assert!(matches!(
-        run(&p, ok_inputs()),
+        run_unverified(&p, ok_inputs()),
         Err(InterpError::IndexCountMismatch {
             expected: 1,
             found: 2,
@@ -593,7 +629,9 @@ fn execution_errors() {
     };
     let vj = it.axes[1].var;
     it.init = vec![st(BufferId(2), vec![v(vj)], Expr::Float(0.0))];
-    assert!(matches!(run(&p, ok_inputs()), Err(InterpError::UnboundVar { var, .. }) if var == "j"));
+    assert!(
+        matches!(run_unverified(&p, ok_inputs()), Err(InterpError::UnboundVar { var, .. }) if var == "j")
+    );
 
     // Spatial axis under a reduction parent.
     let mut p = spmv();
@@ -603,7 +641,7 @@ fn execution_errors() {
     it.axes[0].kind = R;
     it.axes[1].kind = S;
     assert!(
-        matches!(run(&p, ok_inputs()), Err(InterpError::SpatialUnderReduction { axis, .. }) if axis == "J")
+        matches!(run_unverified(&p, ok_inputs()), Err(InterpError::SpatialUnderReduction { axis, .. }) if axis == "J")
     );
 
     // Child axis without its parent iterated.
@@ -613,7 +651,7 @@ fn execution_errors() {
     };
     it.axes.remove(0);
     assert!(
-        matches!(run(&p, ok_inputs()), Err(InterpError::ParentNotIterated { axis, parent, .. }) if axis == "J" && parent == "I")
+        matches!(run_unverified(&p, ok_inputs()), Err(InterpError::ParentNotIterated { axis, parent, .. }) if axis == "J" && parent == "I")
     );
 
     // Float stored into an integer output.
@@ -622,16 +660,81 @@ fn execution_errors() {
     let y = b.buf_t("y", DType::I32, &[i], Output);
     b.p.body.push(st(y, vec![int(0)], Expr::Float(1.0)));
     assert_eq!(
-        run(&b.p, vec![]).unwrap_err(),
+        run_unverified(&b.p, vec![]).unwrap_err(),
         InterpError::FloatIntoInteger { buffer: "y".into() }
     );
     b.p.body[0] = st(y, vec![int(1)], int(1 << 40));
     assert!(
-        matches!(run(&b.p, vec![]), Err(InterpError::IntegerOutOfRange { value, .. }) if value == 1 << 40)
+        matches!(run_unverified(&b.p, vec![]), Err(InterpError::IntegerOutOfRange { value, .. }) if value == 1 << 40)
     );
+    b.p.buffers[y].dtype = DType::I64;
+    b.p.body[0] = st(y, vec![int(1)], int(1 << 60));
+    assert!(matches!(
+        run_unverified(&b.p, vec![]),
+        Err(InterpError::IntegerOutOfRange { .. })
+    ));
     b.p.body[0] = st(y, vec![int(1)], int(-7));
     assert_eq!(
-        run(&b.p, vec![]).unwrap()["y"].values.to_f64_vec(),
+        run_unverified(&b.p, vec![]).unwrap()["y"]
+            .values
+            .to_f64_vec(),
         vec![0.0, -7.0]
     );
+}
+
+/// Randomly corrupted structures (array entries, lengths, counts) give an error or a
+/// result, never a panic.
+#[test]
+fn corrupted_tensors_never_panic() {
+    use rand::Rng;
+    let p = spmv();
+    let mut r = rng(61);
+    for round in 0..400 {
+        let coo = random_coo(&mut r, &[5, 6], 0.4);
+        let t = csr(&coo);
+        let mut s = Arc::unwrap_or_clone(t.structure);
+        let mut values = t.values.to_f64_vec();
+        for _ in 0..r.random_range(1..3) {
+            let col = &mut s.axes[1];
+            match r.random_range(0..7) {
+                0 | 1 => {
+                    let mut ptr: Vec<i64> = (0..col.indptr.as_ref().unwrap().len())
+                        .map(|i| col.indptr.as_ref().unwrap().get_i64(i))
+                        .collect();
+                    if !ptr.is_empty() {
+                        let at = r.random_range(0..ptr.len());
+                        ptr[at] = r.random_range(-2..12);
+                    }
+                    col.indptr = Some(IndexArray::I64(Cow::Owned(ptr)));
+                }
+                2 | 3 => {
+                    let mut idx: Vec<i64> = (0..col.indices.as_ref().unwrap().len())
+                        .map(|i| col.indices.as_ref().unwrap().get_i64(i))
+                        .collect();
+                    if !idx.is_empty() {
+                        let at = r.random_range(0..idx.len());
+                        idx[at] = r.random_range(-2..9);
+                    } else {
+                        idx.push(1);
+                    }
+                    col.indices = Some(IndexArray::I64(Cow::Owned(idx)));
+                }
+                4 => col.npos = r.random_range(0..20),
+                5 => col.length = r.random_range(0..9),
+                _ => {
+                    values.truncate(r.random_range(0..values.len() + 1));
+                    s.axes[0].npos = r.random_range(0..8);
+                }
+            }
+        }
+        let a = SparseTensor {
+            structure: Arc::new(s),
+            values: Values::F64(Cow::Owned(values)),
+        };
+        let x = dense_tensor(&[6], vec![1.0; 6]);
+        match run(&p, vec![("A", a), ("x", x)]) {
+            Ok(out) => assert_eq!(out["y"].values.len(), 5, "round {round}"),
+            Err(e) => assert!(!e.to_string().is_empty()),
+        }
+    }
 }

@@ -19,7 +19,7 @@ fn bsr_spmm(r: i64, c: i64) -> Program {
         b.param("nnzb"),
         b.param("m"),
         b.param("n"),
-        b.param("k"),
+        b.param("kw"),
     );
     let io = b.dense("IO", mb);
     let jo = b.svar("JO", io, nb, nnzb);
@@ -85,7 +85,7 @@ fn spmm_with(
     out_rows_own_axis: bool,
 ) -> Program {
     let mut b = Builder::new("spmm");
-    let (m, n, k) = (b.param("m"), b.param("n"), b.param("k"));
+    let (m, n, k) = (b.param("m"), b.param("n"), b.param("kw"));
     let i = b.dense("I", m);
     let j = col(&mut b, i, n);
     let jd = b.dense("JD", n);
@@ -142,7 +142,7 @@ fn ell_spmm_skips_padding() {
 #[test]
 fn coo_driven_spmm() {
     let mut b = Builder::new("coo_spmm");
-    let (m, n, k, nnz) = (b.param("m"), b.param("n"), b.param("k"), b.param("nnz"));
+    let (m, n, k, nnz) = (b.param("m"), b.param("n"), b.param("kw"), b.param("nnz"));
     let i = b.sfixed("I", None, m, nnz, false);
     let j = b.sfixed("J", Some(i), n, Extent::Const(1), true);
     let id = b.dense("ID", m);
@@ -163,7 +163,14 @@ fn coo_driven_spmm() {
         )],
     );
     b.p.body.push(s);
-    for (name, coo) in matrix_cases(35) {
+    // Duplicate entries (sorted, not summed) are each visited: their values add up.
+    let mut dup = random_coo(&mut rng(30), &[5, 4], 0.4);
+    let first: Vec<usize> = dup.coord(0).to_vec();
+    dup.coords.splice(0..0, first);
+    dup.values.insert(0, 0.25);
+    let mut cases = matrix_cases(35);
+    cases.push(("duplicates", dup));
+    for (name, coo) in cases {
         let (mm, nn, kw) = (coo.shape[0], coo.shape[1], 3);
         let (bv, bt) = random_dense(&mut rng(36), &[nn, kw]);
         let out = run(&b.p, vec![("A", coo_tensor(&coo)), ("B", bt)]).unwrap();
@@ -180,7 +187,7 @@ fn coo_driven_spmm() {
 /// order) or COO (non-unique row axis: locate backtracks over the run of equal rows).
 fn dense_loops_over(csc_axes: bool) -> Program {
     let mut b = Builder::new("locate");
-    let (m, n, k) = (b.param("m"), b.param("n"), b.param("k"));
+    let (m, n, k) = (b.param("m"), b.param("n"), b.param("kw"));
     let id = b.dense("ID", m);
     let jd = b.dense("JD", n);
     let kk = b.dense("K", k);
@@ -238,7 +245,7 @@ fn csc_and_coo_operands_read_by_locate() {
 #[test]
 fn indirect_index_through_integer_buffer() {
     let mut b = Builder::new("gather");
-    let (m, e, k) = (b.param("m"), b.param("e"), b.param("k"));
+    let (m, e, k) = (b.param("m"), b.param("e"), b.param("kw"));
     let i = b.dense("I", m);
     let ea = b.dense("E", e);
     let kk = b.dense("K", k);

@@ -49,7 +49,7 @@ fn spmv_matches_dense() {
 /// `C[i, k] = sum_j A[i, j] * B[j, k]`, A in CSR.
 pub fn spmm() -> Program {
     let mut b = Builder::new("spmm");
-    let (m, n, k, nnz) = (b.param("m"), b.param("n"), b.param("k"), b.param("nnz"));
+    let (m, n, k, nnz) = (b.param("m"), b.param("n"), b.param("kw"), b.param("nnz"));
     let i = b.dense("I", m);
     let j = b.svar("J", i, n, nnz);
     let jd = b.dense("JD", n);
@@ -111,7 +111,7 @@ fn batched_spmm_matches_dense() {
         bld.param("nb"),
         bld.param("m"),
         bld.param("n"),
-        bld.param("k"),
+        bld.param("kw"),
         bld.param("nnz"),
     );
     let ba = bld.dense("B", nb);
@@ -191,7 +191,7 @@ fn batched_spmm_matches_dense() {
 #[test]
 fn sddmm_output_shares_a_structure() {
     let mut b = Builder::new("sddmm");
-    let (m, n, k, nnz) = (b.param("m"), b.param("n"), b.param("k"), b.param("nnz"));
+    let (m, n, k, nnz) = (b.param("m"), b.param("n"), b.param("kw"), b.param("nnz"));
     let i = b.dense("I", m);
     let j = b.svar("J", i, n, nnz);
     let jd = b.dense("JD", n);
@@ -235,4 +235,84 @@ fn sddmm_output_shares_a_structure() {
         }
         assert_close(&tensor_to_dense(cs), &want, name);
     }
+}
+
+/// `y[i] = 2 * (sum_j A[i, j] * x[j])` with the row sum in a temp buffer, computed by an
+/// inner iteration over `J`, whose parent `I` is bound by the enclosing iteration.
+#[test]
+fn nested_iteration_with_temp_buffer() {
+    let mut b = Builder::new("nested");
+    let (m, n, nnz) = (b.param("m"), b.param("n"), b.param("nnz"));
+    let i = b.dense("I", m);
+    let j = b.svar("J", i, n, nnz);
+    let jd = b.dense("JD", n);
+    let one = b.dense("ONE", sparsile_ir::coord::Extent::Const(1));
+    let a = b.buf("A", &[i, j], Input);
+    let x = b.buf("x", &[jd], Input);
+    let t = b.buf("t", &[one], Temp);
+    let y = b.buf("y", &[i], Output);
+    let (vi, vj) = (b.var("i", i), b.var("j", j));
+    let inner = b.iter(
+        "row",
+        &[(vj, R)],
+        vec![],
+        vec![acc(
+            t,
+            vec![int(0)],
+            mul(ld(a, vec![v(vi), v(vj)]), ld(x, vec![v(vj)])),
+        )],
+    );
+    let outer = b.iter(
+        "rows",
+        &[(vi, S)],
+        vec![],
+        vec![
+            st(t, vec![int(0)], Expr::Float(0.0)),
+            inner,
+            st(y, vec![v(vi)], mul(Expr::Float(2.0), ld(t, vec![int(0)]))),
+        ],
+    );
+    b.p.body.push(outer);
+    for (name, coo) in matrix_cases(51) {
+        let (mm, nn) = (coo.shape[0], coo.shape[1]);
+        let (xv, xt) = random_dense(&mut rng(52), &[nn]);
+        let out = run(&b.p, vec![("A", csr(&coo)), ("x", xt)]).unwrap();
+        assert!(!out.contains_key("t"), "temps are not returned");
+        let want: Vec<f64> = matmul(&to_dense(&coo), &xv, mm, nn, 1)
+            .iter()
+            .map(|v| 2.0 * v)
+            .collect();
+        assert_close(&out["y"].values.to_f64_vec(), &want, name);
+    }
+}
+
+/// Half-precision inputs are read widened to f64; the output is rounded once.
+#[test]
+fn half_precision_inputs() {
+    use sparsile_ir::DType;
+    let mut p = spmm();
+    for (id, dtype) in [(0u32, DType::F16), (1, DType::BF16), (2, DType::BF16)] {
+        p.buffers[sparsile_ir::BufferId(id)].dtype = dtype;
+    }
+    let coo = random_coo(&mut rng(53), &[6, 5], 0.4);
+    let (_, bt) = random_dense(&mut rng(54), &[5, 2]);
+    let a16 = sparsile_formats::SparseTensor::from_coo_with(
+        &coo,
+        &sparsile_formats::Format::Csr,
+        DType::F16,
+    )
+    .unwrap();
+    let b16 = bt.convert(&sparsile_formats::Format::Dense).unwrap();
+    let b16 = sparsile_formats::SparseTensor {
+        values: sparsile_formats::Values::from_f64(&b16.values.to_f64_vec(), DType::BF16),
+        ..b16
+    };
+    let (av, bv) = (a16.to_dense_f64(), b16.values.to_f64_vec());
+    let out = run(&p, vec![("A", a16), ("B", b16)]).unwrap();
+    assert_eq!(out["C"].dtype(), DType::BF16);
+    let want: Vec<f64> = matmul(&av, &bv, 6, 5, 2)
+        .iter()
+        .map(|&x| half::bf16::from_f64(x).to_f64())
+        .collect();
+    assert_eq!(out["C"].values.to_f64_vec(), want);
 }

@@ -5,7 +5,9 @@
 //! to that same axis and the iteration's parent position equals the one resolved for
 //! the buffer, the iteration's position is used directly; otherwise the coordinate is
 //! located under the resolved parent position. On a non-unique axis followed by
-//! children (COO), every position of the run of equal coordinates is tried in turn.
+//! children (COO), every position of the run of equal coordinates is tried in turn; when
+//! a COO tensor stores the same coordinate twice, an access reads the first of them
+//! (iterating visits both).
 
 use sparsile_formats::{AxisStorage, Crd, Pos, Structure};
 

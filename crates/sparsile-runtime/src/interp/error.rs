@@ -6,6 +6,12 @@ use thiserror::Error;
 /// A problem with the inputs of [`crate::interpret`] (binding) or met while executing.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum InterpError {
+    // ---- the program ----------------------------------------------------------------
+    #[error("the program does not pass the stage-I verifier: {}", .errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
+    InvalidProgram {
+        errors: Vec<sparsile_ir::coord::VerifyError>,
+    },
+
     // ---- inputs and options -------------------------------------------------------
     #[error("input buffer `{buffer}` was not given a tensor")]
     MissingInput { buffer: String },
@@ -133,6 +139,9 @@ pub enum InterpError {
 
     #[error("buffer `{buffer}`: its axes come from several tensors and are not all dense, so no format can be named for it")]
     OutputFormatUnknown { buffer: String },
+
+    #[error("buffer `{buffer}` needs {values} values, which cannot be allocated")]
+    OutputTooLarge { buffer: String, values: usize },
 
     #[error("computed axis `{axis}`: {detail}")]
     ComputedAxis { axis: String, detail: String },

@@ -113,7 +113,7 @@ impl Exec<'_, '_> {
 
     fn load(&self, buffer: BufferId, indices: &[Expr]) -> Result<Scalar, InterpError> {
         let args = self.index_args(buffer, indices)?;
-        let state = self.buffer(buffer)?;
+        let state = self.buffer(buffer);
         let value = match resolve(&state.structure, &args) {
             Resolved::At(offset) => {
                 if offset >= state.values.len() {

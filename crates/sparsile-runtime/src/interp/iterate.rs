@@ -36,11 +36,10 @@ pub(crate) struct Exec<'p, 'i> {
 }
 
 impl<'p, 'i> Exec<'p, 'i> {
-    pub(crate) fn buffer(&self, id: BufferId) -> Result<&BufState<'i>, InterpError> {
-        // Every buffer is allocated before execution starts.
-        Ok(self.buffers[id]
+    pub(crate) fn buffer(&self, id: BufferId) -> &BufState<'i> {
+        self.buffers[id]
             .as_ref()
-            .expect("buffer allocated before execution"))
+            .expect("every buffer is allocated before execution starts")
     }
 
     /// Runs a list of statements.
@@ -68,7 +67,15 @@ impl<'p, 'i> Exec<'p, 'i> {
                     buffer: decl.name.clone(),
                 })
             }
+            // Integers are held in f64, exact up to 2^53.
             (DType::I32, Scalar::Int(i)) if i32::try_from(i).is_err() => {
+                return Err(InterpError::IntegerOutOfRange {
+                    buffer: decl.name.clone(),
+                    value: i,
+                    dtype: decl.dtype.to_string(),
+                })
+            }
+            (DType::I64, Scalar::Int(i)) if i.unsigned_abs() > 1u64 << 53 => {
                 return Err(InterpError::IntegerOutOfRange {
                     buffer: decl.name.clone(),
                     value: i,

@@ -1,23 +1,48 @@
 //! The reference interpreter: executes a stage-I [`Program`] directly, in f64.
 //!
-//! [`interpret`] binds the input tensors to the program's buffers (module `binding` states
-//! the rules), computes the structure of `Union`/`Intersect` axes and of the outputs
-//! (`structure_derive`), runs the body following the semantics fixed in
-//! [`sparsile_ir::coord`] (`iterate`, `eval_expr`, `access`) and returns every
-//! output buffer as a tensor in the buffer's element type.
+//! [`interpret`] binds the input tensors to the program's buffers, computes the structure
+//! of `Union`/`Intersect` axes and of the outputs, runs the body following the semantics
+//! fixed in [`sparsile_ir::coord`] and returns every output buffer as a tensor in the
+//! buffer's element type.
+//!
+//! Binding (each mismatch is a named [`InterpError`] giving buffer, axis, parameter and
+//! both values):
+//! - a tensor bound to `B[a0, a1, ...]` has one axis per buffer axis, in storage order,
+//!   of the declared kind, whose parent index points at the buffer axis that is the
+//!   declared parent; an axis declared unique needs unique storage;
+//! - extents unify with the storage: `length`; `nnz` with the positions of a variable
+//!   axis; `nnz_per_parent` with a `sparse_fixed` axis's count (its total positions when
+//!   parentless). A `Const` must be equal; an unbound `Param` takes the size; a bound
+//!   one (by an earlier tensor or by [`InterpOptions::params`]) must be equal;
+//! - an axis used by several buffers must get identical storage (the same `Arc`'d
+//!   structure axis, or equal arrays);
+//! - structure arrays are validated first (indptr from 0, non-decreasing, ending at the
+//!   position count; indices in `0..=length`, sorted under each parent, padding last),
+//!   then the value count is checked against `Structure::nnz_stored`.
+//!
+//! Structure of outputs and temps: a caller-supplied one, else the storage of its axes:
+//! bound axes as bound (an SDDMM output shares `A`'s), `Union`/`Intersect` axes computed
+//! per parent position from the listed axes, unbound `dense_fixed` axes from their
+//! length. The format is the tensor's whose axes they exactly are, else the first of
+//! dense, CSR, DCSR, ragged, ELL, COO, CSF with the same axis kinds and parents.
 //!
 //! Inputs:
 //! - floating-point buffers take a tensor whose values have exactly the buffer's dtype;
 //! - integer buffers (`i32`/`i64`, e.g. an index map `eid[I]`) take a tensor with
 //!   floating-point values (any float dtype) that are exact integers in the buffer's
-//!   range; integer outputs are returned the same way, as f64 values.
+//!   range; integer outputs are returned the same way, as f64 values (so `i64`
+//!   values are limited to ±2^53).
+//!
+//! Outputs and temps start with every stored value `0`. Only `Output` buffers are
+//! returned; a caller-supplied output structure is returned as the same `Arc`.
 //!
 //! Parameters are bound by unifying axis extents with the tensors, or given explicitly in
 //! [`InterpOptions::params`] (then checked against the tensors). Output structures are
 //! derived, or given in [`InterpOptions::output_structures`].
 //!
-//! Preconditions: the program passes the stage-I verifier. Violations that the
-//! interpreter meets are errors too, never panics, as is any problem with the inputs.
+//! The program is checked by the stage-I verifier first (an [`InterpError::InvalidProgram`]
+//! error), unless [`InterpOptions::skip_verify`] is set; rule violations the interpreter
+//! meets while executing are errors too, as is any problem with the inputs: never panics.
 //!
 //! ```
 //! use std::collections::HashMap;
@@ -95,6 +120,9 @@ pub struct InterpOptions {
     /// Structures for output or temp buffers, by buffer name; bound like input
     /// structures and returned (shared) with the output.
     pub output_structures: HashMap<String, Arc<Structure<'static>>>,
+    /// Skips the stage-I verifier (run by default). The interpreter still checks what it
+    /// meets while executing; ids out of range in an unverified program may panic.
+    pub skip_verify: bool,
 }
 
 /// The outputs of a program, by output buffer name.
@@ -106,6 +134,10 @@ pub fn interpret<'i>(
     inputs: &'i HashMap<String, SparseTensor<'_>>,
     options: &InterpOptions,
 ) -> Result<Outputs, InterpError> {
+    if !options.skip_verify {
+        sparsile_ir::coord::verify(program)
+            .map_err(|errors| InterpError::InvalidProgram { errors })?;
+    }
     check_names(program, inputs, options)?;
     check_buffer_parents(program)?;
     let mut b = Bindings::<'i> {
@@ -146,7 +178,7 @@ pub fn interpret<'i>(
             let structure: Arc<Structure<'i>> = s.clone();
             b.bind_structure(program, id, &structure)?;
             buffers[id] = Some(BufState {
-                values: BufValues::Owned(vec![0.0; s.nnz_stored()]),
+                values: BufValues::Owned(zeros(&decl.name, s)?),
                 structure,
                 owned_structure: Some(Arc::clone(s)),
             });
@@ -154,13 +186,13 @@ pub fn interpret<'i>(
     }
     structure_derive::derive_axes(program, &mut b)?;
     // Outputs and temps.
-    for (id, _) in program.buffers.iter() {
+    for (id, decl) in program.buffers.iter() {
         if buffers[id].is_some() {
             continue;
         }
         let s = Arc::new(structure_derive::output_structure(program, &b, id)?);
         buffers[id] = Some(BufState {
-            values: BufValues::Owned(vec![0.0; s.nnz_stored()]),
+            values: BufValues::Owned(zeros(&decl.name, &s)?),
             structure: s.clone(),
             owned_structure: Some(s),
         });
@@ -194,6 +226,22 @@ pub fn interpret<'i>(
         outputs.insert(decl.name.clone(), SparseTensor { structure, values });
     }
     Ok(outputs)
+}
+
+/// The zero-filled values of an output or temp buffer; an error (not an abort) when
+/// they cannot be allocated.
+fn zeros(buffer: &str, structure: &Structure<'_>) -> Result<Vec<f64>, InterpError> {
+    validate::check_structure(buffer, structure)?;
+    let count = validate::checked_nnz_stored(buffer, structure)?;
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(count)
+        .map_err(|_| InterpError::OutputTooLarge {
+            buffer: buffer.to_string(),
+            values: count,
+        })?;
+    values.resize(count, 0.0);
+    Ok(values)
 }
 
 /// Every given name must denote an input buffer, a parameter, or an output/temp buffer.

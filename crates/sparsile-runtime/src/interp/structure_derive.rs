@@ -357,6 +357,10 @@ fn compute_axis<'i>(
 /// axis kinds and parents and maps axis coordinates to logical ones unchanged.
 fn identity_format(axes: &[AxisStorage<'_>]) -> Option<Format> {
     let ndim = axes.len();
+    if ndim == 0 {
+        // A scalar: one value, no axes.
+        return Some(Format::Dense);
+    }
     let ell_width = axes.get(1).and_then(|a| a.nnz_per_parent).unwrap_or(1);
     let candidates = [
         Format::Dense,

@@ -60,7 +60,10 @@ pub(crate) fn check_value_count(
 }
 
 /// `Structure::nnz_stored` with overflow turned into an error.
-fn checked_nnz_stored(buffer: &str, structure: &Structure<'_>) -> Result<usize, InterpError> {
+pub(crate) fn checked_nnz_stored(
+    buffer: &str,
+    structure: &Structure<'_>,
+) -> Result<usize, InterpError> {
     let mut total = 1usize;
     for i in 0..structure.axes.len() {
         if structure.axes[i].parent.is_some() {
