@@ -78,7 +78,7 @@ pub fn lower_checked(checked: &Checked) -> Result<Program, NotationError> {
     }
     for (t, decl) in checked.ast.tensors.iter().enumerate() {
         let id = l.d.prog.buffers.push(BufferDecl {
-            name: decl.name.clone(),
+            name: Decls::buffer_name(&decl.name),
             dtype: decl.dtype,
             axes: l.axes[t].clone(),
             role: if checked.is_output[t] {
@@ -284,7 +284,18 @@ impl<'c> Lowerer<'c> {
             .filter_map(|ix| ix.as_var().map(str::to_string))
             .collect();
         let term_vars = term.vars();
+        let taken = self.d.taken_by_params();
         let mut local: HashSet<String> = lhs_vars.iter().chain(&term_vars).cloned().collect();
+        local.extend(taken.iter().cloned());
+        // Iterator names: the notation's, unless that is a parameter's name or reserved.
+        let mut renamed: HashMap<String, String> = HashMap::new();
+        for v in lhs_vars.iter().chain(&term_vars) {
+            if taken.contains(v) && !renamed.contains_key(v) {
+                let new = local_fresh(&mut local, v);
+                renamed.insert(v.clone(), new);
+            }
+        }
+        let ir_name = |v: &str| renamed.get(v).cloned().unwrap_or_else(|| v.to_string());
         let mut items: Vec<(AxisId, IterVarId, Vec<String>)> = Vec::new();
         let mut logical: HashMap<String, Expr> = HashMap::new();
         let mut driver_vars: Vec<IterVarId> = Vec::new();
@@ -297,10 +308,11 @@ impl<'c> Lowerer<'c> {
                     .iter()
                     .position(|m| *m == MapExpr::Axis(a))
                 {
-                    Some(d) => dr.access.indices[d]
-                        .as_var()
-                        .expect("drivers have plain indices")
-                        .to_string(),
+                    Some(d) => ir_name(
+                        dr.access.indices[d]
+                            .as_var()
+                            .expect("drivers have plain indices"),
+                    ),
                     None => local_fresh(&mut local, &spec.name.to_lowercase()),
                 };
                 let v = self.d.prog.vars.push(IterVar {
@@ -330,7 +342,7 @@ impl<'c> Lowerer<'c> {
             let used: Vec<AxisId> = items.iter().map(|it| it.0).collect();
             let axis = self.d.unused_shared_axis(&var_dims[v], &used);
             let id = self.d.prog.vars.push(IterVar {
-                name: v.clone(),
+                name: ir_name(v),
                 axis,
             });
             logical.insert(v.clone(), Expr::Var(id));
@@ -480,6 +492,11 @@ impl<'c> Lowerer<'c> {
             ast::Expr::Int { value, .. } if ctx.float => Expr::Float(*value as f64),
             ast::Expr::Int { value, .. } => Expr::Int(*value),
             ast::Expr::Float { value, .. } => Expr::Float(*value),
+            ast::Expr::Unary {
+                op: UnaryOp::Neg,
+                arg,
+                ..
+            } if !ctx.float => Expr::binary(BinaryOp::Sub, Expr::Int(0), self.value(arg, ctx)?),
             ast::Expr::Unary { op, arg, .. } => Expr::unary(*op, self.value(arg, ctx)?),
             ast::Expr::Binary { op, lhs, rhs, .. } => {
                 Expr::binary(*op, self.value(lhs, ctx)?, self.value(rhs, ctx)?)
@@ -531,12 +548,14 @@ impl<'c> Lowerer<'c> {
         let checked = self.checked;
         let s = &checked.ast.statements[si];
         let layout = &checked.layouts[out];
+        let taken = self.d.taken_by_params();
         let mut local: HashSet<String> = s
             .lhs
             .indices
             .iter()
             .filter_map(|ix| ix.as_var().map(str::to_string))
             .collect();
+        local.extend(taken.iter().cloned());
         let mut axes: Vec<IterAxis> = Vec::new();
         for (a, spec) in layout.axes.iter().enumerate() {
             let mut axis = self.axes[out][a];
@@ -552,7 +571,14 @@ impl<'c> Lowerer<'c> {
                     .iter()
                     .position(|m| *m == MapExpr::Axis(a))
             }) {
-                Some(d) => s.lhs.indices[d].as_var().expect("plain").to_string(),
+                Some(d) => {
+                    let v = s.lhs.indices[d].as_var().expect("plain");
+                    if taken.contains(v) {
+                        local_fresh(&mut local, v)
+                    } else {
+                        v.to_string()
+                    }
+                }
                 None => local_fresh(&mut local, &spec.name.to_lowercase()),
             };
             let var = self.d.prog.vars.push(IterVar { name, axis });
@@ -584,6 +610,8 @@ impl<'c> Lowerer<'c> {
         let value = if acc {
             let op = if negate { BinaryOp::Sub } else { BinaryOp::Add };
             Expr::binary(op, Expr::load(buffer, nest.store.clone()), nest.value)
+        } else if negate && !self.checked.ast.tensors[out].dtype.is_float() {
+            Expr::binary(BinaryOp::Sub, Expr::Int(0), nest.value)
         } else if negate {
             Expr::unary(UnaryOp::Neg, nest.value)
         } else {
@@ -605,7 +633,7 @@ impl<'c> Lowerer<'c> {
             value,
             span: s.span,
         })];
-        let name = self.fresh_iter(&s.lhs.tensor.clone());
+        let name = self.fresh_iter(&Decls::buffer_name(&s.lhs.tensor));
         self.d.prog.body.push(Stmt::Iteration(SparseIteration {
             name,
             axes: nest.axes,

@@ -273,8 +273,8 @@ fn value_type(ast: &Program, e: &Expr) -> Result<ValueType, NotationError> {
         Expr::Float { .. } => ValueType::AnyFloat,
         Expr::Unary { op, arg, span } => {
             let t = value_type(ast, arg)?;
-            let needs_float = matches!(op, UnaryOp::Exp | UnaryOp::Sqrt | UnaryOp::Log);
-            if needs_float {
+            // Integer values only negate (by `-` or `neg`); functions need floats.
+            if *op != UnaryOp::Neg {
                 if let ValueType::Of(d) = t {
                     if d.is_int() {
                         return Err(NotationError::DTypeMismatch {
