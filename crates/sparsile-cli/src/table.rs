@@ -36,7 +36,11 @@ impl Table {
             })
             .collect();
         let mut out = String::new();
+        let headless = self.rows[0].iter().all(String::is_empty);
         for (i, row) in self.rows.iter().enumerate() {
+            if i == 0 && headless {
+                continue;
+            }
             let mut line = String::new();
             for (c, w) in widths.iter().enumerate() {
                 let cell = row.get(c).map(String::as_str).unwrap_or("");
@@ -96,6 +100,13 @@ mod tests {
         t.row(vec!["a".into(), "1".into()]);
         t.row(vec!["long".into(), "100".into()]);
         assert_eq!(t.render(), "name    n\n---------\na       1\nlong  100\n");
+    }
+
+    #[test]
+    fn empty_header_is_left_out() {
+        let mut t = Table::new(&["", ""], &[false, true]);
+        t.row(vec!["nnz".into(), "12".into()]);
+        assert_eq!(t.render(), "nnz  12\n");
     }
 
     #[test]

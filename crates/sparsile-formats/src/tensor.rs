@@ -88,7 +88,8 @@ impl SparseTensor<'_> {
         if s.format == Format::Dense {
             return self.values.to_f64_vec();
         }
-        let total: usize = s.shape.iter().product();
+        let total = crate::convert::dense_size(&s.shape)
+            .expect("to_dense_f64: the shape has more elements than memory can address");
         let mut dense = vec![0.0; total];
         let layout = s
             .format

@@ -569,3 +569,57 @@ fn parts_ragged_row_too_long() {
         }
     );
 }
+
+#[test]
+fn parts_coo_entries_must_be_distinct_and_sorted() {
+    let axes = |rows: &[i32], cols: &[i32]| {
+        let n = rows.len();
+        vec![
+            AxisStorage {
+                kind: AxisKind::SparseFixed,
+                parent: None,
+                length: 3,
+                npos: n,
+                nnz_per_parent: Some(n),
+                indptr: None,
+                indices: Some(ia(rows)),
+                unique: false,
+            },
+            AxisStorage {
+                kind: AxisKind::SparseFixed,
+                parent: Some(0),
+                length: 4,
+                npos: n,
+                nnz_per_parent: Some(1),
+                indptr: None,
+                indices: Some(ia(cols)),
+                unique: true,
+            },
+        ]
+    };
+    let ok = SparseTensor::from_parts(Format::Coo, &[3, 4], axes(&[1, 1], &[0, 3]), fv(&[1., 2.]));
+    assert_eq!(ok.unwrap().to_dense_f64()[4..8], [1., 0., 0., 2.]);
+    assert_eq!(
+        SparseTensor::from_parts(Format::Coo, &[3, 4], axes(&[1, 1], &[3, 3]), fv(&[1., 2.]))
+            .unwrap_err(),
+        FormatError::DuplicateCoordinate {
+            coordinate: vec![1, 3],
+            first: 0,
+            second: 1
+        }
+    );
+    assert_eq!(
+        SparseTensor::from_parts(Format::Coo, &[3, 4], axes(&[1, 1], &[3, 0]), fv(&[1., 2.]))
+            .unwrap_err(),
+        FormatError::UnsortedEntries { entry: 1 }
+    );
+    assert_eq!(
+        SparseTensor::from_parts(Format::Coo, &[3, 4], axes(&[1, 0], &[3, 0]), fv(&[1., 2.]))
+            .unwrap_err(),
+        FormatError::UnsortedIndices {
+            axis: 0,
+            parent: 0,
+            position: 1
+        }
+    );
+}

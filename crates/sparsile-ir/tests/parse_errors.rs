@@ -106,3 +106,27 @@ fn error_span_covers_the_token() {
     assert_eq!(err.span.end - err.span.start, 2);
     assert_eq!(err.message, "unknown parameter `mm`");
 }
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    for depth in [250, 100_000] {
+        let value = format!("{}1.0{}", "(".repeat(depth), ")".repeat(depth));
+        let src = format!("{HEADER}  Y[0] = {value}\n}}\n");
+        let err = src.parse::<Program>().unwrap_err();
+        assert_eq!(err.span.line, 5);
+        assert_eq!(err.message, "nested more than 200 levels deep");
+    }
+    let mut src = HEADER.to_string();
+    for k in 0..300 {
+        src.push_str(&format!("iter s{k} over [] as () {{\n"));
+    }
+    let err = src.parse::<Program>().unwrap_err();
+    assert_eq!(err.message, "nested more than 200 levels deep");
+    assert_eq!(err.span.line, 5 + 200);
+    let shallow = format!(
+        "{HEADER}  Y[0] = {}1.0{}\n}}\n",
+        "(".repeat(150),
+        ")".repeat(150)
+    );
+    assert!(shallow.parse::<Program>().is_ok());
+}

@@ -63,12 +63,7 @@ pub fn from_coo_with_index(
     if !dtype.is_float() {
         return Err(FormatError::UnsupportedDType { dtype });
     }
-    if !format.supports_ndim(coo.ndim()) {
-        return Err(FormatError::UnsupportedOrder {
-            format: format.to_string(),
-            ndim: coo.ndim(),
-        });
-    }
+    format.layout(coo.ndim())?;
     coo.check_ranges()?;
     let coo = canonical(coo)?;
     let coo = coo.as_ref();

@@ -60,7 +60,7 @@ pub(crate) fn check_indptr(
     nparents: usize,
     npos: usize,
 ) -> Result<(), FormatError> {
-    let expected = nparents.checked_add(1).unwrap_or(usize::MAX);
+    let expected = nparents.saturating_add(1);
     if indptr.len() != expected {
         return Err(FormatError::IndptrLength {
             axis,

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use sparsile_ir::AxisKind;
 
 use super::check::{check_fits, check_indices, check_indptr, indptr_ranges};
-use crate::layout::SizeSpec;
+use crate::convert::walk_stored;
+use crate::layout::{Layout, SizeSpec};
 use crate::{AxisSpec, AxisStorage, Format, FormatError, SparseTensor, Structure, Values};
 
 fn mismatch(
@@ -174,6 +175,39 @@ fn check_storage(
     Ok(())
 }
 
+/// With a non-unique axis, positions alone do not keep entries apart: the logical
+/// coordinates of the stored elements, in storage order, must strictly increase.
+fn check_entries_distinct(t: &SparseTensor<'_>, layout: &Layout) -> Result<(), FormatError> {
+    let s = &t.structure;
+    let mut previous: Option<Vec<i64>> = None;
+    let mut entry = 0usize;
+    let mut problem = None;
+    walk_stored(s, |crds, _| {
+        if problem.is_some() {
+            return;
+        }
+        let logical: Vec<i64> = layout
+            .to_logical
+            .iter()
+            .map(|e| e.eval(crds, &[], &s.shape).unwrap_or(-1))
+            .collect();
+        if let Some(prev) = &previous {
+            if *prev > logical {
+                problem = Some(FormatError::UnsortedEntries { entry });
+            } else if *prev == logical {
+                problem = Some(FormatError::DuplicateCoordinate {
+                    coordinate: logical.iter().map(|&x| x.max(0) as usize).collect(),
+                    first: entry - 1,
+                    second: entry,
+                });
+            }
+        }
+        previous = Some(logical);
+        entry += 1;
+    });
+    problem.map_or(Ok(()), Err)
+}
+
 /// Stored values of a structure whose axes passed the checks (`None` on overflow).
 fn stored_values(axes: &[AxisStorage<'_>]) -> Option<usize> {
     let mut total = 1usize;
@@ -230,13 +264,17 @@ impl<'a> SparseTensor<'a> {
                 expected,
             });
         }
-        Ok(SparseTensor {
+        let tensor = SparseTensor {
             structure: Arc::new(Structure {
                 format,
                 shape: shape.to_vec(),
                 axes,
             }),
             values,
-        })
+        };
+        if tensor.structure.axes.iter().any(|a| !a.unique) {
+            check_entries_distinct(&tensor, &layout)?;
+        }
+        Ok(tensor)
     }
 }

@@ -26,7 +26,13 @@ pub(super) struct Parser {
     axis_names: HashMap<String, AxisId>,
     /// Variables in scope, outermost first.
     scope: Vec<(String, IterVarId)>,
+    /// Current nesting of expressions and iterations (bounded, so that hostile input
+    /// cannot exhaust the stack).
+    depth: usize,
 }
+
+/// The deepest nesting of parentheses, calls, loads and iterations accepted.
+const MAX_DEPTH: usize = 200;
 
 type PResult<T> = Result<T, ParseError>;
 
@@ -38,6 +44,7 @@ impl Parser {
             program: Program::new(""),
             axis_names: HashMap::new(),
             scope: Vec::new(),
+            depth: 0,
         }
     }
 
@@ -193,7 +200,7 @@ impl Parser {
                 None => None,
                 Some((n, span)) => Some(self.resolve_axis(&n, span)?),
             };
-            if !raw.operands.is_empty() {
+            if decl.structure != AxisStructure::Bound {
                 let ids = raw
                     .operands
                     .iter()
@@ -338,12 +345,6 @@ impl Parser {
                 }
             };
             operands = self.list('(', ')', |p| p.expect_name("an axis name"))?;
-            if operands.is_empty() {
-                return Err(ParseError::new(
-                    self.prev_span(),
-                    format!("`{op}` needs at least one axis"),
-                ));
-            }
         }
         decl.span = start.join(self.prev_span());
         Ok(RawAxis {
@@ -401,7 +402,10 @@ impl Parser {
 
     fn stmt(&mut self) -> PResult<Stmt> {
         if self.is_keyword("iter") {
-            return Ok(Stmt::Iteration(self.iteration()?));
+            self.enter()?;
+            let it = self.iteration();
+            self.depth -= 1;
+            return Ok(Stmt::Iteration(it?));
         }
         match (&self.peek().tok, self.peek_at(1)) {
             (Tok::Ident(s), Tok::Punct('[')) if !RESERVED.contains(&s.as_str()) => {
@@ -509,6 +513,25 @@ impl Parser {
     // ---- expressions ----
 
     fn expr(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let e = self.sum();
+        self.depth -= 1;
+        e
+    }
+
+    /// Counts one level of nesting; fails past [`MAX_DEPTH`].
+    fn enter(&mut self) -> PResult<()> {
+        if self.depth >= MAX_DEPTH {
+            return Err(ParseError::new(
+                self.peek().span,
+                format!("nested more than {MAX_DEPTH} levels deep"),
+            ));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn sum(&mut self) -> PResult<Expr> {
         let mut lhs = self.term()?;
         loop {
             let op = match self.peek().tok {

@@ -68,12 +68,15 @@
 mod grammar;
 mod lexer;
 
+use std::collections::HashMap;
 use std::str::FromStr;
 
 use thiserror::Error;
 
-use super::program::Program;
+use super::expr::Expr;
+use super::program::{IterVar, Program};
 use super::stmt::Stmt;
+use crate::id::{IdVec, IterVarId};
 use crate::Span;
 
 /// A syntax or name-resolution error, at a line and column of the text.
@@ -138,6 +141,75 @@ impl Program {
             b.span = Span::default();
         }
         clear_stmt_spans(&mut self.body);
+    }
+}
+
+impl Program {
+    /// Renumbers the iterator variables in the order iterations bind them (a preorder
+    /// walk of the body, `init` before body) and drops variables no iteration binds.
+    /// Uses of unbound variables are left as they are (the verifier reports them).
+    pub fn compact_vars(&mut self) {
+        let mut order: Vec<IterVarId> = Vec::new();
+        collect_bound(&self.body, &mut order);
+        let mut map: HashMap<IterVarId, IterVarId> = HashMap::new();
+        let mut vars: IdVec<IterVarId, IterVar> = IdVec::new();
+        for old in order {
+            if map.contains_key(&old) {
+                continue;
+            }
+            if let Some(v) = self.vars.get(old) {
+                map.insert(old, vars.push(v.clone()));
+            }
+        }
+        self.vars = vars;
+        rename_vars(&mut self.body, &map);
+    }
+}
+
+fn collect_bound(stmts: &[Stmt], order: &mut Vec<IterVarId>) {
+    for s in stmts {
+        if let Stmt::Iteration(it) = s {
+            order.extend(it.axes.iter().map(|a| a.var));
+            collect_bound(&it.init, order);
+            collect_bound(&it.body, order);
+        }
+    }
+}
+
+fn rename_expr(e: &mut Expr, map: &HashMap<IterVarId, IterVarId>) {
+    match e {
+        Expr::Var(v) => {
+            if let Some(&n) = map.get(v) {
+                *v = n;
+            }
+        }
+        Expr::Int(_) | Expr::Float(_) | Expr::Param(_) => {}
+        Expr::Load { indices, .. } => indices.iter_mut().for_each(|i| rename_expr(i, map)),
+        Expr::Unary { arg, .. } => rename_expr(arg, map),
+        Expr::Binary { lhs, rhs, .. } => {
+            rename_expr(lhs, map);
+            rename_expr(rhs, map);
+        }
+    }
+}
+
+fn rename_vars(stmts: &mut [Stmt], map: &HashMap<IterVarId, IterVarId>) {
+    for s in stmts {
+        match s {
+            Stmt::Store(st) => {
+                st.indices.iter_mut().for_each(|i| rename_expr(i, map));
+                rename_expr(&mut st.value, map);
+            }
+            Stmt::Iteration(it) => {
+                for a in &mut it.axes {
+                    if let Some(&n) = map.get(&a.var) {
+                        a.var = n;
+                    }
+                }
+                rename_vars(&mut it.init, map);
+                rename_vars(&mut it.body, map);
+            }
+        }
     }
 }
 

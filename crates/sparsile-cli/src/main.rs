@@ -1,0 +1,55 @@
+//! `sparsile`: inspect, convert and evaluate sparse tensors from the command line.
+//!
+//! ```text
+//! sparsile info data/cora.mtx
+//! sparsile convert data/cora.mtx --to bsr:4x4 -o cora.spt --check
+//! sparsile eval --expr 'C[i,k] = A[i,j] * B[j,k]' --input A=data/cora.mtx --dim k=32
+//! ```
+
+mod cmd_convert;
+mod cmd_eval;
+mod cmd_info;
+mod expr_decls;
+mod load;
+mod progress;
+mod table;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "sparsile", version, about = "Sparsile: a sparse tensor compiler for deep learning")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Describe a matrix: shape, nonzeros, row lengths, symmetry, bandwidth, block fill.
+    Info(cmd_info::InfoArgs),
+    /// Store a tensor in another format.
+    Convert(cmd_convert::ConvertArgs),
+    /// Run an index-notation program with the reference interpreter.
+    Eval(cmd_eval::EvalArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Info(a) => cmd_info::run(a),
+        Command::Convert(a) => cmd_convert::run(a),
+        Command::Eval(a) => cmd_eval::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            for cause in e.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
