@@ -61,9 +61,14 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
             expected.values = rounded.to_f64_vec();
         }
         if format.pads() {
-            let keep: Vec<usize> = (0..expected.nnz()).filter(|&e| expected.values[e] != 0.0).collect();
+            let keep: Vec<usize> = (0..expected.nnz())
+                .filter(|&e| expected.values[e] != 0.0)
+                .collect();
             let d = expected.ndim();
-            expected.coords = keep.iter().flat_map(|&e| expected.coords[e * d..(e + 1) * d].to_vec()).collect();
+            expected.coords = keep
+                .iter()
+                .flat_map(|&e| expected.coords[e * d..(e + 1) * d].to_vec())
+                .collect();
             expected.values = keep.iter().map(|&e| expected.values[e]).collect();
         }
         if back != expected {
@@ -100,8 +105,15 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
     t.row(vec!["format".into(), format.to_string()]);
     t.row(vec!["nonzeros".into(), thousands(coo.nnz() as u64)]);
     t.row(vec!["stored values".into(), thousands(stored as u64)]);
-    let pct = if stored == 0 { 0.0 } else { 100.0 * padding as f64 / stored as f64 };
-    t.row(vec!["padding".into(), format!("{} ({pct:.1}%)", thousands(padding as u64))]);
+    let pct = if stored == 0 {
+        0.0
+    } else {
+        100.0 * padding as f64 / stored as f64
+    };
+    t.row(vec![
+        "padding".into(),
+        format!("{} ({pct:.1}%)", thousands(padding as u64)),
+    ]);
     t.row(vec!["read".into(), duration(read_secs)]);
     t.row(vec!["convert".into(), duration(convert_secs)]);
     if checked.is_some() {

@@ -57,8 +57,9 @@ fn split_pair<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str)> {
 
 /// A stable 64-bit hash of a name (FNV-1a), mixed into the seed per tensor.
 fn name_hash(name: &str) -> u64 {
-    name.bytes()
-        .fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+    name.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
 }
 
 /// Seeded uniform values in [-1, 1).
@@ -103,13 +104,22 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
     let mut formats: HashMap<String, Format> = HashMap::new();
     for s in &args.formats {
         let (name, f) = split_pair(s, "--format")?;
-        formats.insert(name.to_string(), f.parse().with_context(|| format!("--format {s}"))?);
+        formats.insert(
+            name.to_string(),
+            f.parse().with_context(|| format!("--format {s}"))?,
+        );
     }
     let text = match (&args.program, &args.expr) {
-        (Some(p), _) => std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?,
+        (Some(p), _) => {
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
+        }
         (None, Some(e)) => {
             let dtype: DType = args.dtype.parse().map_err(anyhow::Error::msg)?;
-            let sparse: Vec<String> = files.iter().filter(|(_, l)| l.is_sparse()).map(|(n, _)| n.clone()).collect();
+            let sparse: Vec<String> = files
+                .iter()
+                .filter(|(_, l)| l.is_sparse())
+                .map(|(n, _)| n.clone())
+                .collect();
             expr_decls::program_text(e, &sparse, &formats, dtype)?
         }
         (None, None) => bail!("give a program file or --expr"),
@@ -120,10 +130,16 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
             .tensors
             .iter_mut()
             .find(|t| &t.name == name)
-            .ok_or_else(|| anyhow!("--format names `{name}`, which the program does not declare"))?;
+            .ok_or_else(|| {
+                anyhow!("--format names `{name}`, which the program does not declare")
+            })?;
         decl.format = f.clone();
     }
-    let outputs: HashSet<String> = ast.statements.iter().map(|s| s.lhs.tensor.clone()).collect();
+    let outputs: HashSet<String> = ast
+        .statements
+        .iter()
+        .map(|s| s.lhs.tensor.clone())
+        .collect();
     for name in files.keys() {
         if !ast.tensors.iter().any(|t| &t.name == name) {
             bail!("--input names `{name}`, which the program does not declare");
@@ -137,15 +153,26 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
     let mut dims: HashMap<String, (usize, String)> = HashMap::new();
     for s in &args.dims {
         let (name, v) = split_pair(s, "--dim")?;
-        let v: usize = v.parse().with_context(|| format!("--dim {s}: size must be a non-negative integer"))?;
-        let name = if args.expr.is_some() && !name.starts_with("n_") { expr_decls::dim_name(name) } else { name.to_string() };
+        let v: usize = v
+            .parse()
+            .with_context(|| format!("--dim {s}: size must be a non-negative integer"))?;
+        let name = if args.expr.is_some() && !name.starts_with("n_") {
+            expr_decls::dim_name(name)
+        } else {
+            name.to_string()
+        };
         dims.insert(name, (v, "--dim".into()));
     }
     for decl in &ast.tensors {
         if let Some(l) = files.get(&decl.name) {
             let shape = l.shape();
             if shape.len() != decl.dims.len() {
-                bail!("input {} has order {} but is declared with {} dimensions", decl.name, shape.len(), decl.dims.len());
+                bail!(
+                    "input {} has order {} but is declared with {} dimensions",
+                    decl.name,
+                    shape.len(),
+                    decl.dims.len()
+                );
             }
             for (d, &n) in decl.dims.iter().zip(&shape) {
                 match d {
@@ -180,10 +207,19 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
                 .with_context(|| format!("input {} as {}", decl.name, decl.format))?,
             None => {
                 if decl.format != Format::Dense {
-                    bail!("sparse input {} ({}) needs a file: --input {}=FILE", decl.name, decl.format, decl.name);
+                    bail!(
+                        "sparse input {} ({}) needs a file: --input {}=FILE",
+                        decl.name,
+                        decl.format,
+                        decl.name
+                    );
                 }
                 if decl.dtype.is_int() {
-                    bail!("integer input {} needs a file: --input {}=FILE", decl.name, decl.name);
+                    bail!(
+                        "integer input {} needs a file: --input {}=FILE",
+                        decl.name,
+                        decl.name
+                    );
                 }
                 let shape = decl
                     .dims
@@ -198,7 +234,11 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
                     .collect::<Result<Vec<usize>>>()?;
                 let len = shape.iter().product();
                 random_inputs.push(decl.name.clone());
-                SparseTensor::dense_from_f64(shape, &random_values(args.seed, &decl.name, len), decl.dtype)?
+                SparseTensor::dense_from_f64(
+                    shape,
+                    &random_values(args.seed, &decl.name, len),
+                    decl.dtype,
+                )?
             }
         };
         inputs.insert(decl.name.clone(), tensor);
@@ -206,7 +246,10 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
     let program = notation::lower(&ast).map_err(|e| anyhow!("{e}"))?;
     if let Err(errors) = sparsile_ir::coord::verify(&program) {
         let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-        bail!("internal error: the lowered program does not verify:\n{}", lines.join("\n"));
+        bail!(
+            "internal error: the lowered program does not verify:\n{}",
+            lines.join("\n")
+        );
     }
     // Buffers are named after tensors (reserved words get a suffix).
     let inputs = inputs
@@ -246,7 +289,12 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     let prepared = prepare(args)?;
     bar.set_message("interpreting");
     let t0 = Instant::now();
-    let outputs = interpret(&prepared.program, &prepared.inputs, &InterpOptions::default()).map_err(|e| anyhow!("{e}"))?;
+    let outputs = interpret(
+        &prepared.program,
+        &prepared.inputs,
+        &InterpOptions::default(),
+    )
+    .map_err(|e| anyhow!("{e}"))?;
     let run_secs = t0.elapsed().as_secs_f64();
     bar.finish_and_clear();
     let mut names: Vec<&String> = outputs.keys().collect();
@@ -257,7 +305,9 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         let t = outputs
             .get(name)
             .or_else(|| outputs.get(&format!("{name}_")))
-            .ok_or_else(|| anyhow!("--output names `{name}`, which is not an output of the program"))?;
+            .ok_or_else(|| {
+                anyhow!("--output names `{name}`, which is not an output of the program")
+            })?;
         load::write(path.as_ref(), t)?;
     }
     if args.json {
@@ -274,10 +324,17 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     }
     let mut names: Vec<&String> = prepared.inputs.keys().collect();
     names.sort();
-    let mut t = Table::new(&["tensor", "role", "shape", "format", "stored", "checksum"], &[false, false, true, false, true, true]);
+    let mut t = Table::new(
+        &["tensor", "role", "shape", "format", "stored", "checksum"],
+        &[false, false, true, false, true, true],
+    );
     for n in names {
         let x = &prepared.inputs[n];
-        let role = if prepared.random_inputs.contains(n) { "input (random)" } else { "input" };
+        let role = if prepared.random_inputs.contains(n) {
+            "input (random)"
+        } else {
+            "input"
+        };
         t.row(vec![
             n.trim_end_matches('_').to_string(),
             role.into(),
@@ -298,10 +355,18 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         ]);
     }
     print!("{}", t.render());
-    println!("interpreter time: {}   (inputs read in {})", duration(run_secs), duration(prepared.load_secs));
+    println!(
+        "interpreter time: {}   (inputs read in {})",
+        duration(run_secs),
+        duration(prepared.load_secs)
+    );
     Ok(())
 }
 
 fn shape_text(shape: &[usize]) -> String {
-    shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" x ")
+    shape
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(" x ")
 }

@@ -43,26 +43,38 @@ pub fn accesses(expr: &str) -> Result<Vec<Access>> {
             }
             let name: String = chars[s..k].iter().collect();
             if name.is_empty() {
-                bail!("--expr: `[` at character {} does not follow a tensor name", k + 1);
+                bail!(
+                    "--expr: `[` at character {} does not follow a tensor name",
+                    k + 1
+                );
             }
             let close = chars[k..]
                 .iter()
                 .position(|&c| c == ']')
                 .map(|p| p + k)
-                .ok_or_else(|| anyhow::anyhow!("--expr: `[` at character {} is never closed", k + 1))?;
+                .ok_or_else(|| {
+                    anyhow::anyhow!("--expr: `[` at character {} is never closed", k + 1)
+                })?;
             let inner: String = chars[k + 1..close].iter().collect();
             if inner.contains('[') {
                 bail!("--expr supports plain index variables only (found `{name}[{inner}]`); write a program file with declarations");
             }
             let indices: Vec<String> = inner.split(',').map(|s| s.trim().to_string()).collect();
             for ix in &indices {
-                if ix.is_empty() || !ix.chars().all(is_ident_char) || ix.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+                if ix.is_empty()
+                    || !ix.chars().all(is_ident_char)
+                    || ix.chars().next().is_some_and(|c| c.is_ascii_digit())
+                {
                     bail!("--expr: index `{ix}` of `{name}` is not a plain index variable; write a program file with declarations");
                 }
             }
             match out.iter().find(|a| a.name == name) {
                 Some(prev) if prev.indices.len() != indices.len() => {
-                    bail!("--expr: `{name}` is used with {} and with {} indices", prev.indices.len(), indices.len())
+                    bail!(
+                        "--expr: `{name}` is used with {} and with {} indices",
+                        prev.indices.len(),
+                        indices.len()
+                    )
                 }
                 Some(_) => {}
                 None => out.push(Access { name, indices }),
@@ -73,7 +85,9 @@ pub fn accesses(expr: &str) -> Result<Vec<Access>> {
         }
     }
     if out.is_empty() {
-        bail!("--expr: no tensor access found (expected something like `C[i,k] = A[i,j] * B[j,k]`)");
+        bail!(
+            "--expr: no tensor access found (expected something like `C[i,k] = A[i,j] * B[j,k]`)"
+        );
     }
     Ok(out)
 }
@@ -85,16 +99,24 @@ pub fn dim_name(v: &str) -> String {
 
 /// Writes the program text for `expr`. `sparse_inputs` names the inputs read from
 /// sparse files; `formats` holds `--format` choices.
-pub fn program_text(expr: &str, sparse_inputs: &[String], formats: &HashMap<String, Format>, dtype: DType) -> Result<String> {
+pub fn program_text(
+    expr: &str,
+    sparse_inputs: &[String],
+    formats: &HashMap<String, Format>,
+    dtype: DType,
+) -> Result<String> {
     let acc = accesses(expr)?;
     let lhs = &acc[0];
     let mut decl_formats: BTreeMap<String, Format> = BTreeMap::new();
     for a in &acc[1..] {
-        let f = formats.get(&a.name).cloned().unwrap_or(if sparse_inputs.contains(&a.name) {
-            Format::Csr
-        } else {
-            Format::Dense
-        });
+        let f = formats
+            .get(&a.name)
+            .cloned()
+            .unwrap_or(if sparse_inputs.contains(&a.name) {
+                Format::Csr
+            } else {
+                Format::Dense
+            });
         decl_formats.insert(a.name.clone(), f);
     }
     let out_format = formats.get(&lhs.name).cloned().unwrap_or_else(|| {
@@ -109,9 +131,19 @@ pub fn program_text(expr: &str, sparse_inputs: &[String], formats: &HashMap<Stri
         if a.name == lhs.name && acc.iter().skip(1).any(|b| b.name == lhs.name) {
             continue;
         }
-        let f = if a.name == lhs.name { out_format.clone() } else { decl_formats[&a.name].clone() };
+        let f = if a.name == lhs.name {
+            out_format.clone()
+        } else {
+            decl_formats[&a.name].clone()
+        };
         let dims: Vec<String> = a.indices.iter().map(|v| dim_name(v)).collect();
-        text.push_str(&format!("tensor {}: {}[{}] {}\n", a.name, dtype, dims.join(", "), f));
+        text.push_str(&format!(
+            "tensor {}: {}[{}] {}\n",
+            a.name,
+            dtype,
+            dims.join(", "),
+            f
+        ));
     }
     text.push_str(expr.trim());
     text.push('\n');
@@ -124,7 +156,13 @@ mod tests {
 
     #[test]
     fn infers_spmm_declarations() {
-        let text = program_text("C[i,k] = A[i,j] * B[j,k]", &["A".into()], &HashMap::new(), DType::F32).unwrap();
+        let text = program_text(
+            "C[i,k] = A[i,j] * B[j,k]",
+            &["A".into()],
+            &HashMap::new(),
+            DType::F32,
+        )
+        .unwrap();
         assert_eq!(
             text,
             "tensor C: f32[n_i, n_k] dense\ntensor A: f32[n_i, n_j] csr\ntensor B: f32[n_j, n_k] dense\nC[i,k] = A[i,j] * B[j,k]\n"
@@ -133,7 +171,13 @@ mod tests {
 
     #[test]
     fn sampled_output_takes_the_operand_format() {
-        let text = program_text("C[i,j] = A[i,j] * X[i,k] * Y[k,j]", &["A".into()], &HashMap::new(), DType::F32).unwrap();
+        let text = program_text(
+            "C[i,j] = A[i,j] * X[i,k] * Y[k,j]",
+            &["A".into()],
+            &HashMap::new(),
+            DType::F32,
+        )
+        .unwrap();
         assert!(text.starts_with("tensor C: f32[n_i, n_j] csr\n"), "{text}");
     }
 

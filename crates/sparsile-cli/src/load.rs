@@ -50,7 +50,9 @@ impl Loaded {
                 SparseTensor::dense_from_f64(shape.clone(), values, dtype)?
             }
             Loaded::Mtx(MtxData::Sparse(coo)) => SparseTensor::from_coo_with(coo, format, dtype)?,
-            Loaded::Mtx(dense) => SparseTensor::from_coo_with(&dense.clone().into_coo(), format, dtype)?,
+            Loaded::Mtx(dense) => {
+                SparseTensor::from_coo_with(&dense.clone().into_coo(), format, dtype)?
+            }
             Loaded::Native(t) if t.format() == format && t.dtype() == dtype => t.clone(),
             Loaded::Native(t) => SparseTensor::from_coo_with(&t.to_coo()?, format, dtype)?,
         };
@@ -66,7 +68,8 @@ fn is_native(path: &Path) -> bool {
 pub fn read(path: &Path) -> Result<Loaded> {
     if is_native(path) {
         let mut f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        let t = container::read(&mut f).with_context(|| format!("cannot read {}", path.display()))?;
+        let t =
+            container::read(&mut f).with_context(|| format!("cannot read {}", path.display()))?;
         Ok(Loaded::Native(t))
     } else {
         let data = mtx::read_path(path, &MtxReadOptions::default())
@@ -79,7 +82,8 @@ pub fn read(path: &Path) -> Result<Loaded> {
 /// (dense tensors of order 2 as `array`).
 pub fn write(path: &Path, t: &SparseTensor<'_>) -> Result<()> {
     if is_native(path) {
-        let mut f = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        let mut f =
+            File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         container::write(&mut f, t).with_context(|| format!("cannot write {}", path.display()))?;
         return Ok(());
     }

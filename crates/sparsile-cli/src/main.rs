@@ -19,7 +19,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "sparsile", version, about = "Sparsile: a sparse tensor compiler for deep learning")]
+#[command(
+    name = "sparsile",
+    version,
+    about = "Sparsile: a sparse tensor compiler for deep learning"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -12,7 +12,9 @@ pub fn spinner(enabled: bool, message: impl Into<String>) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new_spinner();
-    bar.set_style(ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("valid template"));
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("valid template"),
+    );
     bar.set_message(message.into());
     bar.enable_steady_tick(Duration::from_millis(100));
     bar

@@ -3,12 +3,14 @@
 //! Preconditions: the program passed [`check`]. Postconditions: one buffer per tensor
 //! (assigned tensors are outputs), axes from each tensor's layout (see [`declare`](super::declare)),
 //! and for each statement one or more sparse iterations:
-//! - A **sparse output** is the driving operand: its axes are those of the operand that
+//! - The right-hand side is split into its terms (`a + b - c`); each term becomes one
+//!   iteration and sums over its own indices (`y[i] = A[i,j] * x[j] + b[i]` adds `b[i]`
+//!   once).
+//! - A **sparse output** drives every iteration: its axes are those of the operand that
 //!   samples it (or the union / intersection of several, see [`pattern`](super::pattern));
 //!   the iteration runs over its axes, then dense axes for the remaining (summed) indices.
-//! - A **dense output**: the right-hand side is split into its terms (`a + b - c`); a term
-//!   with a sparse factor in a product is driven by that factor, any other term iterates
-//!   the dense space of its indices. Each term sums over its own indices.
+//! - For a **dense output**, a term with a sparse factor in a product is driven by that
+//!   factor; any other term iterates the dense space of its indices.
 //! - Logical indices bound by the driver are its layout's `to_logical` map of the axis
 //!   iterators; every other tensor is read through its `from_logical` map (in axis
 //!   coordinates). Axes are spatial (`S`) when every logical index they feed is on the
@@ -201,31 +203,26 @@ impl<'c> Lowerer<'c> {
         let checked = self.checked;
         let s = &checked.ast.statements[si];
         let out = checked.statements[si].output;
-        if checked.is_sparse(out) {
-            let driver = Driver {
-                tensor: out,
-                access: &s.lhs,
-            };
-            let nest = self.nest(si, &s.rhs, Some(driver))?;
-            let zero = s.op == AssignOp::Assign && nest.has_reduction();
-            let init = zero && self.init_ok(&nest, out);
-            if zero && !init {
-                self.zero_fill(si, out);
-            }
-            let acc = zero || s.op == AssignOp::Accumulate;
-            self.emit(si, out, nest, init, acc, false);
-            return Ok(());
-        }
         let mut terms = Vec::new();
         split_terms(&s.rhs, false, &mut terms);
         let count = terms.len();
+        let sparse_out = checked.is_sparse(out);
         for (k, (term, negate)) in terms.into_iter().enumerate() {
-            let driver = self.choose_driver(term);
+            // A sparse output drives every iteration: it carries the pattern.
+            let driver = if sparse_out {
+                Some(Driver {
+                    tensor: out,
+                    access: &s.lhs,
+                })
+            } else {
+                self.choose_driver(term)
+            };
             let nest = self.nest(si, term, driver)?;
             let mut init = false;
             let mut acc = s.op == AssignOp::Accumulate || k > 0;
             if k == 0 && s.op == AssignOp::Assign {
-                let zero = count > 1 || driver.is_some() || nest.has_reduction();
+                let partial = driver.is_some() && !sparse_out;
+                let zero = count > 1 || partial || nest.has_reduction();
                 if zero {
                     acc = true;
                     init = self.init_ok(&nest, out);
