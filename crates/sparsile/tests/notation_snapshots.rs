@@ -96,3 +96,18 @@ fn printed_programs_parse_back() {
         assert!(verify(&reparsed).is_ok(), "{name}");
     }
 }
+
+#[test]
+fn index_variables_named_like_tensors_or_parameters_round_trip() {
+    for src in [
+        "tensor x: f32[n]\ntensor y: f32[n]\ny[x] = x[x] * 2\n",
+        "tensor A: f32[n, m] csr\ntensor m: f32[m]\ntensor y: f32[n]\ny[n] = A[n, m] * m[m]\n",
+    ] {
+        let p = lowered(src, src);
+        let text = p.to_string();
+        let reparsed: Program = text
+            .parse()
+            .unwrap_or_else(|e| panic!("printed IR does not parse: {e}\n{text}"));
+        assert_eq!(reparsed.to_string(), text);
+    }
+}
