@@ -91,11 +91,11 @@ fn dense_reference(ast: &Ast, sizes: &HashMap<&str, usize>, mut dense: Dense) ->
             AssignOp::Assign => vec![0.0; shape.iter().product()],
             AssignOp::Accumulate => dense[&out.name].1.clone(),
         };
-        let lhs: Vec<&str> = s.lhs.indices.iter().map(|i| i.as_var().unwrap()).collect();
+        let lhs_vars: Vec<String> = Expr::Access(s.lhs.clone()).vars();
         let mut ts = Vec::new();
         terms(&s.rhs, 1.0, &mut ts);
         for (term, sign) in ts {
-            let mut vars: Vec<String> = lhs.iter().map(|v| v.to_string()).collect();
+            let mut vars: Vec<String> = lhs_vars.clone();
             for v in term.vars() {
                 if !vars.contains(&v) {
                     vars.push(v);
@@ -113,9 +113,19 @@ fn dense_reference(ast: &Ast, sizes: &HashMap<&str, usize>, mut dense: Dense) ->
                     env.insert(v.clone(), (rest % r) as i64);
                     rest /= r;
                 }
-                let coord: Vec<i64> = lhs.iter().map(|v| env[*v]).collect();
-                let o = offset(&shape, &coord).unwrap();
-                result[o] += sign * eval(&dense, term, &env);
+                let coord: Vec<i64> = s
+                    .lhs
+                    .indices
+                    .iter()
+                    .map(|ix| match ix {
+                        Index::Var { name, .. } => env[name],
+                        Index::Indirect(inner) => read(&dense, inner, &env) as i64,
+                    })
+                    .collect();
+                // Writes outside the output (a scatter index out of range) are skipped.
+                if let Some(o) = offset(&shape, &coord) {
+                    result[o] += sign * eval(&dense, term, &env);
+                }
             }
         }
         dense.insert(out.name.clone(), (shape, result));

@@ -29,6 +29,7 @@ const CASES: &[(&str, &str)] = &[
     ("rgms", "tensor A: f32[r, m, n] csf\ntensor X: f32[n, k]\ntensor W: f32[r, k, l]\ntensor Y: f32[m, l]\nY[i,l] = A[r,i,j] * X[j,k] * W[r,k,l]\n"),
     ("sparse_conv", "tensor M: f32[offsets, outs, ins] coo\ntensor X: f32[ins, cin]\ntensor W: f32[offsets, cin, cout]\ntensor Y: f32[outs, cout]\nY[o,c] = M[r,o,p] * X[p,d] * W[r,d,c]\n"),
     ("sparse_conv_gather", "tensor X: f32[ins, cin]\ntensor nbr: i32[outs, offsets]\ntensor W: f32[offsets, cin, cout]\ntensor Y: f32[outs, cout]\nY[o,c] = X[nbr[o,r], d] * W[r,d,c]\n"),
+    ("sparse_conv_scatter", "tensor X: f32[ins, cin]\ntensor inmap: i32[offsets, pairs]\ntensor outmap: i32[offsets, pairs]\ntensor W: f32[offsets, cin, cout]\ntensor Y: f32[outs, cout]\nY[outmap[r,q], c] = X[inmap[r,q], d] * W[r,d,c]\n"),
     ("batched_spmm", "tensor A: f32[m, n] csr\ntensor B: f32[b, n, k]\ntensor C: f32[b, m, k]\nC[t,i,k] = A[i,j] * B[t,j,k]\n"),
     ("batched_sddmm", "tensor A: f32[m, n] csr\ntensor X: f32[b, m, k]\ntensor Y: f32[b, k, n]\ntensor C: f32[b, m, n]\nC[t,i,j] = A[i,j] * X[t,i,k] * Y[t,k,j]\n"),
     ("elementwise_dense_out", "tensor A: f32[m, n] csr\ntensor B: f32[m, n]\ntensor C: f32[m, n]\nC[i,j] = A[i,j] * B[i,j]\n"),

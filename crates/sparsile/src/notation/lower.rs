@@ -222,7 +222,12 @@ impl<'c> Lowerer<'c> {
             let mut acc = s.op == AssignOp::Accumulate || k > 0;
             if k == 0 && s.op == AssignOp::Assign {
                 let partial = driver.is_some() && !sparse_out;
-                let zero = count > 1 || partial || nest.has_reduction();
+                let scatter = s
+                    .lhs
+                    .indices
+                    .iter()
+                    .any(|ix| matches!(ix, Index::Indirect(_)));
+                let zero = count > 1 || partial || scatter || nest.has_reduction();
                 if zero {
                     acc = true;
                     init = self.init_ok(&nest, out);
@@ -280,7 +285,24 @@ impl<'c> Lowerer<'c> {
             .iter()
             .filter_map(|ix| ix.as_var().map(str::to_string))
             .collect();
-        let term_vars = term.vars();
+        // Variables inside indirect indices on the left (a scatter) are iterated but are
+        // not output coordinates: several of their values may hit one output element.
+        let mut scatter_vars: Vec<String> = Vec::new();
+        for ix in &s.lhs.indices {
+            if let Index::Indirect(inner) = ix {
+                for v in ast::Expr::Access((**inner).clone()).vars() {
+                    if !scatter_vars.contains(&v) {
+                        scatter_vars.push(v);
+                    }
+                }
+            }
+        }
+        let mut term_vars = scatter_vars;
+        for v in term.vars() {
+            if !term_vars.contains(&v) {
+                term_vars.push(v);
+            }
+        }
         let taken = self.d.taken_by_params();
         let mut local: HashSet<String> = lhs_vars.iter().chain(&term_vars).cloned().collect();
         local.extend(taken.iter().cloned());
@@ -568,14 +590,11 @@ impl<'c> Lowerer<'c> {
                     .iter()
                     .position(|m| *m == MapExpr::Axis(a))
             }) {
-                Some(d) => {
-                    let v = s.lhs.indices[d].as_var().expect("plain");
-                    if taken.contains(v) {
-                        local_fresh(&mut local, v)
-                    } else {
-                        v.to_string()
-                    }
-                }
+                Some(d) => match s.lhs.indices[d].as_var() {
+                    Some(v) if !taken.contains(v) => v.to_string(),
+                    Some(v) => local_fresh(&mut local, v),
+                    None => local_fresh(&mut local, &spec.name.to_lowercase()),
+                },
                 None => local_fresh(&mut local, &spec.name.to_lowercase()),
             };
             let var = self.d.prog.vars.push(IterVar { name, axis });
