@@ -10,6 +10,7 @@ const SEEDS: &[&str] = &[
     "tensor A: f32[m, n] csr\ntensor B: f32[n, k]\ntensor C: f32[m, k]\nC[i,k] = A[i,j] * B[j,k]\n",
     "tensor A: f32[m, n] bsr:2x2\ntensor X: f32[m, k]\ntensor Y: f32[k, n]\ntensor C: f32[m, n] bsr:2x2\nC[i,j] = A[i,j] * X[i,k] * Y[k,j]\n",
     "tensor A: f32[m, n] csr\ntensor B: f32[m, n] csr\ntensor C: f32[m, n] csr\nC[i,j] = A[i,j] + B[i,j]\nC[i,j] += -A[i,j] * 2\n",
+    "tensor X: f32[p, c]\ntensor im: i32[r, q]\ntensor om: i32[r, q]\ntensor Y: f32[o, c]\nY[om[r2,q2], k] = X[im[r2,q2], k]\nY[om[r2,q2], k] += X[im[r2,q2], k] * 2\n",
     "tensor X: f32[p, c]\ntensor nbr: i32[o, r]\ntensor W: f32[r, c, l]\ntensor Y: f32[o, l]\nY[q,t] = X[nbr[q,s], d] * W[s,d,t]\n",
     "tensor B: f32[m, n, o] csf\ntensor c: f32[o]\ntensor Y: f32[m, n]\ntensor D: f32[m, n] dia\nY[i,j] = D[i,j] * max(B[i,j,k] * c[k], 1.5e0) / (2)\n",
 ];
