@@ -235,7 +235,7 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
                 let len = shape.iter().product();
                 random_inputs.push(decl.name.clone());
                 SparseTensor::dense_from_f64(
-                    shape,
+                    &shape,
                     &random_values(args.seed, &decl.name, len),
                     decl.dtype,
                 )?
@@ -321,6 +321,13 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
+    }
+    if args.expr.is_some() {
+        println!("program (declarations inferred from --expr):");
+        for line in prepared.text.lines() {
+            println!("  {line}");
+        }
+        println!();
     }
     let mut names: Vec<&String> = prepared.inputs.keys().collect();
     names.sort();

@@ -47,7 +47,7 @@ impl Loaded {
     pub fn to_tensor(&self, format: &Format, dtype: DType) -> Result<SparseTensor<'static>> {
         let t = match self {
             Loaded::Mtx(MtxData::Dense { shape, values }) if *format == Format::Dense => {
-                SparseTensor::dense_from_f64(shape.clone(), values, dtype)?
+                SparseTensor::dense_from_f64(shape, values, dtype)?
             }
             Loaded::Mtx(MtxData::Sparse(coo)) => SparseTensor::from_coo_with(coo, format, dtype)?,
             Loaded::Mtx(dense) => {

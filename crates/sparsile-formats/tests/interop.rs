@@ -119,6 +119,14 @@ fn csr_matrices_round_trip_through_sprs() {
         assert_eq!(csc.structure.axes, csr_t.structure.axes);
         assert_eq!(csc.values, csr_t.values);
         assert_eq!(csc, sprs_matrices::csc_from_coo(&coo).unwrap());
+        assert_eq!(csc.to_coo().unwrap(), coo);
+        // Any other format goes through COO.
+        let bsr = SparseTensor::from_coo(&coo, &Format::Bsr { r: 2, c: 3 }).unwrap();
+        let from_bsr: CsMat<f64> = sprs_matrices::to_csmat(&bsr, CompressedStorage::CSR).unwrap();
+        assert_eq!(from_bsr, mat);
+        let csr_from_csc: CsMat<f64> =
+            sprs_matrices::to_csmat(&csc, CompressedStorage::CSR).unwrap();
+        assert_eq!(csr_from_csc, mat);
         let again: CsMat<f64> = sprs_matrices::to_csmat(&csc, CompressedStorage::CSC).unwrap();
         assert_eq!(again, csc_mat);
     }

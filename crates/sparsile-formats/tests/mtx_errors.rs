@@ -89,12 +89,6 @@ fn symmetric_size_line_must_be_square() {
 }
 
 #[test]
-fn more_entries_declared_than_the_shape_holds() {
-    let e = err(&format!("{GENERAL}2 2 5\n"));
-    assert!(matches!(e, MtxError::BadSizeLine { line: 2, .. }), "{e}");
-}
-
-#[test]
 fn too_many_entries() {
     let e = err(&format!("{GENERAL}2 2 1\n1 1 1\n\n2 2 2\n"));
     assert_eq!(

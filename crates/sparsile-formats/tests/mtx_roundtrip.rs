@@ -323,3 +323,65 @@ fn mtx_data_converts_to_tensors() {
         CooTensor::from_triplets(vec![2, 2], &[(0, 0, 1.0), (1, 1, 4.0)]).unwrap()
     );
 }
+
+#[test]
+fn unsorted_files_with_duplicates_match_the_reference() {
+    use rand::seq::SliceRandom;
+    let mut rng = ChaCha8Rng::seed_from_u64(19);
+    for trial in 0..50 {
+        let (rows, cols) = (rng.random_range(1..12), rng.random_range(1..12));
+        let n = rng.random_range(0..40);
+        let mut entries: Vec<(usize, usize, i64)> = (0..n)
+            .map(|_| {
+                (
+                    rng.random_range(0..rows),
+                    rng.random_range(0..cols),
+                    rng.random_range(-9..=9),
+                )
+            })
+            .collect();
+        entries.shuffle(&mut rng);
+        let mut text =
+            format!("%%MatrixMarket matrix coordinate integer general\n{rows} {cols} {n}\n");
+        for &(i, j, v) in &entries {
+            text.push_str(&format!("{} {} {v}\n", i + 1, j + 1));
+        }
+        let mut reference = CooTensor::empty(vec![rows, cols]);
+        for &(i, j, v) in &entries {
+            reference.coords.extend([i, j]);
+            reference.values.push(v as f64);
+        }
+        reference.sort_and_sum_duplicates();
+        let sum = MtxReadOptions {
+            duplicates: Duplicates::Sum,
+        };
+        assert_eq!(
+            mtx::read(text.as_bytes(), &sum).unwrap(),
+            MtxData::Sparse(reference.clone()),
+            "trial {trial}"
+        );
+        let rejected = mtx::read(text.as_bytes(), &MtxReadOptions::default());
+        if reference.nnz() == n {
+            assert!(rejected.is_ok(), "trial {trial}");
+        } else {
+            match rejected.unwrap_err() {
+                mtx::MtxError::DuplicateEntry {
+                    first_line,
+                    second_line,
+                    row,
+                    col,
+                } => {
+                    assert!(first_line < second_line);
+                    // Entry k is on line k + 3.
+                    assert_eq!(entries[first_line - 3].0 + 1, row);
+                    assert_eq!(entries[second_line - 3].1 + 1, col);
+                    assert_eq!(
+                        (entries[first_line - 3].0, entries[first_line - 3].1),
+                        (entries[second_line - 3].0, entries[second_line - 3].1)
+                    );
+                }
+                other => panic!("trial {trial}: unexpected {other}"),
+            }
+        }
+    }
+}

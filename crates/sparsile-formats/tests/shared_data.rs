@@ -2,20 +2,22 @@
 //! beside the repository) and checks it against its header and the README table.
 //!
 //! Skips (passing) when the folder is missing, unless `SPARSILE_REQUIRE_DATA=1`.
-//! `SPARSILE_DATA_DIR` overrides the folder (e.g. when testing from a checkout that is
-//! not beside `shared/`).
+//! `SPARSILE_DATA_DIR` overrides the folder (both variables are read through
+//! `sparsile_ir::settings`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use sparsile_formats::mtx::{self, MtxData, MtxFormat, MtxReadOptions, MtxSymmetry};
+use sparsile_ir::settings::Settings;
+
+fn settings() -> Settings {
+    Settings::from_env()
+}
 
 fn data_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("SPARSILE_DATA_DIR") {
-        return PathBuf::from(dir);
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
+    settings().data_dir_or(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
 /// Facts of one README table row: rows, cols, nnz, max row nnz.
@@ -63,7 +65,7 @@ fn readme_facts(text: &str) -> HashMap<String, Facts> {
 #[test]
 fn every_shared_matrix_loads_and_matches_its_header_and_the_readme() {
     let dir = data_dir();
-    let required = std::env::var("SPARSILE_REQUIRE_DATA").is_ok_and(|v| v == "1");
+    let required = settings().require_data;
     if !dir.is_dir() {
         assert!(
             !required,

@@ -623,3 +623,51 @@ fn parts_coo_entries_must_be_distinct_and_sorted() {
         }
     );
 }
+
+#[test]
+fn bsr_blocks_are_sorted_as_units() {
+    // 2 x 4 with 1x2 blocks given in the order (0, 1), (0, 0).
+    let opts = CheckOptions {
+        sort_indices: true,
+        sum_duplicates: false,
+    };
+    let t = SparseTensor::from_bsr(
+        [2, 4],
+        (1, 2),
+        ia(&[0, 2, 2]),
+        ia(&[1, 0]),
+        fv(&[3., 4., 1., 2.]),
+        opts,
+    )
+    .unwrap();
+    assert_eq!(t.values.to_f64_vec(), vec![1., 2., 3., 4.]);
+    assert_eq!(t.to_dense_f64(), vec![1., 2., 3., 4., 0., 0., 0., 0.]);
+}
+
+#[test]
+fn valid_coo_arrays_are_borrowed() {
+    let (rows, cols, vals) = ([0i64, 2], [1i64, 0], [1.0f64, 2.0]);
+    let t = SparseTensor::from_coo_arrays(
+        &[3, 2],
+        vec![
+            IndexArray::I64(Cow::Borrowed(&rows)),
+            IndexArray::I64(Cow::Borrowed(&cols)),
+        ],
+        Values::F64(Cow::Borrowed(&vals)),
+        STRICT,
+    )
+    .unwrap();
+    assert!(t
+        .structure
+        .axes
+        .iter()
+        .all(|a| matches!(a.indices, Some(IndexArray::I64(Cow::Borrowed(_))))));
+    assert_eq!(t.to_dense_f64(), vec![0., 1., 0., 0., 2., 0.]);
+}
+
+#[test]
+fn huge_empty_dense_is_read_quickly() {
+    let t = SparseTensor::dense_from_f64(&[1 << 40, 0], &[], sparsile_ir::DType::F32).unwrap();
+    assert_eq!(t.to_coo().unwrap().nnz(), 0);
+    assert!(t.to_dense_f64().is_empty());
+}

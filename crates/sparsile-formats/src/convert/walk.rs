@@ -23,6 +23,11 @@ pub(crate) fn leaf_strides(s: &Structure<'_>) -> Vec<usize> {
 /// Calls `visit(axis coordinates, value offset)` for every stored element that is not
 /// a padding position (sentinel coordinate), in storage order. `s` must be valid.
 pub(crate) fn walk_stored(s: &Structure<'_>, mut visit: impl FnMut(&[i64], usize)) {
+    // A parentless axis without positions leaves nothing stored; return before looping
+    // over the others (which may be long).
+    if s.axes.iter().any(|a| a.parent.is_none() && a.npos == 0) {
+        return;
+    }
     let strides = leaf_strides(s);
     let n = s.axes.len();
     let mut pos = vec![0usize; n];

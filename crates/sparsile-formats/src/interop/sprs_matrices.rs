@@ -106,14 +106,7 @@ pub fn csc_from_coo(coo: &CooTensor) -> Result<SparseTensor<'static>, InteropErr
     if coo.ndim() != 2 {
         return Err(InteropError::NotMatrix { ndim: coo.ndim() });
     }
-    let (indptr, indices, values) = compress(coo, CompressedStorage::CSC);
-    Ok(compressed_tensor(
-        Format::Csc,
-        [coo.shape[0], coo.shape[1]],
-        &indptr,
-        &indices,
-        values,
-    ))
+    Ok(SparseTensor::from_coo(coo, &Format::Csc)?)
 }
 
 /// A `sprs` matrix (CSR or CSC as asked) with the entries of any 2-D tensor; values are

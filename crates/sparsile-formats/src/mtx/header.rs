@@ -210,24 +210,8 @@ pub(crate) fn parse_size_line(
         )));
     }
     let entries = match format {
-        MtxFormat::Coordinate => {
-            let capacity = match symmetry {
-                MtxSymmetry::General => rows.checked_mul(cols),
-                MtxSymmetry::Symmetric => rows.checked_mul(rows + 1).map(|x| x / 2),
-                MtxSymmetry::SkewSymmetric => {
-                    rows.checked_mul(rows.saturating_sub(1)).map(|x| x / 2)
-                }
-            };
-            if let Some(cap) = capacity {
-                if nums[2] > cap {
-                    return Err(bad(format!(
-                        "{} entries declared, but a {rows} x {cols} {symmetry} matrix holds at most {cap}",
-                        nums[2]
-                    )));
-                }
-            }
-            nums[2]
-        }
+        // More entries than elements is allowed: duplicates may be summed.
+        MtxFormat::Coordinate => nums[2],
         MtxFormat::Array => {
             let n = match symmetry {
                 MtxSymmetry::General => rows.checked_mul(cols),

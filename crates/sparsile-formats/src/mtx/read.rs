@@ -29,7 +29,7 @@ pub struct MtxReadOptions {
 
 /// Entries reserved up front at most (the rest grows as read), so that a size line
 /// declaring absurd counts cannot exhaust memory before any entry is read.
-const MAX_RESERVE: usize = 1 << 24;
+const MAX_RESERVE: usize = 1 << 22;
 
 const BUF_SIZE: usize = 1 << 16;
 
