@@ -160,12 +160,13 @@ fn assignment_order_errors() {
         8,
     );
     assert!(matches!(e, NotationError::ReadsOwnOutput { .. }));
+    // A scatter through the output itself.
     let e = error_at(
-        "tensor X: f32[p, c]\ntensor idx: i32[m]\ntensor Y: f32[m, c]\nY[idx[i], k] = X[i, k]\n",
-        4,
+        "tensor idx: i32[m]\ntensor Y: i32[m]\nY[Y[i]] = idx[i]\n",
+        3,
         3,
     );
-    assert!(matches!(e, NotationError::Unsupported { .. }));
+    assert!(matches!(e, NotationError::ReadsOwnOutput { .. }));
 }
 
 #[test]

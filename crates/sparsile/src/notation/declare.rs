@@ -11,6 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use sparsile_formats::{Layout, MapExpr, SizeSpec};
+use sparsile_ir::coord::parser::{is_valid_name, RESERVED};
 use sparsile_ir::coord::{AxisDecl, AxisStructure, Expr, Extent, Param, Program};
 use sparsile_ir::{AxisId, AxisKind, IndexType, ParamId};
 
@@ -44,6 +45,7 @@ impl<'c> Decls<'c> {
             dim_params: HashMap::new(),
             shared: HashMap::new(),
         };
+        d.names.extend(RESERVED.iter().map(|s| s.to_string()));
         for t in &checked.ast.tensors {
             d.names.insert(t.name.clone());
         }
@@ -51,14 +53,35 @@ impl<'c> Decls<'c> {
             for dim in &t.dims {
                 if let Dim::Named(n) = dim {
                     if !d.dim_params.contains_key(n) {
-                        let id = d.prog.params.push(Param { name: n.clone() });
-                        d.names.insert(n.clone());
+                        let name = if is_valid_name(n) {
+                            n.clone()
+                        } else {
+                            d.fresh(&format!("{n}_"))
+                        };
+                        d.names.insert(name.clone());
+                        let id = d.prog.params.push(Param { name });
                         d.dim_params.insert(n.clone(), id);
                     }
                 }
             }
         }
         d
+    }
+
+    /// The buffer name for a tensor name (reserved words of the text IR get a `_`).
+    pub fn buffer_name(name: &str) -> String {
+        if is_valid_name(name) {
+            name.to_string()
+        } else {
+            format!("{name}_")
+        }
+    }
+
+    /// Names an iterator variable may not take: parameters and reserved words.
+    pub fn taken_by_params(&self) -> HashSet<String> {
+        let mut set: HashSet<String> = self.prog.params.values().map(|p| p.name.clone()).collect();
+        set.extend(RESERVED.iter().map(|s| s.to_string()));
+        set
     }
 
     /// A program-wide unique name starting with `base`.

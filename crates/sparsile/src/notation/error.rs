@@ -127,9 +127,6 @@ pub enum NotationError {
         format: String,
         span: Span,
     },
-
-    #[error("{span}: {what} is not supported")]
-    Unsupported { what: String, span: Span },
 }
 
 impl NotationError {
@@ -157,8 +154,7 @@ impl NotationError {
             | ReadBeforeAssign { span, .. }
             | ReadsOwnOutput { span, .. }
             | PatternNotDerivable { span, .. }
-            | NotRandomAccess { span, .. }
-            | Unsupported { span, .. } => *span,
+            | NotRandomAccess { span, .. } => *span,
         }
     }
 }

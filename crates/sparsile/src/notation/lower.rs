@@ -3,12 +3,14 @@
 //! Preconditions: the program passed [`check`]. Postconditions: one buffer per tensor
 //! (assigned tensors are outputs), axes from each tensor's layout (see [`declare`](super::declare)),
 //! and for each statement one or more sparse iterations:
-//! - A **sparse output** is the driving operand: its axes are those of the operand that
+//! - The right-hand side is split into its terms (`a + b - c`); each term becomes one
+//!   iteration and sums over its own indices (`y[i] = A[i,j] * x[j] + b[i]` adds `b[i]`
+//!   once).
+//! - A **sparse output** drives every iteration: its axes are those of the operand that
 //!   samples it (or the union / intersection of several, see [`pattern`](super::pattern));
 //!   the iteration runs over its axes, then dense axes for the remaining (summed) indices.
-//! - A **dense output**: the right-hand side is split into its terms (`a + b - c`); a term
-//!   with a sparse factor in a product is driven by that factor, any other term iterates
-//!   the dense space of its indices. Each term sums over its own indices.
+//! - For a **dense output**, a term with a sparse factor in a product is driven by that
+//!   factor; any other term iterates the dense space of its indices.
 //! - Logical indices bound by the driver are its layout's `to_logical` map of the axis
 //!   iterators; every other tensor is read through its `from_logical` map (in axis
 //!   coordinates). Axes are spatial (`S`) when every logical index they feed is on the
@@ -78,7 +80,7 @@ pub fn lower_checked(checked: &Checked) -> Result<Program, NotationError> {
     }
     for (t, decl) in checked.ast.tensors.iter().enumerate() {
         let id = l.d.prog.buffers.push(BufferDecl {
-            name: decl.name.clone(),
+            name: Decls::buffer_name(&decl.name),
             dtype: decl.dtype,
             axes: l.axes[t].clone(),
             role: if checked.is_output[t] {
@@ -201,31 +203,31 @@ impl<'c> Lowerer<'c> {
         let checked = self.checked;
         let s = &checked.ast.statements[si];
         let out = checked.statements[si].output;
-        if checked.is_sparse(out) {
-            let driver = Driver {
-                tensor: out,
-                access: &s.lhs,
-            };
-            let nest = self.nest(si, &s.rhs, Some(driver))?;
-            let zero = s.op == AssignOp::Assign && nest.has_reduction();
-            let init = zero && self.init_ok(&nest, out);
-            if zero && !init {
-                self.zero_fill(si, out);
-            }
-            let acc = zero || s.op == AssignOp::Accumulate;
-            self.emit(si, out, nest, init, acc, false);
-            return Ok(());
-        }
         let mut terms = Vec::new();
         split_terms(&s.rhs, false, &mut terms);
         let count = terms.len();
+        let sparse_out = checked.is_sparse(out);
         for (k, (term, negate)) in terms.into_iter().enumerate() {
-            let driver = self.choose_driver(term);
+            // A sparse output drives every iteration: it carries the pattern.
+            let driver = if sparse_out {
+                Some(Driver {
+                    tensor: out,
+                    access: &s.lhs,
+                })
+            } else {
+                self.choose_driver(term)
+            };
             let nest = self.nest(si, term, driver)?;
             let mut init = false;
             let mut acc = s.op == AssignOp::Accumulate || k > 0;
             if k == 0 && s.op == AssignOp::Assign {
-                let zero = count > 1 || driver.is_some() || nest.has_reduction();
+                let partial = driver.is_some() && !sparse_out;
+                let scatter = s
+                    .lhs
+                    .indices
+                    .iter()
+                    .any(|ix| matches!(ix, Index::Indirect(_)));
+                let zero = count > 1 || partial || scatter || nest.has_reduction();
                 if zero {
                     acc = true;
                     init = self.init_ok(&nest, out);
@@ -283,8 +285,36 @@ impl<'c> Lowerer<'c> {
             .iter()
             .filter_map(|ix| ix.as_var().map(str::to_string))
             .collect();
-        let term_vars = term.vars();
+        // Variables inside indirect indices on the left (a scatter) are iterated but are
+        // not output coordinates: several of their values may hit one output element.
+        let mut scatter_vars: Vec<String> = Vec::new();
+        for ix in &s.lhs.indices {
+            if let Index::Indirect(inner) = ix {
+                for v in ast::Expr::Access((**inner).clone()).vars() {
+                    if !scatter_vars.contains(&v) {
+                        scatter_vars.push(v);
+                    }
+                }
+            }
+        }
+        let mut term_vars = scatter_vars;
+        for v in term.vars() {
+            if !term_vars.contains(&v) {
+                term_vars.push(v);
+            }
+        }
+        let taken = self.d.taken_by_params();
         let mut local: HashSet<String> = lhs_vars.iter().chain(&term_vars).cloned().collect();
+        local.extend(taken.iter().cloned());
+        // Iterator names: the notation's, unless that is a parameter's name or reserved.
+        let mut renamed: HashMap<String, String> = HashMap::new();
+        for v in lhs_vars.iter().chain(&term_vars) {
+            if taken.contains(v) && !renamed.contains_key(v) {
+                let new = local_fresh(&mut local, v);
+                renamed.insert(v.clone(), new);
+            }
+        }
+        let ir_name = |v: &str| renamed.get(v).cloned().unwrap_or_else(|| v.to_string());
         let mut items: Vec<(AxisId, IterVarId, Vec<String>)> = Vec::new();
         let mut logical: HashMap<String, Expr> = HashMap::new();
         let mut driver_vars: Vec<IterVarId> = Vec::new();
@@ -297,10 +327,11 @@ impl<'c> Lowerer<'c> {
                     .iter()
                     .position(|m| *m == MapExpr::Axis(a))
                 {
-                    Some(d) => dr.access.indices[d]
-                        .as_var()
-                        .expect("drivers have plain indices")
-                        .to_string(),
+                    Some(d) => ir_name(
+                        dr.access.indices[d]
+                            .as_var()
+                            .expect("drivers have plain indices"),
+                    ),
                     None => local_fresh(&mut local, &spec.name.to_lowercase()),
                 };
                 let v = self.d.prog.vars.push(IterVar {
@@ -330,7 +361,7 @@ impl<'c> Lowerer<'c> {
             let used: Vec<AxisId> = items.iter().map(|it| it.0).collect();
             let axis = self.d.unused_shared_axis(&var_dims[v], &used);
             let id = self.d.prog.vars.push(IterVar {
-                name: v.clone(),
+                name: ir_name(v),
                 axis,
             });
             logical.insert(v.clone(), Expr::Var(id));
@@ -480,6 +511,11 @@ impl<'c> Lowerer<'c> {
             ast::Expr::Int { value, .. } if ctx.float => Expr::Float(*value as f64),
             ast::Expr::Int { value, .. } => Expr::Int(*value),
             ast::Expr::Float { value, .. } => Expr::Float(*value),
+            ast::Expr::Unary {
+                op: UnaryOp::Neg,
+                arg,
+                ..
+            } if !ctx.float => Expr::binary(BinaryOp::Sub, Expr::Int(0), self.value(arg, ctx)?),
             ast::Expr::Unary { op, arg, .. } => Expr::unary(*op, self.value(arg, ctx)?),
             ast::Expr::Binary { op, lhs, rhs, .. } => {
                 Expr::binary(*op, self.value(lhs, ctx)?, self.value(rhs, ctx)?)
@@ -531,12 +567,14 @@ impl<'c> Lowerer<'c> {
         let checked = self.checked;
         let s = &checked.ast.statements[si];
         let layout = &checked.layouts[out];
+        let taken = self.d.taken_by_params();
         let mut local: HashSet<String> = s
             .lhs
             .indices
             .iter()
             .filter_map(|ix| ix.as_var().map(str::to_string))
             .collect();
+        local.extend(taken.iter().cloned());
         let mut axes: Vec<IterAxis> = Vec::new();
         for (a, spec) in layout.axes.iter().enumerate() {
             let mut axis = self.axes[out][a];
@@ -552,7 +590,11 @@ impl<'c> Lowerer<'c> {
                     .iter()
                     .position(|m| *m == MapExpr::Axis(a))
             }) {
-                Some(d) => s.lhs.indices[d].as_var().expect("plain").to_string(),
+                Some(d) => match s.lhs.indices[d].as_var() {
+                    Some(v) if !taken.contains(v) => v.to_string(),
+                    Some(v) => local_fresh(&mut local, v),
+                    None => local_fresh(&mut local, &spec.name.to_lowercase()),
+                },
                 None => local_fresh(&mut local, &spec.name.to_lowercase()),
             };
             let var = self.d.prog.vars.push(IterVar { name, axis });
@@ -584,6 +626,8 @@ impl<'c> Lowerer<'c> {
         let value = if acc {
             let op = if negate { BinaryOp::Sub } else { BinaryOp::Add };
             Expr::binary(op, Expr::load(buffer, nest.store.clone()), nest.value)
+        } else if negate && !self.checked.ast.tensors[out].dtype.is_float() {
+            Expr::binary(BinaryOp::Sub, Expr::Int(0), nest.value)
         } else if negate {
             Expr::unary(UnaryOp::Neg, nest.value)
         } else {
@@ -605,7 +649,7 @@ impl<'c> Lowerer<'c> {
             value,
             span: s.span,
         })];
-        let name = self.fresh_iter(&s.lhs.tensor.clone());
+        let name = self.fresh_iter(&Decls::buffer_name(&s.lhs.tensor));
         self.d.prog.body.push(Stmt::Iteration(SparseIteration {
             name,
             axes: nest.axes,

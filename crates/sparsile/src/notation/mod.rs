@@ -11,8 +11,10 @@
 //! Expressions: `+ - * /`, unary minus, `exp relu sqrt neg abs log`, `max(a, b)`,
 //! `min(a, b)`, integer and floating-point constants, parentheses. Statements run in
 //! order (later ones may read earlier outputs); `+=` accumulates into an output assigned
-//! before. An index may be an integer tensor read (`X[idx[i], k]`). Assigned tensors are
-//! outputs, the others inputs.
+//! before. An index may be an integer tensor read (`X[idx[i], k]`; on the left,
+//! `Y[out[p], k] = ...` scatters: colliding writes add up, writes out of range are
+//! skipped). Each term of a sum is summed over its own indices not on the left.
+//! Assigned tensors are outputs, the others inputs.
 //!
 //! ```
 //! use sparsile::notation::compile_notation;

@@ -127,7 +127,7 @@ impl Parser<'_> {
         self.expect(Tok::LBracket, "`[`")?;
         let mut dims = Vec::new();
         loop {
-            let t = self.bump();
+            let t = self.peek().clone();
             match t.tok {
                 Tok::Ident(s) => dims.push(Dim::Named(s)),
                 Tok::Int(v) if v > 0 => dims.push(Dim::Const(v)),
@@ -138,11 +138,9 @@ impl Parser<'_> {
                         span: t.span,
                     })
                 }
-                _ => {
-                    self.pos -= 1;
-                    return Err(self.error("a dimension (a name or a positive integer)"));
-                }
+                _ => return Err(self.error("a dimension (a name or a positive integer)")),
             }
+            self.bump();
             if self.peek().tok == Tok::Comma {
                 self.bump();
             } else {

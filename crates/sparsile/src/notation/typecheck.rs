@@ -89,10 +89,13 @@ pub fn check(ast: &Program) -> Result<Checked, NotationError> {
         let (out, out_decl) = resolve(ast, &s.lhs, &mut var_dims)?;
         for ix in &s.lhs.indices {
             if let Index::Indirect(a) = ix {
-                return Err(NotationError::Unsupported {
-                    what: "an indirect index on the left-hand side".into(),
-                    span: a.span,
+                let mut result = Ok(());
+                a.visit(&mut |inner| {
+                    if result.is_ok() {
+                        result = read_check(ast, inner, out, &is_output, &assigned);
+                    }
                 });
+                result?;
             }
         }
         if s.op == AssignOp::Accumulate && !assigned[out] {
@@ -106,22 +109,8 @@ pub fn check(ast: &Program) -> Result<Checked, NotationError> {
             if result.is_err() {
                 return;
             }
-            result = (|| {
-                let (k, _) = resolve(ast, a, &mut var_dims)?;
-                if k == out {
-                    return Err(NotationError::ReadsOwnOutput {
-                        tensor: a.tensor.clone(),
-                        span: a.span,
-                    });
-                }
-                if is_output[k] && !assigned[k] {
-                    return Err(NotationError::ReadBeforeAssign {
-                        tensor: a.tensor.clone(),
-                        span: a.span,
-                    });
-                }
-                Ok(())
-            })();
+            result = resolve(ast, a, &mut var_dims)
+                .and_then(|_| read_check(ast, a, out, &is_output, &assigned));
         });
         result?;
         let rhs_vars = s.rhs.vars();
@@ -161,6 +150,31 @@ pub fn check(ast: &Program) -> Result<Checked, NotationError> {
         is_output,
         statements,
     })
+}
+
+/// Checks that a read of `a` in the statement assigning `out` reads an input or an
+/// output assigned before, not `out` itself.
+fn read_check(
+    ast: &Program,
+    a: &Access,
+    out: usize,
+    is_output: &[bool],
+    assigned: &[bool],
+) -> Result<(), NotationError> {
+    let (k, _) = ast.tensor(&a.tensor).expect("resolved before");
+    if k == out {
+        return Err(NotationError::ReadsOwnOutput {
+            tensor: a.tensor.clone(),
+            span: a.span,
+        });
+    }
+    if is_output[k] && !assigned[k] {
+        return Err(NotationError::ReadBeforeAssign {
+            tensor: a.tensor.clone(),
+            span: a.span,
+        });
+    }
+    Ok(())
 }
 
 /// Resolves the tensor of `a`, checks its index count and records variable dims
@@ -273,8 +287,8 @@ fn value_type(ast: &Program, e: &Expr) -> Result<ValueType, NotationError> {
         Expr::Float { .. } => ValueType::AnyFloat,
         Expr::Unary { op, arg, span } => {
             let t = value_type(ast, arg)?;
-            let needs_float = matches!(op, UnaryOp::Exp | UnaryOp::Sqrt | UnaryOp::Log);
-            if needs_float {
+            // Integer values only negate (by `-` or `neg`); functions need floats.
+            if *op != UnaryOp::Neg {
                 if let ValueType::Of(d) = t {
                     if d.is_int() {
                         return Err(NotationError::DTypeMismatch {
