@@ -88,6 +88,8 @@ pub struct Prepared {
     pub program: sparsile_ir::coord::Program,
     pub inputs: HashMap<String, SparseTensor<'static>>,
     pub random_inputs: Vec<String>,
+    /// Dimension sizes that are parameters of the program.
+    pub params: HashMap<String, i64>,
     pub load_secs: f64,
 }
 
@@ -262,11 +264,14 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
             (buffer, t)
         })
         .collect();
+    let sizes = dims.iter().map(|(n, (v, _))| (n.clone(), *v)).collect();
+    let params = sparsile::dim_params(&program, &sizes);
     Ok(Prepared {
         text,
         program,
         inputs,
         random_inputs,
+        params,
         load_secs,
     })
 }
@@ -289,12 +294,12 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     let prepared = prepare(args)?;
     bar.set_message("interpreting");
     let t0 = Instant::now();
-    let outputs = interpret(
-        &prepared.program,
-        &prepared.inputs,
-        &InterpOptions::default(),
-    )
-    .map_err(|e| anyhow!("{e}"))?;
+    let options = InterpOptions {
+        params: prepared.params.clone(),
+        ..InterpOptions::default()
+    };
+    let outputs =
+        interpret(&prepared.program, &prepared.inputs, &options).map_err(|e| anyhow!("{e}"))?;
     let run_secs = t0.elapsed().as_secs_f64();
     bar.finish_and_clear();
     let mut names: Vec<&String> = outputs.keys().collect();

@@ -2,7 +2,9 @@
 //!
 //! This facade crate holds the front ends. [`notation`] reads index notation (tensor
 //! declarations with formats, then statements like `C[i,k] = A[i,j] * B[j,k]`),
-//! type-checks it and lowers it to a stage-I program.
+//! type-checks it and lowers it to a stage-I program; [`evaluate`] runs such a program
+//! with the reference interpreter. The lower crates are re-exported as [`formats`],
+//! [`ir`] and [`runtime`].
 //!
 //! ```
 //! let program = sparsile::compile_notation(
@@ -12,6 +14,18 @@
 //! assert_eq!(program.buffers.len(), 3);
 //! ```
 
+mod dims;
+mod evaluate;
 pub mod notation;
 
+pub use dims::{bind_dims, DimError};
+pub use evaluate::{dim_params, evaluate, EvaluateError};
 pub use notation::{compile_notation, lower, NotationError};
+pub use sparsile_formats as formats;
+pub use sparsile_ir as ir;
+pub use sparsile_runtime as runtime;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

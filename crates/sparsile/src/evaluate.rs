@@ -1,0 +1,94 @@
+//! Running index-notation programs with the reference interpreter, in one call.
+//!
+//! Precondition: every input tensor of the program is given, by its declared name.
+//! Postcondition: one tensor per output, by its declared name, with values of the
+//! declared element type (computed in f64).
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use sparsile::formats::{CooTensor, Format, SparseTensor};
+//! let a = CooTensor::from_triplets(vec![2, 3], &[(0, 0, 1.0), (0, 2, 2.0), (1, 1, 3.0)]).unwrap();
+//! let x = SparseTensor::dense_from_f64(&[3], &[1.0, 10.0, 100.0], sparsile::ir::DType::F64).unwrap();
+//! let inputs = HashMap::from([
+//!     ("A".to_string(), SparseTensor::from_coo(&a, &Format::Csr).unwrap()),
+//!     ("x".to_string(), x),
+//! ]);
+//! let out = sparsile::evaluate(
+//!     "tensor A: f64[m, n] csr\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n",
+//!     &inputs,
+//! )
+//! .unwrap();
+//! assert_eq!(out["y"].to_dense_f64(), vec![201.0, 30.0]);
+//! ```
+
+use std::collections::HashMap;
+
+use sparsile_formats::SparseTensor;
+use sparsile_runtime::{interpret, InterpError, InterpOptions, Outputs};
+use thiserror::Error;
+
+use crate::notation::{lower, parse, NotationError};
+use crate::{bind_dims, DimError};
+
+/// Why a program could not be evaluated.
+#[derive(Debug, Error)]
+pub enum EvaluateError {
+    #[error(transparent)]
+    Notation(#[from] NotationError),
+    #[error(transparent)]
+    Dims(#[from] DimError),
+    #[error(transparent)]
+    Interpreter(#[from] InterpError),
+}
+
+/// The buffer that carries a tensor: its own name, or with a trailing `_` when the
+/// name is a reserved word of the text IR.
+fn buffer_name(tensor: &str) -> String {
+    if sparsile_ir::coord::parser::is_valid_name(tensor) {
+        tensor.to_string()
+    } else {
+        format!("{tensor}_")
+    }
+}
+
+/// Compiles `program` (index notation) to stage I and runs it with the interpreter.
+pub fn evaluate(
+    program: &str,
+    inputs: &HashMap<String, SparseTensor<'_>>,
+) -> Result<Outputs, EvaluateError> {
+    let ast = parse(program)?;
+    let stage1 = lower(&ast)?;
+    let bound: HashMap<String, SparseTensor<'_>> = inputs
+        .iter()
+        .map(|(n, t)| (buffer_name(n), t.view()))
+        .collect();
+    let shapes = inputs
+        .iter()
+        .map(|(n, t)| (n.clone(), t.shape().to_vec()))
+        .collect();
+    let options = InterpOptions {
+        params: dim_params(&stage1, &bind_dims(&ast, &shapes)?),
+        ..InterpOptions::default()
+    };
+    let mut outputs = interpret(&stage1, &bound, &options)?;
+    Ok(ast
+        .tensors
+        .iter()
+        .filter_map(|decl| {
+            outputs
+                .remove(&buffer_name(&decl.name))
+                .map(|t| (decl.name.clone(), t))
+        })
+        .collect())
+}
+
+/// The bound dimensions that are parameters of `program`, as interpreter parameters.
+pub fn dim_params(
+    program: &sparsile_ir::coord::Program,
+    dims: &std::collections::BTreeMap<String, usize>,
+) -> HashMap<String, i64> {
+    dims.iter()
+        .filter(|(name, _)| program.param_by_name(name).is_some())
+        .map(|(name, &size)| (name.clone(), size as i64))
+        .collect()
+}
