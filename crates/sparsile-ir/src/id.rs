@@ -61,6 +61,11 @@ define_id!(
     "var#"
 );
 define_id!(
+    /// A loop variable or local of a loop-level (stage II / III) function.
+    VarId,
+    "v#"
+);
+define_id!(
     /// A symbolic integer parameter of a program (a dimension or an nnz count).
     ParamId,
     "param#"

@@ -27,10 +27,11 @@ pub mod axis_kind;
 pub mod coord;
 pub mod dtype;
 pub mod id;
+pub mod loops;
 pub mod settings;
 pub mod span;
 
 pub use axis_kind::AxisKind;
 pub use dtype::{DType, IndexType};
-pub use id::{AxisId, BufferId, IdVec, IterVarId, ParamId};
+pub use id::{AxisId, BufferId, IdVec, IterVarId, ParamId, VarId};
 pub use span::Span;

@@ -36,6 +36,26 @@ pub const VARIABLES: &[Variable] = &[
         kind: "path",
         doc: "folder of real matrices (default: the `shared/data` folder beside the repository)",
     },
+    Variable {
+        name: "SPARSILE_DUMP_IR",
+        kind: "bool (1/true)",
+        doc: "print the IR after every pass of the compilation pipeline to stderr",
+    },
+    Variable {
+        name: "SPARSILE_CACHE_DIR",
+        kind: "path",
+        doc: "where compiled kernels are cached (default: $XDG_CACHE_HOME/sparsile or ~/.cache/sparsile)",
+    },
+    Variable {
+        name: "SPARSILE_NUM_THREADS",
+        kind: "positive integer",
+        doc: "threads of the CPU runtime's pool (default: the number of cores)",
+    },
+    Variable {
+        name: "CC",
+        kind: "command",
+        doc: "the C compiler used for native CPU kernels (default: cc)",
+    },
 ];
 
 /// The parsed values of [`VARIABLES`].
@@ -44,6 +64,12 @@ pub struct Settings {
     pub bless: bool,
     pub require_data: bool,
     pub data_dir: Option<PathBuf>,
+    pub dump_ir: bool,
+    pub cache_dir: Option<PathBuf>,
+    /// `None` when unset or not a positive integer.
+    pub num_threads: Option<usize>,
+    /// The C compiler command; `None` when unset or empty.
+    pub cc: Option<String>,
 }
 
 fn flag(name: &str) -> bool {
@@ -64,7 +90,29 @@ impl Settings {
             bless: flag("SPARSILE_BLESS"),
             require_data: flag("SPARSILE_REQUIRE_DATA"),
             data_dir: std::env::var_os("SPARSILE_DATA_DIR").map(PathBuf::from),
+            dump_ir: flag("SPARSILE_DUMP_IR"),
+            cache_dir: std::env::var_os("SPARSILE_CACHE_DIR").map(PathBuf::from),
+            num_threads: std::env::var("SPARSILE_NUM_THREADS")
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|&n| n > 0),
+            cc: std::env::var("CC").ok().filter(|v| !v.trim().is_empty()),
         }
+    }
+
+    /// The kernel cache folder: `SPARSILE_CACHE_DIR`, else `$XDG_CACHE_HOME/sparsile`,
+    /// else `~/.cache/sparsile`, else a `sparsile-cache` folder in the temp directory.
+    pub fn cache_dir(&self) -> PathBuf {
+        if let Some(d) = &self.cache_dir {
+            return d.clone();
+        }
+        if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
+            return PathBuf::from(x).join("sparsile");
+        }
+        if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            return PathBuf::from(h).join(".cache").join("sparsile");
+        }
+        std::env::temp_dir().join("sparsile-cache")
     }
 
     /// The folder of shared real matrices: `SPARSILE_DATA_DIR`, else `shared/data` beside

@@ -1,0 +1,174 @@
+//! Expressions of the loop-level IR.
+
+use serde::{Deserialize, Serialize};
+
+use crate::coord::{BinaryOp, UnaryOp};
+use crate::id::{BufferId, ParamId, VarId};
+
+/// A comparison; the result is an integer 0 or 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Eq,
+    Ne,
+    Ge,
+    Gt,
+}
+
+impl CmpOp {
+    pub const ALL: [CmpOp; 6] = [
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Ge,
+        CmpOp::Gt,
+    ];
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Ge => ">=",
+            CmpOp::Gt => ">",
+        }
+    }
+
+    pub fn apply<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+            CmpOp::Ge => a >= b,
+            CmpOp::Gt => a > b,
+        }
+    }
+}
+
+/// Short-circuit logic on integer truth values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LogicOp {
+    And,
+    Or,
+}
+
+impl LogicOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            LogicOp::And => "&&",
+            LogicOp::Or => "||",
+        }
+    }
+}
+
+/// An expression. Integer expressions are i64; floating-point ones take the type of
+/// the values they combine (a float literal adapts to the other operand).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Expr {
+    Int(i64),
+    Float(f64),
+    Var(VarId),
+    Param(ParamId),
+    /// Stage II: one position per buffer axis (or one offset for flat buffers);
+    /// stage III: one offset.
+    Load {
+        buffer: BufferId,
+        indices: Vec<Expr>,
+    },
+    Unary {
+        op: UnaryOp,
+        arg: Box<Expr>,
+    },
+    Binary {
+        op: BinaryOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    Cmp {
+        op: CmpOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    Logic {
+        op: LogicOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    Select {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        otherwise: Box<Expr>,
+    },
+    /// Binary search for `value` in the sorted run `buffer[lo..hi]` of a flat integer
+    /// buffer: the position, or -1.
+    Search {
+        buffer: BufferId,
+        lo: Box<Expr>,
+        hi: Box<Expr>,
+        value: Box<Expr>,
+    },
+}
+
+impl Expr {
+    pub fn load(buffer: BufferId, indices: Vec<Expr>) -> Expr {
+        Expr::Load { buffer, indices }
+    }
+
+    pub fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr {
+        Expr::Binary {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+        }
+    }
+
+    pub fn cmp(op: CmpOp, lhs: Expr, rhs: Expr) -> Expr {
+        Expr::Cmp {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+        }
+    }
+
+    pub fn select(cond: Expr, then: Expr, otherwise: Expr) -> Expr {
+        Expr::Select {
+            cond: Box::new(cond),
+            then: Box::new(then),
+            otherwise: Box::new(otherwise),
+        }
+    }
+
+    /// Calls `f` on this expression and every sub-expression, parents first.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Int(_) | Expr::Float(_) | Expr::Var(_) | Expr::Param(_) => {}
+            Expr::Load { indices, .. } => indices.iter().for_each(|e| e.visit(f)),
+            Expr::Unary { arg, .. } => arg.visit(f),
+            Expr::Binary { lhs, rhs, .. }
+            | Expr::Cmp { lhs, rhs, .. }
+            | Expr::Logic { lhs, rhs, .. } => {
+                lhs.visit(f);
+                rhs.visit(f);
+            }
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                cond.visit(f);
+                then.visit(f);
+                otherwise.visit(f);
+            }
+            Expr::Search { lo, hi, value, .. } => {
+                lo.visit(f);
+                hi.visit(f);
+                value.visit(f);
+            }
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! Loop-level IR shared by stage II (position space) and stage III (flat buffers).
+//!
+//! A [`Func`] is a list of statements over loops ([`For`]), conditionals, scalar locals
+//! and buffer stores. The two stages use the same nodes and differ in how buffers are
+//! laid out and accessed ([`Stage`]):
+//! - **Stage II** ([`Stage::Pos`]) keeps the stage-I axes; a tensor buffer is laid out
+//!   over axes ([`BufferLayout::Axes`]) and indexed with one *position* per axis. The
+//!   structure arrays are materialised as 1-D auxiliary buffers
+//!   ([`BufferKind::Indptr`], [`BufferKind::Indices`]) that loop bounds and coordinate
+//!   recovery read.
+//! - **Stage III** ([`Stage::Flat`]) has no axes: every buffer is 1-D
+//!   ([`BufferLayout::Flat`]) and indexed with one offset.
+//!
+//! # Semantics
+//! - `for v in lo..hi` runs `v = lo, lo+1, …, hi-1` (nothing when `hi <= lo`); `lo` and
+//!   `hi` are evaluated once, before the first iteration. The loop kind is a promise
+//!   about how it may run: `parallel` iterations are independent (they write disjoint
+//!   elements) and may run in any order on any thread; `vectorized` and `unrolled` are
+//!   hints with serial semantics.
+//! - `let v = e` declares a local visible until the end of the enclosing statement list;
+//!   `v = e` assigns it.
+//! - Integer arithmetic is on i64 with floor `/` and `%`; comparisons and `&&`/`||` give
+//!   0 or 1; `select(c, a, b)` evaluates only the chosen branch.
+//! - `search(buf, lo, hi, x)` is the position `p` in `lo..hi` with `buf[p] == x`, found by
+//!   binary search over the sorted run, or `-1`.
+//! - Loads and stores must be in bounds: stage II/III make every guard explicit.
+//!
+//! See `crates/sparsile-ir/tests/` for text-IR examples.
+
+mod expr;
+mod func;
+mod stmt;
+
+pub use expr::{CmpOp, Expr, LogicOp};
+pub use func::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
+pub use stmt::{For, ForKind, Stmt};
