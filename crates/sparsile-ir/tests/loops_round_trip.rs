@@ -5,6 +5,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use sparsile_ir::loops::{Func, Stage};
+use sparsile_ir::{flat, pos};
 
 fn example_files() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/loops");
@@ -38,6 +39,14 @@ fn examples_round_trip() {
             Stage::Flat
         };
         assert_eq!(func.stage, expected_stage, "{name}");
+        let verified = match expected_stage {
+            Stage::Pos => pos::verify(&func),
+            Stage::Flat => flat::verify(&func),
+        };
+        if let Err(errors) = verified {
+            let listing: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            panic!("{name}: verifier errors:\n{}", listing.join("\n"));
+        }
         let printed = func.to_string();
         assert_eq!(printed, without_comments, "{name}: printed text differs");
         let mut again: Func = printed.parse().expect("printed text parses");
