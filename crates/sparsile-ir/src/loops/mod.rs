@@ -27,6 +27,7 @@
 //!
 //! See `crates/sparsile-ir/tests/` for text-IR examples.
 
+pub mod builder;
 pub mod display;
 mod expr;
 mod func;
@@ -34,6 +35,7 @@ pub mod parser;
 mod stmt;
 pub mod verify;
 
+pub use builder::FuncBuilder;
 pub use display::{ExprDisplay, StmtDisplay};
 pub use expr::{CmpOp, Expr, LogicOp};
 pub use func::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
