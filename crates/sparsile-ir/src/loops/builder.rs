@@ -2,8 +2,8 @@
 //!
 //! [`FuncBuilder`] declares parameters, axes and buffers and returns their ids; it
 //! appends statements to the innermost open body. [`FuncBuilder::for_loop`],
-//! [`FuncBuilder::if_`], [`FuncBuilder::if_else`] and [`FuncBuilder::block`] open a
-//! nested body for the duration of a closure. Variables are numbered in declaration
+//! [`FuncBuilder::if_`] (then [`FuncBuilder::else_`]), [`FuncBuilder::if_else`] and
+//! [`FuncBuilder::block`] open a nested body for the duration of a closure. Variables are numbered in declaration
 //! order (as the parser numbers them), and a requested variable name that is taken (by
 //! a parameter or a variable in scope) gets a numeric suffix (`j`, `j_2`, ...), so the
 //! function always prints and parses back. Expressions combine with `+ - * / %` (the
@@ -253,6 +253,21 @@ impl FuncBuilder {
             else_body,
             span: Span::default(),
         });
+    }
+
+    /// Gives the `if` statement just appended an `else` body. Use it instead of
+    /// [`FuncBuilder::if_else`] when both branches need the same mutable state.
+    ///
+    /// # Panics
+    /// When the last statement of the current body is not an `if` without an `else`
+    /// (a misuse of the builder).
+    pub fn else_(&mut self, otherwise: impl FnOnce(&mut Self)) {
+        let else_stmts = self.nested(otherwise);
+        let last = self.bodies.last_mut().and_then(|body| body.last_mut());
+        match last {
+            Some(Stmt::If { else_body, .. }) if else_body.is_empty() => *else_body = else_stmts,
+            _ => panic!("FuncBuilder::else_ must follow FuncBuilder::if_"),
+        }
     }
 
     /// `block name { body }`.
