@@ -116,3 +116,68 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let text = format!("{HEAD}{blocks}}}\n");
     assert!(error_of(&text).contains("nested more than"));
 }
+
+#[test]
+fn columns_count_characters() {
+    let text = format!("{HEAD}  # gewöhnlich\n  X[0] = é\n}}\n");
+    assert_eq!(
+        error_of(&text),
+        "line 4, column 10: unexpected character `é`"
+    );
+    let text = format!("{HEAD}  X[0] = \"ä\" + é\n}}\n");
+    assert_eq!(
+        error_of(&text),
+        "line 3, column 10: unexpected character `\"`"
+    );
+}
+
+mod mutations {
+    use proptest::prelude::*;
+    use sparsile_ir::loops::{verify, Func};
+
+    fn examples() -> Vec<String> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/loops");
+        let mut texts: Vec<String> = std::fs::read_dir(dir)
+            .expect("tests/loops exists")
+            .map(|e| e.expect("readable entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "pos" || e == "flat"))
+            .map(|p| std::fs::read_to_string(p).expect("readable file"))
+            .collect();
+        texts.sort();
+        texts
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        /// Cutting, duplicating or replacing a piece of a valid text never panics: the
+        /// result is a parse error, or a function that verifies or not and round-trips.
+        #[test]
+        fn mutated_text_never_panics(
+            file in 0usize..64,
+            at in 0usize..4000,
+            len in 0usize..40,
+            how in 0usize..3,
+            insert in "[a-z0-9_.\\[\\](){}<>=!&|+*/%:, -]{0,6}",
+        ) {
+            let texts = examples();
+            let text = &texts[file % texts.len()];
+            let chars: Vec<char> = text.chars().collect();
+            let start = at % (chars.len() + 1);
+            let end = (start + len).min(chars.len());
+            let piece: String = chars[start..end].iter().collect();
+            let before: String = chars[..start].iter().collect();
+            let after: String = chars[end..].iter().collect();
+            let mutated = match how {
+                0 => format!("{before}{after}"),
+                1 => format!("{before}{piece}{piece}{after}"),
+                _ => format!("{before}{insert}{after}"),
+            };
+            if let Ok(f) = mutated.parse::<Func>() {
+                let _ = verify(&f);
+                let printed = f.to_string();
+                let again: Func = printed.parse().expect("printed text parses");
+                prop_assert_eq!(again.to_string(), printed);
+            }
+        }
+    }
+}

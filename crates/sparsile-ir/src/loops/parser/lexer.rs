@@ -51,8 +51,17 @@ pub(super) fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
     let mut pos = 0usize;
     let mut line = 1u32;
     let mut line_start = 0usize;
-    let span_at = |start: usize, end: usize, line: u32, line_start: usize| {
-        let col = src[line_start..start].chars().count() as u32 + 1;
+    // Column bookkeeping: `col` is the column of byte `col_pos` on the current line, so
+    // that each span costs only the characters since the previous one.
+    let mut col_pos = 0usize;
+    let mut col = 1u32;
+    let mut span_at = |start: usize, end: usize, line: u32, line_start: usize| {
+        if col_pos < line_start || col_pos > start {
+            col_pos = line_start;
+            col = 1;
+        }
+        col += src[col_pos..start].chars().count() as u32;
+        col_pos = start;
         Span::new(line, col, start, end)
     };
     while pos < bytes.len() {
