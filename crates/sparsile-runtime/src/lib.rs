@@ -5,5 +5,6 @@
 //! compiled backend is tested against. It is not meant to be fast.
 
 pub mod interp;
+pub mod jit;
 
 pub use interp::{interpret, InterpError, InterpOptions, Outputs};
