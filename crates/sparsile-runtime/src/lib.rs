@@ -3,8 +3,14 @@
 //! [`interp`] is the reference interpreter: it executes a stage-I program directly on
 //! [`sparsile_formats::SparseTensor`] inputs, accumulating in f64, and is the oracle every
 //! compiled backend is tested against. It is not meant to be fast.
+//!
+//! [`jit`] compiles generated C with the system compiler into a content-addressed cache,
+//! loads the objects and runs them on a thread pool; [`kernel::CompiledKernel`] checks a
+//! kernel's arguments like the interpreter does and runs it natively.
 
 pub mod interp;
 pub mod jit;
+pub mod kernel;
 
 pub use interp::{interpret, InterpError, InterpOptions, Outputs};
+pub use kernel::{CompileInfo, CompiledKernel, KernelError, KernelOptions};
