@@ -69,8 +69,9 @@ pub fn differential(text: &str, sizes: &[(&str, usize)], pattern: Pattern, seed:
                 continue;
             }
             let v = if decl.dtype.is_int() {
-                let hi = sizes.values().copied().max().unwrap_or(1) as i64 + 1;
-                rng.random_range(-1..hi) as f64
+                // An index: mostly in range of the smallest size, sometimes out of range.
+                let hi = sizes.values().copied().min().unwrap_or(1) as i64;
+                rng.random_range(-1..=hi) as f64
             } else {
                 (rng.random_range(-8..=8) as f64) * 0.25
             };
