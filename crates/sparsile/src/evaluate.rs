@@ -43,7 +43,7 @@ pub enum EvaluateError {
 
 /// The buffer that carries a tensor: its own name, or with a trailing `_` when the
 /// name is a reserved word of the text IR.
-fn buffer_name(tensor: &str) -> String {
+pub(crate) fn buffer_name(tensor: &str) -> String {
     if sparsile_ir::coord::parser::is_valid_name(tensor) {
         tensor.to_string()
     } else {

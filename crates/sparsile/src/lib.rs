@@ -14,10 +14,12 @@
 //! assert_eq!(program.buffers.len(), 3);
 //! ```
 
+mod compile;
 mod dims;
 mod evaluate;
 pub mod notation;
 
+pub use compile::{compile, compile_program, lower_program, CompileError, Kernel, Lowered, RunOptions, Stage};
 pub use dims::{bind_dims, DimError};
 pub use evaluate::{dim_params, evaluate, EvaluateError};
 pub use notation::{compile_notation, lower, NotationError};

@@ -1,0 +1,202 @@
+//! Compiling index-notation programs to native CPU kernels.
+//!
+//! `compile` runs the whole pipeline: index notation → stage I → `lower_iterations` →
+//! default schedule → `lower_buffers` → C → the system compiler (cached by content) →
+//! a loaded [`Kernel`]. Every stage's IR stays available for inspection.
+//!
+//! Preconditions: a C compiler (`cc`, or `CC`); without one, `compile` returns an error
+//! that says so, and [`crate::evaluate`] still works. Co-iteration of several sparse
+//! operands (sparse + sparse) is not compiled yet: compiling it is an error that says to
+//! use the interpreter.
+//!
+//! ```no_run
+//! use std::collections::HashMap;
+//! use sparsile::formats::{CooTensor, Format, SparseTensor};
+//! let kernel = sparsile::compile("tensor A: f32[m, n] csr\ntensor x: f32[n]\ntensor y: f32[m]\ny[i] = A[i,j] * x[j]\n").unwrap();
+//! println!("{}", kernel.ir(sparsile::Stage::C));
+//! let a = CooTensor::from_triplets(vec![2, 2], &[(0, 1, 2.0), (1, 0, 3.0)]).unwrap();
+//! let inputs = HashMap::from([
+//!     ("A".to_string(), SparseTensor::from_coo_with(&a, &Format::Csr, sparsile::ir::DType::F32).unwrap()),
+//!     ("x".to_string(), SparseTensor::dense_from_f64(&[2], &[1.0, 1.0], sparsile::ir::DType::F32).unwrap()),
+//! ]);
+//! let y = &kernel.run(&inputs, &Default::default()).unwrap()["y"];
+//! assert_eq!(y.to_dense_f64(), vec![2.0, 3.0]);
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::str::FromStr;
+
+use sparsile_formats::SparseTensor;
+use sparsile_ir::coord::Program;
+use sparsile_ir::loops::Func;
+use sparsile_ir::settings::Settings;
+use sparsile_runtime::{CompileInfo, CompiledKernel, KernelError, KernelOptions, Outputs};
+use sparsile_transform::{compile_to_flat, LowerError};
+use thiserror::Error;
+
+use crate::notation::{self, NotationError};
+use crate::{bind_dims, dim_params, DimError};
+
+/// A stage of the pipeline whose IR can be shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Coordinate space (sparse iterations).
+    Stage1,
+    /// Position space (loops), after the default schedule.
+    Stage2,
+    /// Flat loops over 1-D buffers.
+    Stage3,
+    /// The generated C.
+    C,
+}
+
+impl FromStr for Stage {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "stage1" => Ok(Stage::Stage1),
+            "stage2" => Ok(Stage::Stage2),
+            "stage3" => Ok(Stage::Stage3),
+            "c" => Ok(Stage::C),
+            _ => Err(format!("unknown stage `{s}` (expected stage1, stage2, stage3 or c)")),
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stage::Stage1 => "stage1",
+            Stage::Stage2 => "stage2",
+            Stage::Stage3 => "stage3",
+            Stage::C => "c",
+        })
+    }
+}
+
+/// Why a program could not be compiled or run.
+#[derive(Debug, Error)]
+pub enum CompileError {
+    #[error(transparent)]
+    Notation(#[from] NotationError),
+    #[error(transparent)]
+    Lower(#[from] LowerError),
+    #[error(transparent)]
+    Codegen(#[from] sparsile_codegen::CodegenError),
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error(transparent)]
+    Dims(#[from] DimError),
+}
+
+/// The IR of every stage, without compiling the C.
+#[derive(Debug, Clone)]
+pub struct Lowered {
+    pub stage1: Program,
+    pub stage2: Func,
+    pub stage3: Func,
+    pub c: String,
+}
+
+/// Lowers a stage-I program through every stage to C source.
+pub fn lower_program(stage1: Program) -> Result<Lowered, CompileError> {
+    let flat = compile_to_flat(&stage1)?;
+    let c = sparsile_codegen::emit_c(&flat.stage3)?.code;
+    Ok(Lowered {
+        stage1,
+        stage2: flat.stage2,
+        stage3: flat.stage3,
+        c,
+    })
+}
+
+/// Options of [`Kernel::run`].
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Threads of the CPU pool (default: `SPARSILE_NUM_THREADS` or every core).
+    pub threads: Option<usize>,
+}
+
+/// A compiled program.
+#[derive(Debug)]
+pub struct Kernel {
+    ast: Option<notation::ast::Program>,
+    lowered: Lowered,
+    compiled: CompiledKernel,
+}
+
+/// Compiles an index-notation program.
+pub fn compile(program: &str) -> Result<Kernel, CompileError> {
+    let ast = notation::parse(program)?;
+    let stage1 = notation::lower(&ast)?;
+    let mut kernel = compile_program(stage1)?;
+    kernel.ast = Some(ast);
+    Ok(kernel)
+}
+
+/// Compiles a stage-I program.
+pub fn compile_program(stage1: Program) -> Result<Kernel, CompileError> {
+    let lowered = lower_program(stage1)?;
+    let compiled = CompiledKernel::build(
+        lowered.stage1.clone(),
+        lowered.stage3.clone(),
+        lowered.c.clone(),
+        &Settings::from_env(),
+    )?;
+    Ok(Kernel {
+        ast: None,
+        lowered,
+        compiled,
+    })
+}
+
+impl Kernel {
+    /// The text of one stage's IR (or the C source).
+    pub fn ir(&self, stage: Stage) -> String {
+        match stage {
+            Stage::Stage1 => self.lowered.stage1.to_string(),
+            Stage::Stage2 => self.lowered.stage2.to_string(),
+            Stage::Stage3 => self.lowered.stage3.to_string(),
+            Stage::C => self.lowered.c.clone(),
+        }
+    }
+
+    /// Every stage's IR.
+    pub fn lowered(&self) -> &Lowered {
+        &self.lowered
+    }
+
+    /// Where the native object came from (cache hit or fresh compile) and how long it took.
+    pub fn compile_info(&self) -> &CompileInfo {
+        self.compiled.compile_info()
+    }
+
+    /// Runs the kernel on `inputs`, by declared tensor name.
+    pub fn run(&self, inputs: &HashMap<String, SparseTensor<'_>>, options: &RunOptions) -> Result<Outputs, CompileError> {
+        let buffer_name = crate::evaluate::buffer_name;
+        let bound: HashMap<String, SparseTensor<'_>> = inputs.iter().map(|(n, t)| (buffer_name(n), t.view())).collect();
+        let params = match &self.ast {
+            Some(ast) => {
+                let shapes = inputs.iter().map(|(n, t)| (n.clone(), t.shape().to_vec())).collect();
+                let dims: BTreeMap<String, usize> = bind_dims(ast, &shapes)?;
+                dim_params(&self.lowered.stage1, &dims)
+            }
+            None => HashMap::new(),
+        };
+        let options = KernelOptions {
+            params,
+            threads: options.threads,
+            ..KernelOptions::default()
+        };
+        let mut outputs = self.compiled.run(&bound, &options)?;
+        Ok(match &self.ast {
+            Some(ast) => ast
+                .tensors
+                .iter()
+                .filter_map(|decl| outputs.remove(&buffer_name(&decl.name)).map(|t| (decl.name.clone(), t)))
+                .collect(),
+            None => outputs,
+        })
+    }
+}
