@@ -96,6 +96,50 @@ pub struct Prepared {
 
 /// Reads the program and inputs, applies overrides, fills in random dense inputs and
 /// lowers to stage I. Shared by the commands that run programs.
+/// The program text: the file, or declarations inferred for `--expr`.
+pub fn ast_text(args: &EvalArgs, files: &HashMap<String, load::Loaded>, formats: &HashMap<String, Format>) -> Result<String> {
+    Ok(match (&args.program, &args.expr) {
+        (Some(p), _) => std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?,
+        (None, Some(e)) => {
+            let dtype: DType = args.dtype.parse().map_err(anyhow::Error::msg)?;
+            let mut sparse: Vec<String> = files.iter().filter(|(_, l)| l.is_sparse()).map(|(n, _)| n.clone()).collect();
+            sparse.extend(formats.iter().filter(|(_, f)| **f != Format::Dense).map(|(n, _)| n.clone()));
+            expr_decls::program_text(e, &sparse, formats, dtype)?
+        }
+        (None, None) => bail!("give a program file or --expr"),
+    })
+}
+
+/// The `--format NAME=FORMAT` overrides.
+pub fn format_overrides(args: &EvalArgs) -> Result<HashMap<String, Format>> {
+    let mut formats: HashMap<String, Format> = HashMap::new();
+    for s in &args.formats {
+        let (name, f) = split_pair(s, "--format")?;
+        formats.insert(name.to_string(), f.parse().with_context(|| format!("--format {s}"))?);
+    }
+    Ok(formats)
+}
+
+/// Parses the program (file or `--expr`) and applies `--format` overrides; returns the
+/// text too.
+pub fn read_program(
+    args: &EvalArgs,
+    files: &HashMap<String, load::Loaded>,
+    formats: &HashMap<String, Format>,
+) -> Result<(String, notation::ast::Program)> {
+    let text = ast_text(args, files, formats)?;
+    let mut ast = notation::parse(&text).map_err(|e| anyhow!("{e}"))?;
+    for (name, f) in formats {
+        let decl = ast
+            .tensors
+            .iter_mut()
+            .find(|t| &t.name == name)
+            .ok_or_else(|| anyhow!("--format names `{name}`, which the program does not declare"))?;
+        decl.format = f.clone();
+    }
+    Ok((text, ast))
+}
+
 pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
     let t0 = Instant::now();
     let mut files = HashMap::new();
@@ -104,40 +148,8 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
         files.insert(name.to_string(), load::read(path.as_ref())?);
     }
     let load_secs = t0.elapsed().as_secs_f64();
-    let mut formats: HashMap<String, Format> = HashMap::new();
-    for s in &args.formats {
-        let (name, f) = split_pair(s, "--format")?;
-        formats.insert(
-            name.to_string(),
-            f.parse().with_context(|| format!("--format {s}"))?,
-        );
-    }
-    let text = match (&args.program, &args.expr) {
-        (Some(p), _) => {
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
-        }
-        (None, Some(e)) => {
-            let dtype: DType = args.dtype.parse().map_err(anyhow::Error::msg)?;
-            let sparse: Vec<String> = files
-                .iter()
-                .filter(|(_, l)| l.is_sparse())
-                .map(|(n, _)| n.clone())
-                .collect();
-            expr_decls::program_text(e, &sparse, &formats, dtype)?
-        }
-        (None, None) => bail!("give a program file or --expr"),
-    };
-    let mut ast = notation::parse(&text).map_err(|e| anyhow!("{e}"))?;
-    for (name, f) in &formats {
-        let decl = ast
-            .tensors
-            .iter_mut()
-            .find(|t| &t.name == name)
-            .ok_or_else(|| {
-                anyhow!("--format names `{name}`, which the program does not declare")
-            })?;
-        decl.format = f.clone();
-    }
+    let formats = format_overrides(args)?;
+    let (text, ast) = read_program(args, &files, &formats)?;
     let outputs: HashSet<String> = ast
         .statements
         .iter()
@@ -306,16 +318,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     let mut names: Vec<&String> = outputs.keys().collect();
     names.sort();
     let reports: Vec<OutputReport> = names.iter().map(|n| report(n, &outputs[*n])).collect();
-    for s in &args.outputs {
-        let (name, path) = split_pair(s, "--output")?;
-        let t = outputs
-            .get(name)
-            .or_else(|| outputs.get(&format!("{name}_")))
-            .ok_or_else(|| {
-                anyhow!("--output names `{name}`, which is not an output of the program")
-            })?;
-        load::write(path.as_ref(), t)?;
-    }
+    write_outputs(args, &outputs)?;
     if args.json {
         let v = serde_json::json!({
             "outputs": reports,
@@ -382,4 +385,19 @@ fn shape_text(shape: &[usize]) -> String {
         .map(|d| d.to_string())
         .collect::<Vec<_>>()
         .join(" x ")
+}
+
+/// Writes the outputs named by `--output NAME=FILE`.
+pub fn write_outputs(args: &EvalArgs, outputs: &sparsile_runtime::Outputs) -> Result<()> {
+    for s in &args.outputs {
+        let (name, path) = split_pair(s, "--output")?;
+        let t = outputs
+            .get(name)
+            .or_else(|| outputs.get(&format!("{name}_")))
+            .ok_or_else(|| {
+                anyhow!("--output names `{name}`, which is not an output of the program")
+            })?;
+        load::write(path.as_ref(), t)?;
+    }
+    Ok(())
 }

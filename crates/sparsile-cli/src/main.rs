@@ -4,11 +4,15 @@
 //! sparsile info data/cora.mtx
 //! sparsile convert data/cora.mtx --to bsr:4x4 -o cora.spt --check
 //! sparsile eval --expr 'C[i,k] = A[i,j] * B[j,k]' --input A=data/cora.mtx --dim k=32
+//! sparsile run  --expr 'C[i,k] = A[i,j] * B[j,k]' --input A=data/cora.mtx --dim k=32 --threads 2
+//! sparsile compile --expr 'y[i] = A[i,j] * x[j]' --format A=csr --emit c
 //! ```
 
+mod cmd_compile;
 mod cmd_convert;
 mod cmd_eval;
 mod cmd_info;
+mod cmd_run;
 mod expr_decls;
 mod load;
 mod output;
@@ -38,6 +42,10 @@ enum Command {
     Convert(cmd_convert::ConvertArgs),
     /// Run an index-notation program with the reference interpreter.
     Eval(cmd_eval::EvalArgs),
+    /// Print a program's IR at a stage, or its generated C.
+    Compile(cmd_compile::CompileArgs),
+    /// Compile a program to native code and run it.
+    Run(cmd_run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +54,8 @@ fn main() -> ExitCode {
         Command::Info(a) => cmd_info::run(a),
         Command::Convert(a) => cmd_convert::run(a),
         Command::Eval(a) => cmd_eval::run(a),
+        Command::Compile(a) => cmd_compile::run(a),
+        Command::Run(a) => cmd_run::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -116,6 +116,8 @@ pub fn lower_program(stage1: Program) -> Result<Lowered, CompileError> {
 pub struct RunOptions {
     /// Threads of the CPU pool (default: `SPARSILE_NUM_THREADS` or every core).
     pub threads: Option<usize>,
+    /// Values of program parameters (e.g. dimension sizes) beyond those the inputs give.
+    pub params: HashMap<String, i64>,
 }
 
 /// A compiled program.
@@ -176,14 +178,12 @@ impl Kernel {
     pub fn run(&self, inputs: &HashMap<String, SparseTensor<'_>>, options: &RunOptions) -> Result<Outputs, CompileError> {
         let buffer_name = crate::evaluate::buffer_name;
         let bound: HashMap<String, SparseTensor<'_>> = inputs.iter().map(|(n, t)| (buffer_name(n), t.view())).collect();
-        let params = match &self.ast {
-            Some(ast) => {
-                let shapes = inputs.iter().map(|(n, t)| (n.clone(), t.shape().to_vec())).collect();
-                let dims: BTreeMap<String, usize> = bind_dims(ast, &shapes)?;
-                dim_params(&self.lowered.stage1, &dims)
-            }
-            None => HashMap::new(),
-        };
+        let mut params = options.params.clone();
+        if let Some(ast) = &self.ast {
+            let shapes = inputs.iter().map(|(n, t)| (n.clone(), t.shape().to_vec())).collect();
+            let dims: BTreeMap<String, usize> = bind_dims(ast, &shapes)?;
+            params.extend(dim_params(&self.lowered.stage1, &dims));
+        }
         let options = KernelOptions {
             params,
             threads: options.threads,

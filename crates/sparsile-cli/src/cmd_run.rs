@@ -1,0 +1,106 @@
+//! `sparsile run`: compiles a program to native code (or finds it in the cache), runs
+//! it, and reports compile time, run times and checksums comparable with `eval`'s.
+
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use sparsile::RunOptions;
+use sparsile_runtime::jit::CacheOutcome;
+
+use crate::cmd_eval::{self, EvalArgs};
+use crate::output::{out, outln};
+use crate::table::{duration, thousands, Table};
+use crate::progress;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub program: EvalArgs,
+    /// Threads of the CPU pool (default: SPARSILE_NUM_THREADS or every core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Timed runs after one warm-up run; the median is reported.
+    #[arg(long, default_value_t = 10)]
+    pub repeat: usize,
+}
+
+pub fn run(args: &RunArgs) -> Result<()> {
+    if args.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    if args.threads == Some(0) {
+        bail!("--threads must be at least 1");
+    }
+    let json = args.program.json;
+    let bar = progress::spinner(!json, "reading inputs");
+    let prepared = cmd_eval::prepare(&args.program)?;
+    bar.set_message("compiling");
+    let kernel = sparsile::compile_program(prepared.program.clone())?;
+    let info = kernel.compile_info().clone();
+    // Inputs are keyed by buffer name; the kernel from a stage-I program uses those.
+    let options = RunOptions {
+        threads: args.threads,
+        params: prepared.params.clone(),
+    };
+    bar.set_message("warming up");
+    let mut outputs = kernel.run(&prepared.inputs, &options)?;
+    let mut times = Vec::with_capacity(args.repeat);
+    for k in 0..args.repeat {
+        bar.set_message(format!("run {}/{}", k + 1, args.repeat));
+        let t0 = Instant::now();
+        outputs = kernel.run(&prepared.inputs, &options)?;
+        times.push(t0.elapsed().as_secs_f64());
+    }
+    bar.finish_and_clear();
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let (min, max) = (times[0], times[times.len() - 1]);
+    let mut names: Vec<&String> = outputs.keys().collect();
+    names.sort();
+    let reports: Vec<cmd_eval::OutputReport> = names.iter().map(|n| cmd_eval::report(n, &outputs[*n])).collect();
+    cmd_eval::write_outputs(&args.program, &outputs)?;
+    let cache_hit = info.outcome == CacheOutcome::Hit;
+    let threads = args.threads.unwrap_or_else(|| sparsile_runtime::jit::default_threads(&sparsile_ir::settings::Settings::from_env()));
+    if json {
+        let v = serde_json::json!({
+            "outputs": reports,
+            "random_inputs": prepared.random_inputs,
+            "seed": args.program.seed,
+            "backend": "c",
+            "threads": threads,
+            "compile_seconds": info.duration.as_secs_f64(),
+            "cache_hit": cache_hit,
+            "object": info.object.display().to_string(),
+            "repeat": args.repeat,
+            "median_seconds": median,
+            "min_seconds": min,
+            "max_seconds": max,
+        });
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    let mut t = Table::new(&["tensor", "shape", "format", "stored", "checksum"], &[false, true, false, true, true]);
+    for r in &reports {
+        t.row(vec![
+            r.name.clone(),
+            r.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" x "),
+            r.format.clone(),
+            thousands(r.stored_values as u64),
+            format!("{:.9e}", r.checksum),
+        ]);
+    }
+    out!("{}", t.render());
+    outln!(
+        "compile: {} ({})",
+        duration(info.duration.as_secs_f64()),
+        if cache_hit { "cache hit" } else { "compiled" }
+    );
+    outln!(
+        "run ({threads} threads): median {}  min {}  max {}  over {} runs",
+        duration(median),
+        duration(min),
+        duration(max),
+        args.repeat
+    );
+    Ok(())
+}
