@@ -4,7 +4,7 @@
 //! in function order (parameters, axes, buffers, variables, then the body). Every pass
 //! producing a loop-level function must produce one that passes it. [`expr_type`]
 //! infers whether an expression is integer- or float-valued. The stage modules
-//! ([`crate::pos::verify`], [`crate::flat::verify`]) add the check that the function is
+//! ([`crate::pos::verify()`], [`crate::flat::verify()`]) add the check that the function is
 //! in their stage.
 //!
 //! Rules checked:
@@ -14,7 +14,7 @@
 //!   `.` and unique; a variable does not reuse the name of a parameter or of a variable
 //!   in scope.
 //! - axes: only in stage II, and they satisfy the stage-I axis rules
-//!   ([`crate::coord::verify`]).
+//!   ([`crate::coord::verify()`]).
 //! - buffers: an `Axes` layout only in stage II, over existing axes, each at most once;
 //!   a `Flat` length is an integer expression over parameters and literals; structure
 //!   buffers (`indptr`/`indices`) are flat, integer-typed inputs of an existing `values`
