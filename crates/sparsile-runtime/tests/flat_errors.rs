@@ -9,8 +9,10 @@ use std::collections::HashMap;
 use flat_support::*;
 use sparsile_ir::coord::{BufferRole, UnaryOp};
 use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, CmpOp, Expr, Func, Stage};
-use sparsile_ir::{AxisId, BufferId, DType, Span, VarId};
-use sparsile_runtime::{flat_interp, FlatInterpError as E, InterpError, InterpOptions};
+use sparsile_ir::{AxisId, BufferId, DType, IndexType, Span, VarId};
+use sparsile_runtime::{
+    flat_interp, FlatInterpError as E, FlatOptions, InterpError, InterpOptions,
+};
 
 fn err(p: &sparsile_ir::coord::Program, f: &Func) -> E {
     match run(p, f) {
@@ -138,6 +140,21 @@ fn buffers_must_match_the_program() {
             ..
         }
     ));
+
+    let (p, mut k) = kit();
+    k.fb.f.buffers[k.ptr].dtype = DType::I64;
+    let e = err(&p, &with_body(k, vec![]));
+    assert!(
+        matches!(
+            e,
+            E::IndexTypeMismatch {
+                expected: DType::I64,
+                found: IndexType::I32,
+                ..
+            }
+        ),
+        "{e}"
+    );
 
     let (p, mut k) = kit();
     push(
@@ -544,4 +561,34 @@ fn spans_locate_execution_errors() {
         }],
     );
     assert!(err(&p, &f).to_string().starts_with("line 7, column 3: "));
+}
+
+#[test]
+fn the_loop_level_verifier_runs_when_asked() {
+    let (p, k) = kit();
+    let a = k.a;
+    let f = with_body(k, vec![store(a, vec![int(0)], float(1.0))]);
+    let verify = FlatOptions {
+        verify_func: true,
+        ..FlatOptions::default()
+    };
+    let e =
+        flat_interp::run_with(&f, &p, &inputs(), &InterpOptions::default(), &verify).unwrap_err();
+    match e {
+        E::InvalidFunc { errors } => {
+            assert!(errors[0].message.contains("`A` is an input"), "{errors:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Without it, the interpreter meets the store and refuses it.
+    assert!(matches!(err(&p, &f), E::StoreToReadOnly { .. }));
+}
+
+#[test]
+fn errors_stay_small() {
+    assert!(
+        std::mem::size_of::<E>() <= 128,
+        "{}",
+        std::mem::size_of::<E>()
+    );
 }

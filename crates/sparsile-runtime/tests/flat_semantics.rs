@@ -314,6 +314,7 @@ fn parallel_loops_must_write_distinct_elements() {
         &InterpOptions::default(),
         &FlatOptions {
             check_parallel: false,
+            ..FlatOptions::default()
         },
     )
     .unwrap();

@@ -108,6 +108,11 @@ use memory::Data;
 /// Options of [`run_with`] beyond the binding options.
 #[derive(Debug, Clone)]
 pub struct FlatOptions {
+    /// Runs the loop-level verifier ([`sparsile_ir::loops::verify`]) on the function
+    /// first; a violation is a [`FlatInterpError::InvalidFunc`]. Off by default: the
+    /// interpreter also runs functions the verifier rejects (mixed integer and float
+    /// arithmetic is widened to f64), checking what it meets.
+    pub verify_func: bool,
     /// Checks that the iterations of every `parallel` loop store to distinct elements
     /// (scratch buffers excepted) and assign no local declared outside the loop. Costs
     /// one hash-map entry per element stored inside a parallel loop.
@@ -115,9 +120,10 @@ pub struct FlatOptions {
 }
 
 impl Default for FlatOptions {
-    /// Checking on.
+    /// Parallel checking on, verification off.
     fn default() -> Self {
         FlatOptions {
+            verify_func: false,
             check_parallel: true,
         }
     }
@@ -142,6 +148,10 @@ pub fn run_with(
     options: &InterpOptions,
     flat: &FlatOptions,
 ) -> Result<Outputs, FlatInterpError> {
+    if flat.verify_func {
+        sparsile_ir::loops::verify(func)
+            .map_err(|errors| FlatInterpError::InvalidFunc { errors })?;
+    }
     ids::check_ids(func)?;
     let bound = program_binding::bind_program(program, inputs, options)?;
     let mut params = IdVec::<ParamId, i64>::new();
