@@ -1,7 +1,10 @@
 //! The loop-level interpreter: executes a stage-III (or stage-II) [`Func`] on the input
 //! tensors of the stage-I [`Program`] it was lowered from, following the semantics
 //! fixed in [`sparsile_ir::loops`]. It is the oracle for lowering passes and compiled
-//! kernels: values are computed in f64 and rounded to each buffer's type when stored.
+//! kernels: values are computed in f64 and rounded to each buffer's type when stored;
+//! float locals keep f64 whatever their declared type (so a `let` accumulator stored
+//! once rounds once, exactly like [`crate::interpret`], while accumulating in an f32
+//! buffer rounds after every store). Scratch buffers start at zero, once per run.
 //!
 //! Binding is the one the compiled runtime performs:
 //! 1. `program` is bound to `inputs` and `options` exactly as [`crate::interpret`] binds
