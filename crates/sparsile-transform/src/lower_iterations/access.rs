@@ -264,12 +264,22 @@ impl Lowerer<'_> {
     }
 }
 
-/// Whether `index` is never negative: a coordinate, a parameter or a non-negative
-/// constant.
+/// Whether `index` is never negative: a coordinate, a parameter, a non-negative
+/// constant, or sums, products, maxima and minima of those.
 fn never_negative(index: &coord::Expr) -> bool {
     match index {
         coord::Expr::Var(_) | coord::Expr::Param(_) => true,
         coord::Expr::Int(c) => *c >= 0,
+        coord::Expr::Binary { op, lhs, rhs } => {
+            matches!(
+                op,
+                coord::BinaryOp::Add
+                    | coord::BinaryOp::Mul
+                    | coord::BinaryOp::Max
+                    | coord::BinaryOp::Min
+            ) && never_negative(lhs)
+                && never_negative(rhs)
+        }
         _ => false,
     }
 }
