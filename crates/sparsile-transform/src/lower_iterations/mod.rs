@@ -9,7 +9,7 @@
 //! alone, placed before. Buffer accesses translate coordinates to positions and make the
 //! stage-I rules explicit as guards (see [`access`]).
 //!
-//! Preconditions: the program passes [`sparsile_ir::coord::verify`] (checked here); no
+//! Preconditions: the program passes [`sparsile_ir::coord::verify()`] (checked here); no
 //! axis is computed as a union or intersection (co-iteration is not compiled yet:
 //! [`LowerError::CoIteration`]); no coordinate access into a non-unique axis that has
 //! children ([`LowerError::RandomAccessNonUnique`]).

@@ -105,15 +105,33 @@ pub fn differential(text: &str, sizes: &[(&str, usize)], pattern: Pattern, seed:
             .collect(),
         ..InterpOptions::default()
     };
-    let expected = interpret(&program, &inputs, &options)
+    check_program(
+        &program,
+        text,
+        &inputs,
+        &options,
+        !matches!(pattern, Pattern::Empty),
+    );
+}
+
+/// Runs a stage-I program both ways on `inputs` and compares the outputs; with
+/// `nonzero`, some output must be nonzero (so that the comparison can fail).
+pub fn check_program(
+    program: &Program,
+    text: &str,
+    inputs: &HashMap<String, SparseTensor<'static>>,
+    options: &InterpOptions,
+    nonzero_expected: bool,
+) {
+    let expected = interpret(program, inputs, options)
         .unwrap_or_else(|e| panic!("interpreter: {e}\n{program}"));
-    let lowered = sparsile_transform::compile_to_flat(&program)
+    let lowered = sparsile_transform::compile_to_flat(program)
         .unwrap_or_else(|e| panic!("lowering: {e}\n{program}"));
     let nonzero = expected
         .values()
         .any(|t| t.values.to_f64_vec().iter().any(|v| *v != 0.0));
     assert!(
-        nonzero || matches!(pattern, Pattern::Empty),
+        nonzero || !nonzero_expected,
         "every output is zero: the comparison would not catch a wrong program\n{text}"
     );
     let mut runs: Vec<(&str, HashMap<String, Vec<f64>>)> = vec![(
@@ -131,7 +149,7 @@ pub fn differential(text: &str, sizes: &[(&str, usize)], pattern: Pattern, seed:
         ("stage II (flat_interp)", &lowered.stage2),
         ("stage III (flat_interp)", &lowered.stage3),
     ] {
-        let out = sparsile_runtime::flat_interp::run(func, &program, &inputs, &options)
+        let out = sparsile_runtime::flat_interp::run(func, program, inputs, options)
             .unwrap_or_else(|e| panic!("{label}: {e}\n{program}\n{func}"));
         let values = out
             .into_iter()
