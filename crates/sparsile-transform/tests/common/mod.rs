@@ -137,9 +137,9 @@ pub fn check_program(
     let mut runs: Vec<(&str, HashMap<String, Vec<f64>>)> = vec![(
         "stage III (test executor)",
         run_flat(
-            &program,
+            program,
             &lowered.stage3,
-            &inputs,
+            inputs,
             &expected,
             &options.params,
         ),
