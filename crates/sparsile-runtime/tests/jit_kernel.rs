@@ -594,3 +594,180 @@ fn arrays_shorter_than_declared_are_refused() {
         "{err:?}"
     );
 }
+
+/// `C[i] = B[eid[i]]`, `D[i] = 2 * eid[i]` with an i32 index map `eid` (out-of-range
+/// entries read 0) and an i32 output `D`.
+fn gather_program() -> Program {
+    let mut b = Builder::new("gather");
+    let (m, e) = (b.param("m"), b.param("e"));
+    let i = b.dense("I", m);
+    let ea = b.dense("E", e);
+    let eid = b.buf_t("eid", DType::I32, &[i], BufferRole::Input);
+    let src = b.buf("B", &[ea], BufferRole::Input);
+    let c = b.buf("C", &[i], BufferRole::Output);
+    let d = b.buf_t("D", DType::I32, &[i], BufferRole::Output);
+    let vi = b.var("i", i);
+    let s = b.iter(
+        "g",
+        &[(vi, S)],
+        vec![],
+        vec![
+            st(c, vec![v(vi)], ld(src, vec![ld(eid, vec![v(vi)])])),
+            st(d, vec![v(vi)], mul(int(2), ld(eid, vec![v(vi)]))),
+        ],
+    );
+    b.p.body.push(s);
+    b.p
+}
+
+fn gather_func() -> Func {
+    let mut f = Func::new("gather", Stage::Flat);
+    let m = f.params.push(Param { name: "m".into() });
+    let e = f.params.push(Param { name: "e".into() });
+    for (name, dtype, len, role) in [
+        ("eid", DType::I32, m, BufferRole::Input),
+        ("B", DType::F64, e, BufferRole::Input),
+        ("C", DType::F64, m, BufferRole::Output),
+        ("D", DType::I32, m, BufferRole::Output),
+    ] {
+        f.buffers.push(flat(
+            name,
+            dtype,
+            LExpr::Param(len),
+            BufferKind::Values,
+            role,
+        ));
+    }
+    f
+}
+
+const GATHER_C: &str = r#"#include <stdint.h>
+int64_t sparsile_abi_version(void) { return 1; }
+int64_t sparsile_num_phases(void) { return 1; }
+int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params) {
+    (void)ph; (void)buffers; return params[0];
+}
+int32_t sparsile_phase_run(int64_t ph, void *const *buffers, const int64_t *params,
+                           int64_t begin, int64_t end) {
+    const int32_t *eid = (const int32_t *)buffers[0];
+    const double *b = (const double *)buffers[1];
+    double *c = (double *)buffers[2];
+    int32_t *d = (int32_t *)buffers[3];
+    (void)ph;
+    for (int64_t i = begin; i < end; ++i) {
+        int64_t k = eid[i];
+        c[i] = (k >= 0 && k < params[1]) ? b[k] : 0.0;
+        d[i] = 2 * eid[i];
+    }
+    return 0;
+}
+"#;
+
+#[test]
+fn integer_buffers_are_converted_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cache) = cache_or_skip("integer_buffers", dir.path()) else {
+        return;
+    };
+    let kernel =
+        CompiledKernel::build_with(gather_program(), gather_func(), GATHER_C.into(), &cache, 2)
+            .unwrap();
+    let ins = HashMap::from([
+        (
+            "eid".to_string(),
+            dense_tensor(&[6], vec![2.0, 0.0, -1.0, 3.0, 7.0, 1.0]),
+        ),
+        (
+            "B".to_string(),
+            dense_tensor(&[4], vec![10.0, 20.0, 30.0, 40.0]),
+        ),
+    ]);
+    let want = interpret(kernel.program(), &ins, &InterpOptions::default()).unwrap();
+    let got = kernel.run(&ins, &KernelOptions::default()).unwrap();
+    for name in ["C", "D"] {
+        assert_eq!(
+            got[name].dtype(),
+            DType::F64,
+            "integer outputs come back as f64"
+        );
+        assert_eq!(
+            got[name].values.to_f64_vec(),
+            want[name].values.to_f64_vec(),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        got["C"].values.to_f64_vec(),
+        vec![30.0, 10.0, 0.0, 40.0, 0.0, 20.0]
+    );
+
+    let bad = HashMap::from([
+        ("eid".to_string(), dense_tensor(&[2], vec![0.0, 0.5])),
+        (
+            "B".to_string(),
+            dense_tensor(&[4], vec![10.0, 20.0, 30.0, 40.0]),
+        ),
+    ]);
+    let err = kernel.run(&bad, &KernelOptions::default()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            KernelError::Bind(InterpError::NotAnInteger { offset: 1, .. })
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn building_without_a_compiler_is_a_clear_error() {
+    let settings = Settings {
+        cc: Some("sparsile-no-such-cc-0x5eed".into()),
+        ..Settings::default()
+    };
+    let err = CompiledKernel::build(
+        spmv_program(DType::F64),
+        spmv_func(DType::F64),
+        spmv_source("double", false, false),
+        &settings,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, KernelError::Jit(JitError::NoCompiler { .. })),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("the interpreter still works"),
+        "{err}"
+    );
+}
+
+#[test]
+fn compiled_kernels_can_be_shared_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<CompiledKernel>();
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cache) = cache_or_skip("compiled_kernels_can_be_shared", dir.path()) else {
+        return;
+    };
+    let kernel = build(&cache, spmv_func(DType::F64)).unwrap();
+    let (a, x) = random_case(41, 64, 16);
+    let ins = inputs(&a, &x, DType::F64);
+    let want = interpret(kernel.program(), &ins, &InterpOptions::default()).unwrap();
+    std::thread::scope(|s| {
+        for t in 1..=4 {
+            let (kernel, ins, want) = (&kernel, &ins, &want);
+            s.spawn(move || {
+                let opts = KernelOptions {
+                    threads: Some(t),
+                    ..KernelOptions::default()
+                };
+                let got = kernel.run(ins, &opts).unwrap();
+                assert_close(
+                    &got["y"].values.to_f64_vec(),
+                    &want["y"].values.to_f64_vec(),
+                    1e-12,
+                );
+            });
+        }
+    });
+}
