@@ -771,3 +771,27 @@ fn compiled_kernels_can_be_shared_between_threads() {
         }
     });
 }
+
+#[test]
+fn a_cached_object_that_does_not_load_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cache) = cache_or_skip("a_cached_object_that_does_not_load", dir.path()) else {
+        return;
+    };
+    let source = spmv_source("double", false, false);
+    let object = cache.object_path(&source);
+    std::fs::create_dir_all(object.parent().unwrap()).unwrap();
+    std::fs::write(&object, b"not an object").unwrap();
+    let kernel = build(&cache, spmv_func(DType::F64)).unwrap();
+    assert_eq!(kernel.compile_info().outcome, CacheOutcome::Miss);
+    assert_eq!(kernel.compile_info().object, object);
+    let (a, x) = random_case(51, 10, 10);
+    let ins = inputs(&a, &x, DType::F64);
+    let want = interpret(kernel.program(), &ins, &InterpOptions::default()).unwrap();
+    let got = kernel.run(&ins, &KernelOptions::default()).unwrap();
+    assert_close(
+        &got["y"].values.to_f64_vec(),
+        &want["y"].values.to_f64_vec(),
+        1e-12,
+    );
+}

@@ -48,7 +48,7 @@ use sparsile_ir::settings::Settings;
 pub use error::KernelError;
 
 use crate::interp::{check_buffer_parents, check_names, InterpError, InterpOptions, Outputs};
-use crate::jit::{default_threads, Cache, CacheOutcome, Launcher, Library};
+use crate::jit::{default_threads, Cache, CacheOutcome, JitError, Launcher, Library};
 
 /// Options of [`CompiledKernel::run`].
 #[derive(Debug, Clone, Default)]
@@ -111,8 +111,16 @@ impl CompiledKernel {
         check_buffer_parents(&program)?;
         let plan = plan::plan(&program, &func)?;
         let start = Instant::now();
-        let (object, outcome) = cache.compile_cached(&source)?;
-        let library = Library::load(&object)?;
+        let (mut object, mut outcome) = cache.compile_cached(&source)?;
+        let library = match Library::load(&object) {
+            Ok(library) => library,
+            // A cached object that does not load is rebuilt once.
+            Err(JitError::Load { .. }) if outcome == CacheOutcome::Hit => {
+                (object, outcome) = cache.compile_fresh(&source)?;
+                Library::load(&object)?
+            }
+            Err(e) => return Err(e.into()),
+        };
         let info = CompileInfo {
             object,
             outcome,
