@@ -1,6 +1,6 @@
 //! A compiled native kernel: a stage-I program, the stage-III function it was lowered
-//! to, and the C source emitted for that function, compiled (through the [cache]
-//! (crate::jit::Cache)) and loaded.
+//! to, and the C source emitted for that function, compiled (through the
+//! [cache](crate::jit::Cache)) and loaded.
 //!
 //! [`CompiledKernel::run`] takes the same inputs as [`crate::interpret`] and returns the
 //! same outputs. Before calling native code it checks every argument:
