@@ -795,3 +795,124 @@ fn a_cached_object_that_does_not_load_is_rebuilt() {
         1e-12,
     );
 }
+
+/// `C[i, j] = A[i, j] * x[j]` with `C` over `A`'s axes: the output shares `A`'s
+/// structure, and the function reads the structure arrays through `C`.
+fn scale_program() -> Program {
+    let mut b = Builder::new("scale");
+    let (m, n, nnz) = (b.param("m"), b.param("n"), b.param("nnz"));
+    let i = b.dense("I", m);
+    let j = b.svar("J", i, n, nnz);
+    let jd = b.dense("JD", n);
+    let a = b.buf("A", &[i, j], BufferRole::Input);
+    let x = b.buf("x", &[jd], BufferRole::Input);
+    let c = b.buf("C", &[i, j], BufferRole::Output);
+    let (vi, vj) = (b.var("i", i), b.var("j", j));
+    let it = b.iter(
+        "scale",
+        &[(vi, S), (vj, S)],
+        vec![],
+        vec![st(
+            c,
+            vec![v(vi), v(vj)],
+            mul(ld(a, vec![v(vi), v(vj)]), ld(x, vec![v(vj)])),
+        )],
+    );
+    b.p.body.push(it);
+    b.p
+}
+
+fn scale_func() -> Func {
+    let mut f = Func::new("scale", Stage::Flat);
+    let m = f.params.push(Param { name: "m".into() });
+    let n = f.params.push(Param { name: "n".into() });
+    let nnz = f.params.push(Param { name: "nnz".into() });
+    let p = LExpr::Param;
+    let (inp, out) = (BufferRole::Input, BufferRole::Output);
+    f.buffers
+        .push(flat("A", DType::F64, p(nnz), BufferKind::Values, inp));
+    f.buffers
+        .push(flat("x", DType::F64, p(n), BufferKind::Values, inp));
+    f.buffers
+        .push(flat("C", DType::F64, p(nnz), BufferKind::Values, out));
+    let tensor = "C".to_string();
+    let indptr = BufferKind::Indptr {
+        tensor: tensor.clone(),
+        axis: 1,
+    };
+    let m1 = LExpr::binary(BinaryOp::Add, p(m), LExpr::Int(1));
+    f.buffers
+        .push(flat("C_1_indptr", DType::I32, m1, indptr, inp));
+    let indices = BufferKind::Indices { tensor, axis: 1 };
+    f.buffers
+        .push(flat("C_1_indices", DType::I32, p(nnz), indices, inp));
+    f
+}
+
+const SCALE_C: &str = r#"#include <stdint.h>
+int64_t sparsile_abi_version(void) { return 1; }
+int64_t sparsile_num_phases(void) { return 1; }
+int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params) {
+    (void)ph; (void)buffers; return params[0];
+}
+int32_t sparsile_phase_run(int64_t ph, void *const *buffers, const int64_t *params,
+                           int64_t begin, int64_t end) {
+    const double *a = (const double *)buffers[0];
+    const double *x = (const double *)buffers[1];
+    double *c = (double *)buffers[2];
+    const int32_t *indptr = (const int32_t *)buffers[3];
+    const int32_t *indices = (const int32_t *)buffers[4];
+    (void)ph; (void)params;
+    for (int64_t i = begin; i < end; ++i)
+        for (int32_t p = indptr[i]; p < indptr[i + 1]; ++p) c[p] = a[p] * x[indices[p]];
+    return 0;
+}
+"#;
+
+#[test]
+fn structure_arrays_of_outputs_are_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cache) = cache_or_skip("structure_arrays_of_outputs", dir.path()) else {
+        return;
+    };
+    let kernel =
+        CompiledKernel::build_with(scale_program(), scale_func(), SCALE_C.into(), &cache, 3)
+            .unwrap();
+    let (a, x) = random_case(61, 40, 12);
+    let ins = inputs(&a, &x, DType::F64);
+    let want = interpret(kernel.program(), &ins, &InterpOptions::default()).unwrap();
+    let got = kernel.run(&ins, &KernelOptions::default()).unwrap();
+    assert_eq!(got["C"].format(), &Format::Csr);
+    assert_eq!(got["C"].structure.axes, want["C"].structure.axes);
+    assert_close(
+        &got["C"].values.to_f64_vec(),
+        &want["C"].values.to_f64_vec(),
+        1e-12,
+    );
+
+    // A caller-supplied output structure is used, and returned as the same Arc.
+    let given = std::sync::Arc::new(ins["A"].structure.as_ref().clone().into_owned());
+    let opts = KernelOptions {
+        output_structures: HashMap::from([("C".to_string(), given.clone())]),
+        ..KernelOptions::default()
+    };
+    let got = kernel.run(&ins, &opts).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&got["C"].structure, &given));
+    assert_close(
+        &got["C"].values.to_f64_vec(),
+        &want["C"].values.to_f64_vec(),
+        1e-12,
+    );
+    let bad = KernelOptions {
+        output_structures: HashMap::from([("A".to_string(), given)]),
+        ..KernelOptions::default()
+    };
+    let err = kernel.run(&ins, &bad).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            KernelError::Bind(InterpError::UnknownOutputStructure { .. })
+        ),
+        "{err:?}"
+    );
+}
