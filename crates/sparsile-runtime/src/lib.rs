@@ -4,13 +4,13 @@
 //! [`sparsile_formats::SparseTensor`] inputs, accumulating in f64, and is the oracle every
 //! compiled backend is tested against. It is not meant to be fast.
 //!
-//! [`jit`] compiles generated C with the system compiler into a content-addressed cache,
-//! loads the objects and runs them on a thread pool; [`kernel::CompiledKernel`] checks a
-//! kernel's arguments like the interpreter does and runs it natively.
-//!
 //! [`flat_interp`] executes a loop-level function (stage III, or stage II) lowered from a
 //! stage-I program, bound to the same inputs the way compiled kernels are bound; it is
 //! the oracle for the lowering passes.
+//!
+//! [`jit`] compiles generated C with the system compiler into a content-addressed cache,
+//! loads the objects and runs them on a thread pool; [`kernel::CompiledKernel`] checks a
+//! kernel's arguments like the interpreter does and runs it natively.
 
 pub mod flat_interp;
 pub mod interp;
