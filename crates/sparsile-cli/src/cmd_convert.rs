@@ -1,5 +1,6 @@
 //! `sparsile convert IN --to FORMAT -o OUT`: stores a tensor in another format.
 
+use crate::output::{out, outln};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -98,7 +99,7 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
             "convert_seconds": convert_secs,
             "round_trip_checked": checked,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
     let mut t = Table::new(&["", ""], &[false, true]);
@@ -119,7 +120,7 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
     if checked.is_some() {
         t.row(vec!["round trip".into(), "identical".into()]);
     }
-    println!("{} -> {}", args.input.display(), args.output.display());
-    print!("{}", t.render());
+    outln!("{} -> {}", args.input.display(), args.output.display());
+    out!("{}", t.render());
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `sparsile eval`: runs an index-notation program with the reference interpreter on
 //! tensors read from files, with seeded random dense operands for the inputs not given.
 
+use crate::output::{out, outln};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -324,15 +325,15 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             "run_seconds": run_secs,
             "backend": "interpreter",
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
     if args.expr.is_some() {
-        println!("program (declarations inferred from --expr):");
+        outln!("program (declarations inferred from --expr):");
         for line in prepared.text.lines() {
-            println!("  {line}");
+            outln!("  {line}");
         }
-        println!();
+        outln!();
     }
     let mut names: Vec<&String> = prepared.inputs.keys().collect();
     names.sort();
@@ -366,8 +367,8 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             format!("{:.9e}", r.checksum),
         ]);
     }
-    print!("{}", t.render());
-    println!(
+    out!("{}", t.render());
+    outln!(
         "interpreter time: {}   (inputs read in {})",
         duration(run_secs),
         duration(prepared.load_secs)

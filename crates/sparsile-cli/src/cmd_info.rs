@@ -1,6 +1,7 @@
 //! `sparsile info FILE`: shape, nnz, density, row-length statistics and histogram,
 //! empty rows, symmetry, bandwidth and block fill of a matrix.
 
+use crate::output::{out, outln};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -47,10 +48,10 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         let mut v = serde_json::to_value(&stats)?;
         v["file"] = serde_json::Value::String(args.file.display().to_string());
         v["load_seconds"] = serde_json::json!(load_secs);
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    print!(
+    out!(
         "{}",
         render(&args.file.display().to_string(), &stats, load_secs)
     );

@@ -11,6 +11,7 @@ mod cmd_eval;
 mod cmd_info;
 mod expr_decls;
 mod load;
+mod output;
 mod progress;
 mod table;
 

@@ -183,6 +183,14 @@ pub enum FormatError {
         expected: String,
     },
 
+    #[error("storing this tensor as {format} needs {elements} slots of {element_bytes} bytes ({gib:.1} GiB), more than can be allocated: choose another format")]
+    StorageTooLarge {
+        format: String,
+        elements: usize,
+        element_bytes: usize,
+        gib: f64,
+    },
+
     #[error("{0}")]
     Other(String),
 }

@@ -26,8 +26,10 @@
 pub mod axis_kind;
 pub mod coord;
 pub mod dtype;
+pub mod flat;
 pub mod id;
 pub mod loops;
+pub mod pos;
 pub mod settings;
 pub mod span;
 

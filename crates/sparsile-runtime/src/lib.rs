@@ -3,7 +3,20 @@
 //! [`interp`] is the reference interpreter: it executes a stage-I program directly on
 //! [`sparsile_formats::SparseTensor`] inputs, accumulating in f64, and is the oracle every
 //! compiled backend is tested against. It is not meant to be fast.
+//!
+//! [`flat_interp`] executes a loop-level function (stage III, or stage II) lowered from a
+//! stage-I program, bound to the same inputs the way compiled kernels are bound; it is
+//! the oracle for the lowering passes.
+//!
+//! [`jit`] compiles generated C with the system compiler into a content-addressed cache,
+//! loads the objects and runs them on a thread pool; [`kernel::CompiledKernel`] checks a
+//! kernel's arguments like the interpreter does and runs it natively.
 
+pub mod flat_interp;
 pub mod interp;
+pub mod jit;
+pub mod kernel;
 
+pub use flat_interp::{FlatInterpError, FlatOptions};
 pub use interp::{interpret, InterpError, InterpOptions, Outputs};
+pub use kernel::{CompileInfo, CompiledKernel, KernelError, KernelOptions};

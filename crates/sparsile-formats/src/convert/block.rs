@@ -42,7 +42,7 @@ pub(crate) fn bsr(
         .len()
         .checked_mul(block_size)
         .ok_or_else(|| overflow(coo))?;
-    let mut values = vec![0.0; total];
+    let mut values = super::filled(total, 0.0, "a block format")?;
     for e in 0..coo.nnz() {
         let x = coo.coord(e);
         let b = blocks
@@ -54,7 +54,7 @@ pub(crate) fn bsr(
     let outer = if doubly {
         let mut rows: Vec<usize> = blocks.iter().map(|b| b.0).collect();
         rows.dedup();
-        let mut counts = vec![0usize; rows.len()];
+        let mut counts = super::filled(rows.len(), 0usize, "dbsr")?;
         let mut k = 0;
         for b in &blocks {
             while rows[k] != b.0 {
@@ -68,7 +68,7 @@ pub(crate) fn bsr(
             prefix_sums(&counts),
         )
     } else {
-        let mut counts = vec![0usize; bm];
+        let mut counts = super::filled(bm, 0usize, "bsr")?;
         for b in &blocks {
             counts[b.0] += 1;
         }
@@ -98,7 +98,7 @@ pub(crate) fn srbcrs(
     let (m, n) = (coo.shape[0], coo.shape[1]);
     let strips = m.div_ceil(t);
     let tiles = distinct_tiles(coo, |x| (x[0] / t, x[1]));
-    let mut tiles_per_strip = vec![0usize; strips];
+    let mut tiles_per_strip = super::filled(strips, 0usize, "srbcrs")?;
     for tile in &tiles {
         tiles_per_strip[tile.0] += 1;
     }
@@ -106,7 +106,7 @@ pub(crate) fn srbcrs(
     let indptr = prefix_sums(&groups);
     let slots = indptr[strips].checked_mul(g).ok_or_else(|| overflow(coo))?;
     let total = slots.checked_mul(t).ok_or_else(|| overflow(coo))?;
-    let mut cols = vec![n; slots];
+    let mut cols = super::filled(slots, n, "srbcrs")?;
     // Position of every tile, in the order of `tiles`.
     let mut tile_pos = Vec::with_capacity(tiles.len());
     let mut k = 0;
@@ -118,7 +118,7 @@ pub(crate) fn srbcrs(
             k += 1;
         }
     }
-    let mut values = vec![0.0; total];
+    let mut values = super::filled(total, 0.0, "a block format")?;
     for e in 0..coo.nnz() {
         let x = coo.coord(e);
         let idx = tiles

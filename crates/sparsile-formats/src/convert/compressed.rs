@@ -1,19 +1,19 @@
 //! Builders for the compressed formats: `csr`, `csc`, `dcsr` and `csf` (any order).
 
 use super::plan::{prefix_sums, AxisPlan};
-use crate::CooTensor;
+use crate::{CooTensor, FormatError};
 
 /// Rows dense, columns compressed.
-pub(crate) fn csr(coo: &CooTensor) -> (Vec<AxisPlan>, Vec<f64>) {
+pub(crate) fn csr(coo: &CooTensor) -> Result<(Vec<AxisPlan>, Vec<f64>), FormatError> {
     csf(coo)
 }
 
 /// Columns dense, rows compressed (entries re-sorted column-major).
-pub(crate) fn csc(coo: &CooTensor) -> (Vec<AxisPlan>, Vec<f64>) {
+pub(crate) fn csc(coo: &CooTensor) -> Result<(Vec<AxisPlan>, Vec<f64>), FormatError> {
     let (m, n) = (coo.shape[0], coo.shape[1]);
     let mut order: Vec<usize> = (0..coo.nnz()).collect();
     order.sort_by_key(|&e| (coo.coord(e)[1], coo.coord(e)[0]));
-    let mut counts = vec![0usize; n];
+    let mut counts = super::filled(n, 0usize, "a compressed format")?;
     for e in 0..coo.nnz() {
         counts[coo.coord(e)[1]] += 1;
     }
@@ -23,7 +23,7 @@ pub(crate) fn csc(coo: &CooTensor) -> (Vec<AxisPlan>, Vec<f64>) {
         AxisPlan::dense_fixed(n),
         AxisPlan::variable(0, m, prefix_sums(&counts), Some(indices)),
     ];
-    (axes, values)
+    Ok((axes, values))
 }
 
 /// Non-empty rows only (root `sparse_fixed`), columns compressed under them.
@@ -55,14 +55,14 @@ pub(crate) fn dcsr(coo: &CooTensor) -> (Vec<AxisPlan>, Vec<f64>) {
 
 /// First level dense, every further level compressed under the previous one; a
 /// level-`d` position per distinct coordinate prefix of length `d + 1`.
-pub(crate) fn csf(coo: &CooTensor) -> (Vec<AxisPlan>, Vec<f64>) {
+pub(crate) fn csf(coo: &CooTensor) -> Result<(Vec<AxisPlan>, Vec<f64>), FormatError> {
     let nnz = coo.nnz();
     let mut axes = vec![AxisPlan::dense_fixed(coo.shape[0])];
     // Position of each entry's prefix on the previous level.
     let mut parent_pos: Vec<usize> = (0..nnz).map(|e| coo.coord(e)[0]).collect();
     let mut parent_npos = coo.shape[0];
     for d in 1..coo.ndim() {
-        let mut counts = vec![0usize; parent_npos];
+        let mut counts = super::filled(parent_npos, 0usize, "csf")?;
         let mut indices = Vec::new();
         let mut pos_of = Vec::with_capacity(nnz);
         for e in 0..nnz {
@@ -84,5 +84,5 @@ pub(crate) fn csf(coo: &CooTensor) -> (Vec<AxisPlan>, Vec<f64>) {
             Some(indices),
         ));
     }
-    (axes, coo.values.clone())
+    Ok((axes, coo.values.clone()))
 }

@@ -16,7 +16,7 @@ pub(crate) fn dense_size(shape: &[usize]) -> Result<usize, FormatError> {
 /// Every element stored row-major; one `dense_fixed` axis per dimension.
 pub(crate) fn dense(coo: &CooTensor) -> Result<(Vec<AxisPlan>, Vec<f64>), FormatError> {
     let total = dense_size(&coo.shape)?;
-    let mut values = vec![0.0; total];
+    let mut values = super::filled(total, 0.0, "dense")?;
     for e in 0..coo.nnz() {
         let off = coo
             .coord(e)
@@ -59,15 +59,15 @@ pub(crate) fn coo(coo: &CooTensor) -> (Vec<AxisPlan>, Vec<f64>) {
 }
 
 /// Row `i` stores columns `0..=last column of row i` densely (zeros included).
-pub(crate) fn ragged(coo: &CooTensor) -> (Vec<AxisPlan>, Vec<f64>) {
+pub(crate) fn ragged(coo: &CooTensor) -> Result<(Vec<AxisPlan>, Vec<f64>), FormatError> {
     let (m, n) = (coo.shape[0], coo.shape[1]);
-    let mut lengths = vec![0usize; m];
+    let mut lengths = super::filled(m, 0usize, "ragged")?;
     for e in 0..coo.nnz() {
         let c = coo.coord(e);
         lengths[c[0]] = lengths[c[0]].max(c[1] + 1);
     }
     let indptr = prefix_sums(&lengths);
-    let mut values = vec![0.0; indptr[m]];
+    let mut values = super::filled(indptr[m], 0.0, "ragged")?;
     for e in 0..coo.nnz() {
         let c = coo.coord(e);
         values[indptr[c[0]] + c[1]] = coo.values[e];
@@ -76,5 +76,5 @@ pub(crate) fn ragged(coo: &CooTensor) -> (Vec<AxisPlan>, Vec<f64>) {
         AxisPlan::dense_fixed(m),
         AxisPlan::variable(0, n, indptr, None),
     ];
-    (axes, values)
+    Ok((axes, values))
 }

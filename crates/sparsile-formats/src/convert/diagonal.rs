@@ -19,7 +19,7 @@ pub(crate) fn dia(coo: &CooTensor) -> Result<(Vec<AxisPlan>, Vec<f64>), FormatEr
         .ok_or_else(|| FormatError::ShapeOverflow {
             shape: coo.shape.clone(),
         })?;
-    let mut values = vec![0.0; total];
+    let mut values = super::filled(total, 0.0, "dia")?;
     for e in 0..coo.nnz() {
         let x = coo.coord(e);
         let p = diags

@@ -11,7 +11,7 @@ pub(crate) fn ell(
     k: Option<usize>,
 ) -> Result<(Vec<AxisPlan>, Vec<f64>), FormatError> {
     let (m, n) = (coo.shape[0], coo.shape[1]);
-    let mut lengths = vec![0usize; m];
+    let mut lengths = super::filled(m, 0usize, "ell")?;
     for e in 0..coo.nnz() {
         lengths[coo.coord(e)[0]] += 1;
     }
@@ -29,9 +29,9 @@ pub(crate) fn ell(
         .ok_or_else(|| FormatError::ShapeOverflow {
             shape: coo.shape.clone(),
         })?;
-    let mut cols = vec![n; slots];
-    let mut values = vec![0.0; slots];
-    let mut filled = vec![0usize; m];
+    let mut cols = super::filled(slots, n, "ell")?;
+    let mut values = super::filled(slots, 0.0, "ell")?;
+    let mut filled = super::filled(m, 0usize, "ell")?;
     for e in 0..coo.nnz() {
         let x = coo.coord(e);
         let p = x[0] * width + filled[x[0]];

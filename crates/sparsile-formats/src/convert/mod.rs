@@ -70,11 +70,11 @@ pub fn from_coo_with_index(
     let (axes, values) = match format {
         Format::Dense => dense::dense(coo)?,
         Format::Coo => dense::coo(coo),
-        Format::Ragged => dense::ragged(coo),
-        Format::Csr => compressed::csr(coo),
-        Format::Csc => compressed::csc(coo),
+        Format::Ragged => dense::ragged(coo)?,
+        Format::Csr => compressed::csr(coo)?,
+        Format::Csc => compressed::csc(coo)?,
         Format::Dcsr => compressed::dcsr(coo),
-        Format::Csf => compressed::csf(coo),
+        Format::Csf => compressed::csf(coo)?,
         Format::Bsr { r, c } => block::bsr(coo, *r, *c, false)?,
         Format::Dbsr { r, c } => block::bsr(coo, *r, *c, true)?,
         Format::SrBcrs { t, g } => block::srbcrs(coo, *t, *g)?,
@@ -139,4 +139,20 @@ pub fn to_coo(t: &SparseTensor<'_>) -> Result<CooTensor, FormatError> {
         coo.sort_and_reject_duplicates()?;
     }
     Ok(coo)
+}
+
+/// A vector of `len` copies of `value`, or [`FormatError::StorageTooLarge`] when the
+/// memory cannot be had (a padded format of a large, scattered matrix can need far more
+/// than the machine has; that is the user's choice of format, not a crash).
+pub(crate) fn filled<T: Clone>(len: usize, value: T, format: &str) -> Result<Vec<T>, FormatError> {
+    let too_large = || FormatError::StorageTooLarge {
+        format: format.to_string(),
+        elements: len,
+        element_bytes: std::mem::size_of::<T>(),
+        gib: len as f64 * std::mem::size_of::<T>() as f64 / (1u64 << 30) as f64,
+    };
+    let mut v: Vec<T> = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| too_large())?;
+    v.resize(len, value);
+    Ok(v)
 }

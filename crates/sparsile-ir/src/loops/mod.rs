@@ -27,10 +27,18 @@
 //!
 //! See `crates/sparsile-ir/tests/` for text-IR examples.
 
+pub mod builder;
+pub mod display;
 mod expr;
 mod func;
+pub mod parser;
 mod stmt;
+pub mod verify;
 
+pub use builder::FuncBuilder;
+pub use display::{ExprDisplay, StmtDisplay};
 pub use expr::{CmpOp, Expr, LogicOp};
 pub use func::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
+pub use parser::ParseError;
 pub use stmt::{For, ForKind, Stmt};
+pub use verify::{expr_type, verify, verify_stage, ScalarKind, TypeError, VerifyError};

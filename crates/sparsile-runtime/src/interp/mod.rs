@@ -96,9 +96,9 @@ mod binding;
 mod error;
 mod eval_expr;
 mod iterate;
-mod state;
-mod structure_derive;
-mod validate;
+pub(crate) mod state;
+pub(crate) mod structure_derive;
+pub(crate) mod validate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -230,7 +230,7 @@ pub fn interpret<'i>(
 
 /// The zero-filled values of an output or temp buffer; an error (not an abort) when
 /// they cannot be allocated.
-fn zeros(buffer: &str, structure: &Structure<'_>) -> Result<Vec<f64>, InterpError> {
+pub(crate) fn zeros(buffer: &str, structure: &Structure<'_>) -> Result<Vec<f64>, InterpError> {
     validate::check_structure(buffer, structure)?;
     let count = validate::checked_nnz_stored(buffer, structure)?;
     let mut values = Vec::new();
@@ -245,7 +245,7 @@ fn zeros(buffer: &str, structure: &Structure<'_>) -> Result<Vec<f64>, InterpErro
 }
 
 /// Every given name must denote an input buffer, a parameter, or an output/temp buffer.
-fn check_names(
+pub(crate) fn check_names(
     program: &Program,
     inputs: &HashMap<String, SparseTensor<'_>>,
     options: &InterpOptions,
@@ -275,7 +275,7 @@ fn check_names(
 }
 
 /// Every buffer lists each axis's parent before the axis.
-fn check_buffer_parents(program: &Program) -> Result<(), InterpError> {
+pub(crate) fn check_buffer_parents(program: &Program) -> Result<(), InterpError> {
     for decl in program.buffers.values() {
         for (k, &a) in decl.axes.iter().enumerate() {
             if let Some(p) = program.axes[a].parent {
@@ -293,7 +293,7 @@ fn check_buffer_parents(program: &Program) -> Result<(), InterpError> {
 }
 
 /// Checks an input's element type; integer buffers are copied out as exact integers.
-fn input_values<'i>(
+pub(crate) fn input_values<'i>(
     buffer: &str,
     dtype: DType,
     values: &'i Values<'_>,

@@ -1,0 +1,172 @@
+//! Running a loaded kernel's phases on the CPU thread pool.
+//!
+//! Phases run in order. A phase whose extent `E` (from `sparsile_phase_extent`) is above 1
+//! is split statically into about four chunks per thread, chunk `c` of `n` covering work
+//! items `[E*c/n, E*(c+1)/n)`, and the chunks run on the pool; the call returns when all
+//! are done. A phase of extent 1 (serial) runs once on the calling thread; extent 0 runs
+//! nothing. Any nonzero return of `sparsile_phase_run` is an error naming the phase.
+//!
+//! Pools are shared: one rayon pool per thread count, created on first use.
+//!
+//! ```
+//! use sparsile_ir::settings::Settings;
+//! use sparsile_runtime::jit::Launcher;
+//!
+//! let launcher = Launcher::new(Some(2), &Settings::default()).unwrap();
+//! // 10 work items on 2 threads: 8 static chunks.
+//! assert_eq!(launcher.chunks(10), [(0, 1), (1, 2), (2, 3), (3, 5), (5, 6), (6, 7), (7, 8), (8, 10)]);
+//! ```
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rayon::prelude::*;
+use rayon::ThreadPool;
+use sparsile_ir::settings::Settings;
+
+use super::{JitError, Library};
+
+/// Chunks per thread of a parallel phase.
+pub const CHUNKS_PER_THREAD: usize = 4;
+
+/// Runs kernels on a thread pool of a fixed size.
+#[derive(Clone)]
+pub struct Launcher {
+    threads: usize,
+    pool: Arc<ThreadPool>,
+}
+
+impl std::fmt::Debug for Launcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launcher")
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+/// The thread count used when none is given: `SPARSILE_NUM_THREADS`, else the available
+/// parallelism, else 1.
+pub fn default_threads(settings: &Settings) -> usize {
+    settings.num_threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
+}
+
+fn pools() -> &'static Mutex<HashMap<usize, Arc<ThreadPool>>> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+    POOLS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The buffer and parameter pointers, shared read-only by the chunks of a phase.
+#[derive(Clone, Copy)]
+struct Args {
+    buffers: *const *mut c_void,
+    params: *const i64,
+}
+
+// SAFETY: the pointers are only passed to kernel code; the ABI requires work items of a
+// parallel phase to be independent, which is what makes concurrent calls sound.
+unsafe impl Send for Args {}
+// SAFETY: as above.
+unsafe impl Sync for Args {}
+
+impl Launcher {
+    /// A launcher with `threads` threads (default: [`default_threads`] of `settings`).
+    pub fn new(threads: Option<usize>, settings: &Settings) -> Result<Launcher, JitError> {
+        let threads = threads.unwrap_or_else(|| default_threads(settings));
+        if threads == 0 {
+            return Err(JitError::ZeroThreads);
+        }
+        let mut map = pools().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pool) = map.get(&threads) {
+            return Ok(Launcher {
+                threads,
+                pool: Arc::clone(pool),
+            });
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("sparsile-{i}"))
+            .build()
+            .map_err(|e| JitError::ThreadPool {
+                threads,
+                detail: e.to_string(),
+            })?;
+        let pool = Arc::new(pool);
+        map.insert(threads, Arc::clone(&pool));
+        Ok(Launcher { threads, pool })
+    }
+
+    /// The number of threads.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The static chunks `[begin, end)` a phase of `extent` work items is split into.
+    pub fn chunks(&self, extent: i64) -> Vec<(i64, i64)> {
+        if extent <= 0 {
+            return Vec::new();
+        }
+        let n = (self.threads * CHUNKS_PER_THREAD).clamp(1, extent as usize) as i128;
+        let e = extent as i128;
+        (0..n)
+            .map(|c| ((e * c / n) as i64, (e * (c + 1) / n) as i64))
+            .collect()
+    }
+
+    /// Runs every phase of `lib`.
+    ///
+    /// # Safety
+    /// `buffers` and `params` must be what the kernel expects: one valid pointer per
+    /// buffer of its function (to arrays of the right type and at least the length the
+    /// code indexes), one value per parameter.
+    pub unsafe fn run(
+        &self,
+        lib: &Library,
+        buffers: &[*mut c_void],
+        params: &[i64],
+    ) -> Result<(), JitError> {
+        let extent_fn = lib.phase_extent_fn();
+        let run_fn = lib.phase_run_fn();
+        let args = Args {
+            buffers: buffers.as_ptr(),
+            params: params.as_ptr(),
+        };
+        for phase in 0..lib.num_phases()? {
+            let ph = phase as i64;
+            // SAFETY: the caller's contract.
+            let extent = unsafe { extent_fn(ph, args.buffers, args.params) };
+            if extent < 0 {
+                return Err(JitError::NegativeExtent { phase, extent });
+            }
+            let call = |(begin, end): (i64, i64)| {
+                let a = args;
+                // SAFETY: the caller's contract; chunks of one phase are independent.
+                let code = unsafe { run_fn(ph, a.buffers, a.params, begin, end) };
+                if code == 0 {
+                    Ok(())
+                } else {
+                    Err(JitError::PhaseFailed {
+                        phase,
+                        code,
+                        begin,
+                        end,
+                    })
+                }
+            };
+            if extent <= 1 || self.threads == 1 {
+                if extent > 0 {
+                    call((0, extent))?;
+                }
+            } else {
+                let chunks = self.chunks(extent);
+                self.pool
+                    .install(|| chunks.into_par_iter().try_for_each(call))?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,36 @@
+//! Native CPU kernels: compile generated C, cache the objects, load them, run them.
+//!
+//! - [`Compiler`] finds the system C compiler (`CC`, default `cc`) and its identity;
+//! - [`Cache`] compiles a source once per (source, compiler identity, flags) into an
+//!   on-disk, content-addressed cache, atomically;
+//! - [`Library`] loads an object and checks the ABI below;
+//! - [`Launcher`] runs the phases of a loaded kernel on a rayon thread pool.
+//!
+//! [`crate::kernel::CompiledKernel`] puts them together with argument checking.
+//!
+//! # The kernel ABI (version 1)
+//! ```c
+//! int64_t sparsile_abi_version(void);            /* returns 1 */
+//! int64_t sparsile_num_phases(void);
+//! /* trip count of the parallel loop of phase `ph`, or 1 for a serial phase */
+//! int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params);
+//! /* runs work items [begin, end) of phase `ph`; returns 0, or nonzero on an internal error */
+//! int32_t sparsile_phase_run(int64_t ph, void *const *buffers, const int64_t *params,
+//!                            int64_t begin, int64_t end);
+//! ```
+//! `buffers[b]` is the data of buffer `b` of the stage-III function (values as
+//! `float`/`double`, structure arrays as `int32_t`/`int64_t`; null for scratch buffers,
+//! which the code allocates itself); `params[p]` is the value of parameter `p`. Work items
+//! of one phase must be independent: a phase is split into chunks run concurrently.
+
+mod cache;
+mod compiler;
+mod error;
+mod launcher;
+mod library;
+
+pub use cache::{Cache, CacheOutcome};
+pub use compiler::{Compiler, FLAGS, LIBS};
+pub use error::JitError;
+pub use launcher::{default_threads, Launcher, CHUNKS_PER_THREAD};
+pub use library::{AbiVersionFn, Library, NumPhasesFn, PhaseExtentFn, PhaseRunFn, ABI_VERSION};

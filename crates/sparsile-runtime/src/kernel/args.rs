@@ -1,0 +1,275 @@
+//! Binding a kernel's inputs and building its argument arrays.
+//!
+//! Binding is the interpreter's (same checks, same errors, same derived output
+//! structures): tensors are bound to input buffers, extents unified with parameters,
+//! shared axes checked, and the structures of outputs and temps derived. The argument
+//! arrays then follow the [`Plan`]: floating-point inputs are passed in place, integer
+//! inputs (exact integers in float tensors) are converted, outputs and temps are
+//! allocated zeroed, structure arrays are passed in place after checking their index
+//! type.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use sparsile_formats::{IndexArray, SparseTensor, Structure, Values};
+use sparsile_ir::coord::{BufferRole, Program};
+use sparsile_ir::{BufferId, DType, IdVec};
+
+use super::plan::{eval_len, ArrayKind, Plan, Slot};
+use super::KernelError;
+use crate::interp::state::{Bindings, BufValues};
+use crate::interp::{input_values, structure_derive, validate, InterpOptions};
+
+/// The values of an input that are converted, or of an output or temp.
+#[derive(Debug)]
+pub(crate) enum Owned {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+}
+
+impl Owned {
+    /// `count` zeros of `dtype`, or an error when they cannot be allocated.
+    fn zeros(buffer: &str, dtype: DType, count: usize) -> Result<Owned, KernelError> {
+        fn alloc<T: Clone + Default>(buffer: &str, count: usize) -> Result<Vec<T>, KernelError> {
+            let mut v = Vec::new();
+            v.try_reserve_exact(count)
+                .map_err(|_| KernelError::OutputTooLarge {
+                    buffer: buffer.to_string(),
+                    values: count,
+                })?;
+            v.resize(count, T::default());
+            Ok(v)
+        }
+        Ok(match dtype {
+            DType::F32 => Owned::F32(alloc(buffer, count)?),
+            DType::F64 => Owned::F64(alloc(buffer, count)?),
+            DType::I32 => Owned::I32(alloc(buffer, count)?),
+            DType::I64 => Owned::I64(alloc(buffer, count)?),
+            DType::F16 | DType::BF16 => {
+                return Err(KernelError::UnsupportedDType {
+                    buffer: buffer.to_string(),
+                    dtype: dtype.to_string(),
+                })
+            }
+        })
+    }
+
+    fn ptr_len(&mut self) -> (*mut c_void, usize) {
+        match self {
+            Owned::F32(v) => (v.as_mut_ptr().cast(), v.len()),
+            Owned::F64(v) => (v.as_mut_ptr().cast(), v.len()),
+            Owned::I32(v) => (v.as_mut_ptr().cast(), v.len()),
+            Owned::I64(v) => (v.as_mut_ptr().cast(), v.len()),
+        }
+    }
+
+    /// The values of an output; integers are returned as exact f64 values, like the
+    /// interpreter does.
+    pub fn into_values(self) -> Values<'static> {
+        match self {
+            Owned::F32(v) => Values::F32(v.into()),
+            Owned::F64(v) => Values::F64(v.into()),
+            Owned::I32(v) => Values::F64(v.into_iter().map(f64::from).collect::<Vec<_>>().into()),
+            Owned::I64(v) => {
+                Values::F64(v.into_iter().map(|x| x as f64).collect::<Vec<_>>().into())
+            }
+        }
+    }
+}
+
+/// Every buffer of a program bound to storage.
+pub(crate) struct Bound<'i> {
+    pub bindings: Bindings<'i>,
+    /// The structure of every buffer.
+    pub structures: IdVec<BufferId, Arc<Structure<'i>>>,
+    /// The structure returned with each output or temp.
+    pub owned_structures: IdVec<BufferId, Option<Arc<Structure<'static>>>>,
+    /// Values owned by the run (outputs, temps, converted integer inputs).
+    pub owned: IdVec<BufferId, Option<Owned>>,
+}
+
+/// Binds `inputs` to `program` like [`crate::interpret`] does, and allocates outputs.
+/// `check_names` and `check_buffer_parents` must have passed.
+pub(crate) fn bind<'i>(
+    program: &Program,
+    inputs: &'i HashMap<String, SparseTensor<'_>>,
+    options: &InterpOptions,
+) -> Result<Bound<'i>, KernelError> {
+    let mut b = Bindings::<'i> {
+        params: program
+            .params
+            .values()
+            .map(|p| options.params.get(&p.name).copied())
+            .collect(),
+        axes: program.axes.values().map(|_| None).collect(),
+    };
+    let mut structures: IdVec<BufferId, Option<Arc<Structure<'i>>>> =
+        program.buffers.values().map(|_| None).collect();
+    let mut owned_structures: IdVec<BufferId, Option<Arc<Structure<'static>>>> =
+        program.buffers.values().map(|_| None).collect();
+    let mut owned: IdVec<BufferId, Option<Owned>> =
+        program.buffers.values().map(|_| None).collect();
+
+    for (id, decl) in program.buffers.iter() {
+        if decl.role != BufferRole::Input {
+            continue;
+        }
+        let tensor = inputs
+            .get(&decl.name)
+            .ok_or_else(|| crate::InterpError::MissingInput {
+                buffer: decl.name.clone(),
+            })?;
+        validate::check_structure(&decl.name, &tensor.structure)?;
+        let structure: Arc<Structure<'i>> = tensor.structure.clone();
+        b.bind_structure(program, id, &structure)?;
+        validate::check_value_count(&decl.name, &structure, tensor.values.len())?;
+        if let BufValues::Owned(ints) = input_values(&decl.name, decl.dtype, &tensor.values)? {
+            owned[id] = Some(match decl.dtype {
+                DType::I32 => Owned::I32(ints.iter().map(|&v| v as i32).collect()),
+                _ => Owned::I64(ints.iter().map(|&v| v as i64).collect()),
+            });
+        }
+        structures[id] = Some(structure);
+    }
+    for (id, decl) in program.buffers.iter() {
+        if let Some(s) = options.output_structures.get(&decl.name) {
+            validate::check_structure(&decl.name, s)?;
+            let structure: Arc<Structure<'i>> = s.clone();
+            b.bind_structure(program, id, &structure)?;
+            structures[id] = Some(structure);
+            owned_structures[id] = Some(Arc::clone(s));
+        }
+    }
+    structure_derive::derive_axes(program, &mut b)?;
+    for (id, decl) in program.buffers.iter() {
+        if structures[id].is_none() {
+            let s = Arc::new(structure_derive::output_structure(program, &b, id)?);
+            structures[id] = Some(s.clone());
+            owned_structures[id] = Some(s);
+        }
+        if decl.role != BufferRole::Input {
+            let s = &structures[id]
+                .as_ref()
+                .expect("every buffer has a structure");
+            validate::check_structure(&decl.name, s)?;
+            let count = validate::checked_nnz_stored(&decl.name, s)?;
+            owned[id] = Some(Owned::zeros(&decl.name, decl.dtype, count)?);
+        }
+    }
+    Ok(Bound {
+        bindings: b,
+        structures: structures
+            .values()
+            .map(|s| s.clone().expect("every buffer has a structure"))
+            .collect(),
+        owned_structures,
+        owned,
+    })
+}
+
+/// The kernel's parameter array, in `Func::params` order.
+pub(crate) fn params(
+    program: &Program,
+    plan: &Plan,
+    bound: &Bound<'_>,
+) -> Result<Vec<i64>, KernelError> {
+    plan.params
+        .iter()
+        .map(|&p| {
+            bound.bindings.params[p].ok_or_else(|| KernelError::UnboundParam {
+                param: program.params[p].name.clone(),
+            })
+        })
+        .collect()
+}
+
+fn array_ptr(a: &IndexArray<'_>) -> (*mut c_void, usize) {
+    match a {
+        IndexArray::I32(v) => (v.as_ptr().cast_mut().cast(), v.len()),
+        IndexArray::I64(v) => (v.as_ptr().cast_mut().cast(), v.len()),
+    }
+}
+
+/// The kernel's buffer array, in `Func::buffers` order. The pointers borrow from
+/// `inputs` (through `bound.structures`) and from `bound.owned`.
+pub(crate) fn buffers(
+    program: &Program,
+    plan: &Plan,
+    bound: &mut Bound<'_>,
+    inputs: &HashMap<String, SparseTensor<'_>>,
+    params: &[i64],
+) -> Result<Vec<*mut c_void>, KernelError> {
+    let mut ptrs = Vec::with_capacity(plan.buffers.len());
+    for (name, slot, len) in &plan.buffers {
+        let (ptr, count) = match slot {
+            Slot::Scratch => {
+                ptrs.push(std::ptr::null_mut());
+                continue;
+            }
+            Slot::Values { buffer } => match &mut bound.owned[*buffer] {
+                Some(o) => o.ptr_len(),
+                None => {
+                    let decl = &program.buffers[*buffer];
+                    let values = &inputs
+                        .get(&decl.name)
+                        .expect("inputs without owned values are bound tensors")
+                        .values;
+                    match values {
+                        Values::F32(v) => (v.as_ptr().cast_mut().cast(), v.len()),
+                        Values::F64(v) => (v.as_ptr().cast_mut().cast(), v.len()),
+                        Values::F16(_) | Values::BF16(_) => {
+                            return Err(KernelError::UnsupportedDType {
+                                buffer: name.clone(),
+                                dtype: values.dtype().to_string(),
+                            })
+                        }
+                    }
+                }
+            },
+            Slot::Array {
+                buffer,
+                axis,
+                array,
+                index_type,
+            } => {
+                let tensor = &program.buffers[*buffer].name;
+                let storage = &bound.structures[*buffer].axes[*axis];
+                let arr = match array {
+                    ArrayKind::Indptr => storage.indptr.as_ref(),
+                    ArrayKind::Indices => storage.indices.as_ref(),
+                }
+                .ok_or_else(|| KernelError::NoSuchArray {
+                    buffer: name.clone(),
+                    tensor: tensor.clone(),
+                    axis: *axis,
+                    what: array.name(),
+                })?;
+                if arr.index_type() != *index_type {
+                    return Err(KernelError::IndexTypeMismatch {
+                        buffer: name.clone(),
+                        tensor: tensor.clone(),
+                        axis: *axis,
+                        what: array.name(),
+                        expected: index_type.to_string(),
+                        found: arr.index_type().to_string(),
+                    });
+                }
+                array_ptr(arr)
+            }
+        };
+        if let Some(needed) = len.as_ref().and_then(|e| eval_len(e, params)) {
+            if needed > 0 && (count as u64) < needed as u64 {
+                return Err(KernelError::BufferTooShort {
+                    buffer: name.clone(),
+                    needed,
+                    found: count,
+                });
+            }
+        }
+        ptrs.push(ptr);
+    }
+    Ok(ptrs)
+}

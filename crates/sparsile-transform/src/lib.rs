@@ -1,0 +1,21 @@
+//! Sparsile's lowering passes (and, later, schedules).
+//!
+//! Each pass is a pure function in its own module:
+//! - [`lower_iterations()`]: stage I → stage II (position loops, explicit guards);
+//! - [`default_schedule()`]: marks the outermost spatial loop of each top-level block
+//!   parallel;
+//! - [`lower_buffers()`]: stage II → stage III (flat buffers, value offsets);
+//! - [`pipeline::compile_to_flat`] runs them in order and can print the IR after each.
+
+pub mod default_schedule;
+mod error;
+pub mod index_expr;
+pub mod lower_buffers;
+pub mod lower_iterations;
+pub mod pipeline;
+
+pub use default_schedule::default_schedule;
+pub use error::LowerError;
+pub use lower_buffers::lower_buffers;
+pub use lower_iterations::lower_iterations;
+pub use pipeline::{compile_to_flat, Lowered};
