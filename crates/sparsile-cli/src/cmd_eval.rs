@@ -97,13 +97,28 @@ pub struct Prepared {
 /// Reads the program and inputs, applies overrides, fills in random dense inputs and
 /// lowers to stage I. Shared by the commands that run programs.
 /// The program text: the file, or declarations inferred for `--expr`.
-pub fn ast_text(args: &EvalArgs, files: &HashMap<String, load::Loaded>, formats: &HashMap<String, Format>) -> Result<String> {
+pub fn ast_text(
+    args: &EvalArgs,
+    files: &HashMap<String, load::Loaded>,
+    formats: &HashMap<String, Format>,
+) -> Result<String> {
     Ok(match (&args.program, &args.expr) {
-        (Some(p), _) => std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?,
+        (Some(p), _) => {
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
+        }
         (None, Some(e)) => {
             let dtype: DType = args.dtype.parse().map_err(anyhow::Error::msg)?;
-            let mut sparse: Vec<String> = files.iter().filter(|(_, l)| l.is_sparse()).map(|(n, _)| n.clone()).collect();
-            sparse.extend(formats.iter().filter(|(_, f)| **f != Format::Dense).map(|(n, _)| n.clone()));
+            let mut sparse: Vec<String> = files
+                .iter()
+                .filter(|(_, l)| l.is_sparse())
+                .map(|(n, _)| n.clone())
+                .collect();
+            sparse.extend(
+                formats
+                    .iter()
+                    .filter(|(_, f)| **f != Format::Dense)
+                    .map(|(n, _)| n.clone()),
+            );
             expr_decls::program_text(e, &sparse, formats, dtype)?
         }
         (None, None) => bail!("give a program file or --expr"),
@@ -115,7 +130,10 @@ pub fn format_overrides(args: &EvalArgs) -> Result<HashMap<String, Format>> {
     let mut formats: HashMap<String, Format> = HashMap::new();
     for s in &args.formats {
         let (name, f) = split_pair(s, "--format")?;
-        formats.insert(name.to_string(), f.parse().with_context(|| format!("--format {s}"))?);
+        formats.insert(
+            name.to_string(),
+            f.parse().with_context(|| format!("--format {s}"))?,
+        );
     }
     Ok(formats)
 }
@@ -134,7 +152,9 @@ pub fn read_program(
             .tensors
             .iter_mut()
             .find(|t| &t.name == name)
-            .ok_or_else(|| anyhow!("--format names `{name}`, which the program does not declare"))?;
+            .ok_or_else(|| {
+                anyhow!("--format names `{name}`, which the program does not declare")
+            })?;
         decl.format = f.clone();
     }
     Ok((text, ast))

@@ -9,8 +9,8 @@ use sparsile_runtime::jit::CacheOutcome;
 
 use crate::cmd_eval::{self, EvalArgs};
 use crate::output::{out, outln};
-use crate::table::{duration, thousands, Table};
 use crate::progress;
+use crate::table::{duration, thousands, Table};
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -35,7 +35,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let bar = progress::spinner(!json, "reading inputs");
     let prepared = cmd_eval::prepare(&args.program)?;
     bar.set_message("compiling");
-    let kernel = sparsile::compile_program(prepared.program.clone())?;
+    // Specialise the kernel to the index types (i32 / i64) of the inputs at hand.
+    let mut program = prepared.program.clone();
+    let by_buffer = prepared
+        .inputs
+        .iter()
+        .map(|(n, t)| (n.clone(), t))
+        .collect();
+    sparsile::specialize_index_types(&mut program, &by_buffer);
+    let kernel = sparsile::compile_program(program)?;
     let info = kernel.compile_info().clone();
     // Inputs are keyed by buffer name; the kernel from a stage-I program uses those.
     let options = RunOptions {
@@ -57,10 +65,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let (min, max) = (times[0], times[times.len() - 1]);
     let mut names: Vec<&String> = outputs.keys().collect();
     names.sort();
-    let reports: Vec<cmd_eval::OutputReport> = names.iter().map(|n| cmd_eval::report(n, &outputs[*n])).collect();
+    let reports: Vec<cmd_eval::OutputReport> = names
+        .iter()
+        .map(|n| cmd_eval::report(n, &outputs[*n]))
+        .collect();
     cmd_eval::write_outputs(&args.program, &outputs)?;
     let cache_hit = info.outcome == CacheOutcome::Hit;
-    let threads = args.threads.unwrap_or_else(|| sparsile_runtime::jit::default_threads(&sparsile_ir::settings::Settings::from_env()));
+    let threads = args.threads.unwrap_or_else(|| {
+        sparsile_runtime::jit::default_threads(&sparsile_ir::settings::Settings::from_env())
+    });
     if json {
         let v = serde_json::json!({
             "outputs": reports,
@@ -79,11 +92,18 @@ pub fn run(args: &RunArgs) -> Result<()> {
         outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    let mut t = Table::new(&["tensor", "shape", "format", "stored", "checksum"], &[false, true, false, true, true]);
+    let mut t = Table::new(
+        &["tensor", "shape", "format", "stored", "checksum"],
+        &[false, true, false, true, true],
+    );
     for r in &reports {
         t.row(vec![
             r.name.clone(),
-            r.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" x "),
+            r.shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(" x "),
             r.format.clone(),
             thousands(r.stored_values as u64),
             format!("{:.9e}", r.checksum),

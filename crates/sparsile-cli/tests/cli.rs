@@ -262,3 +262,124 @@ fn errors_are_one_clear_line() {
         "ell",
     );
 }
+
+fn sparsile_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sparsile"));
+    c.args(args).current_dir(repo_root());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("the sparsile binary runs")
+}
+
+#[test]
+fn compile_prints_every_stage() {
+    let base = [
+        "compile",
+        "--expr",
+        "y[i] = A[i,j] * x[j]",
+        "--format",
+        "A=csr",
+        "--emit",
+    ];
+    for (stage, marker) in [
+        ("stage1", "func main("),
+        ("stage2", "pos func main("),
+        ("stage3", "flat func main("),
+        ("c", "sparsile_phase_run"),
+    ] {
+        let mut args = base.to_vec();
+        args.push(stage);
+        let text = stdout(&sparsile(&args));
+        assert!(text.contains(marker), "{stage}: {text}");
+    }
+    fails_with(
+        &[
+            "compile",
+            "--expr",
+            "y[i] = A[i,j] * x[j]",
+            "--emit",
+            "stage9",
+        ],
+        "unknown stage",
+    );
+}
+
+fn have_cc() -> bool {
+    Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn run_matches_eval_and_hits_the_cache() {
+    if !have_cc() {
+        eprintln!("skipping: no C compiler");
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let env = [("SPARSILE_CACHE_DIR", cache.path().to_str().unwrap())];
+    let common = [
+        "--expr",
+        "C[i,k] = A[i,j] * B[j,k]",
+        "--input",
+        "A=data/cora.mtx",
+        "--dim",
+        "k=8",
+        "--dtype",
+        "f64",
+        "--json",
+    ];
+    let mut eval_args = vec!["eval"];
+    eval_args.extend(common);
+    let expected = json(&sparsile(&eval_args))["outputs"][0]["checksum"]
+        .as_f64()
+        .unwrap();
+    for (round, format) in [(0, "A=csr"), (1, "A=csr"), (2, "A=bsr:4x4")] {
+        let mut args = vec!["run", "--threads", "2", "--repeat", "3", "--format", format];
+        args.extend(common);
+        let v = json(&sparsile_env(&args, &env));
+        let got = v["outputs"][0]["checksum"].as_f64().unwrap();
+        assert!(
+            (got - expected).abs() <= 1e-9 * expected.abs().max(1.0),
+            "{format}: {got} vs {expected}"
+        );
+        assert_eq!(v["cache_hit"], round == 1, "round {round}");
+        assert_eq!(v["threads"], 2);
+        assert!(v["median_seconds"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn run_without_a_compiler_says_so_and_eval_still_works() {
+    let cache = tempfile::tempdir().unwrap();
+    let env = [
+        ("CC", "/nonexistent/cc"),
+        ("SPARSILE_CACHE_DIR", cache.path().to_str().unwrap()),
+    ];
+    let o = sparsile_env(
+        &[
+            "run",
+            "--expr",
+            "y[i] = A[i,j] * x[j]",
+            "--input",
+            "A=data/cora.mtx",
+        ],
+        &env,
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no C compiler") && err.contains("CC"), "{err}");
+    let o = sparsile_env(
+        &[
+            "eval",
+            "--expr",
+            "y[i] = A[i,j] * x[j]",
+            "--input",
+            "A=data/cora.mtx",
+        ],
+        &env,
+    );
+    assert!(o.status.success());
+}

@@ -59,7 +59,9 @@ impl FromStr for Stage {
             "stage2" => Ok(Stage::Stage2),
             "stage3" => Ok(Stage::Stage3),
             "c" => Ok(Stage::C),
-            _ => Err(format!("unknown stage `{s}` (expected stage1, stage2, stage3 or c)")),
+            _ => Err(format!(
+                "unknown stage `{s}` (expected stage1, stage2, stage3 or c)"
+            )),
         }
     }
 }
@@ -137,6 +139,42 @@ pub fn compile(program: &str) -> Result<Kernel, CompileError> {
     Ok(kernel)
 }
 
+/// Compiles an index-notation program specialised to the index types (i32 / i64) of the
+/// given inputs' structure arrays; the kernel then accepts tensors with those index
+/// types (the plain [`compile`] assumes i32).
+pub fn compile_for(
+    program: &str,
+    inputs: &HashMap<String, SparseTensor<'_>>,
+) -> Result<Kernel, CompileError> {
+    let ast = notation::parse(program)?;
+    let mut stage1 = notation::lower(&ast)?;
+    let by_buffer: HashMap<String, &SparseTensor<'_>> = inputs
+        .iter()
+        .map(|(n, t)| (crate::evaluate::buffer_name(n), t))
+        .collect();
+    specialize_index_types(&mut stage1, &by_buffer);
+    let mut kernel = compile_program(stage1)?;
+    kernel.ast = Some(ast);
+    Ok(kernel)
+}
+
+/// Sets the index type of every axis of an input buffer to that of the tensor bound to
+/// it (by buffer name). Axes of buffers without a tensor keep theirs.
+pub fn specialize_index_types(program: &mut Program, inputs: &HashMap<String, &SparseTensor<'_>>) {
+    let buffers: Vec<(Vec<sparsile_ir::AxisId>, &SparseTensor<'_>)> = program
+        .buffers
+        .values()
+        .filter_map(|b| inputs.get(&b.name).map(|t| (b.axes.clone(), *t)))
+        .collect();
+    for (axes, tensor) in buffers {
+        for (axis, storage) in axes.iter().zip(&tensor.structure.axes) {
+            if storage.indptr.is_some() || storage.indices.is_some() {
+                program.axes[*axis].index_type = storage.index_type();
+            }
+        }
+    }
+}
+
 /// Compiles a stage-I program.
 pub fn compile_program(stage1: Program) -> Result<Kernel, CompileError> {
     let lowered = lower_program(stage1)?;
@@ -175,12 +213,22 @@ impl Kernel {
     }
 
     /// Runs the kernel on `inputs`, by declared tensor name.
-    pub fn run(&self, inputs: &HashMap<String, SparseTensor<'_>>, options: &RunOptions) -> Result<Outputs, CompileError> {
+    pub fn run(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        options: &RunOptions,
+    ) -> Result<Outputs, CompileError> {
         let buffer_name = crate::evaluate::buffer_name;
-        let bound: HashMap<String, SparseTensor<'_>> = inputs.iter().map(|(n, t)| (buffer_name(n), t.view())).collect();
+        let bound: HashMap<String, SparseTensor<'_>> = inputs
+            .iter()
+            .map(|(n, t)| (buffer_name(n), t.view()))
+            .collect();
         let mut params = options.params.clone();
         if let Some(ast) = &self.ast {
-            let shapes = inputs.iter().map(|(n, t)| (n.clone(), t.shape().to_vec())).collect();
+            let shapes = inputs
+                .iter()
+                .map(|(n, t)| (n.clone(), t.shape().to_vec()))
+                .collect();
             let dims: BTreeMap<String, usize> = bind_dims(ast, &shapes)?;
             params.extend(dim_params(&self.lowered.stage1, &dims));
         }
@@ -194,7 +242,11 @@ impl Kernel {
             Some(ast) => ast
                 .tensors
                 .iter()
-                .filter_map(|decl| outputs.remove(&buffer_name(&decl.name)).map(|t| (decl.name.clone(), t)))
+                .filter_map(|decl| {
+                    outputs
+                        .remove(&buffer_name(&decl.name))
+                        .map(|t| (decl.name.clone(), t))
+                })
                 .collect(),
             None => outputs,
         })

@@ -19,7 +19,10 @@ mod dims;
 mod evaluate;
 pub mod notation;
 
-pub use compile::{compile, compile_program, lower_program, CompileError, Kernel, Lowered, RunOptions, Stage};
+pub use compile::{
+    compile, compile_for, compile_program, lower_program, specialize_index_types, CompileError,
+    Kernel, Lowered, RunOptions, Stage,
+};
 pub use dims::{bind_dims, DimError};
 pub use evaluate::{dim_params, evaluate, EvaluateError};
 pub use notation::{compile_notation, lower, NotationError};

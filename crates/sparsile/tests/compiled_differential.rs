@@ -13,7 +13,8 @@ use rand_chacha::ChaCha8Rng;
 use sparsile::formats::{CooTensor, Format, SparseTensor};
 use sparsile::ir::settings::Settings;
 use sparsile::ir::DType;
-use sparsile::{compile, evaluate, RunOptions};
+use sparsile::ir::IndexType;
+use sparsile::{compile, compile_for, evaluate, RunOptions};
 
 fn have_compiler() -> bool {
     match sparsile::runtime::jit::Compiler::detect(&Settings::from_env()) {
@@ -68,7 +69,10 @@ fn dense(shape: &[usize], dtype: DType, rng: &mut ChaCha8Rng) -> SparseTensor<'s
 fn close(a: &[f64], b: &[f64], tol: f64, what: &str) {
     assert_eq!(a.len(), b.len(), "{what}: lengths differ");
     for (k, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{what}: element {k}: compiled {x} vs interpreted {y}");
+        assert!(
+            (x - y).abs() <= tol * (1.0 + y.abs()),
+            "{what}: element {k}: compiled {x} vs interpreted {y}"
+        );
     }
 }
 
@@ -78,18 +82,46 @@ fn check(program: &str, inputs: &HashMap<String, SparseTensor<'static>>, dtype: 
     let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
     for threads in [1, 2] {
         let got = kernel
-            .run(inputs, &RunOptions { threads: Some(threads), ..RunOptions::default() })
+            .run(
+                inputs,
+                &RunOptions {
+                    threads: Some(threads),
+                    ..RunOptions::default()
+                },
+            )
             .unwrap_or_else(|e| panic!("{what}: run: {e}"));
         for (name, t) in &expected {
             let g = &got[name];
             assert_eq!(g.shape(), t.shape(), "{what}: {name} shape");
-            close(&g.to_dense_f64(), &t.to_dense_f64(), tol, &format!("{what} ({threads} threads) {name}"));
+            close(
+                &g.to_dense_f64(),
+                &t.to_dense_f64(),
+                tol,
+                &format!("{what} ({threads} threads) {name}"),
+            );
         }
     }
 }
 
-const FORMATS_2D: [&str; 10] = ["csr", "csc", "coo", "dcsr", "bsr:2x3", "dbsr:4x4", "ell", "dia", "srbcrs:4x2", "ragged"];
-const SHAPES: [(&str, usize, usize); 5] = [("random", 13, 11), ("empty", 7, 5), ("random", 1, 9), ("long_row", 9, 40), ("empty", 0, 4)];
+const FORMATS_2D: [&str; 10] = [
+    "csr",
+    "csc",
+    "coo",
+    "dcsr",
+    "bsr:2x3",
+    "dbsr:4x4",
+    "ell",
+    "dia",
+    "srbcrs:4x2",
+    "ragged",
+];
+const SHAPES: [(&str, usize, usize); 5] = [
+    ("random", 13, 11),
+    ("empty", 7, 5),
+    ("random", 1, 9),
+    ("long_row", 9, 40),
+    ("empty", 0, 4),
+];
 
 #[test]
 fn spmv_spmm_sddmm_on_every_format() {
@@ -102,13 +134,21 @@ fn spmv_spmm_sddmm_on_every_format() {
         for format in FORMATS_2D {
             for (kind, m, n) in SHAPES {
                 let coo = matrix(kind, m, n, &mut rng);
-                let a = SparseTensor::from_coo_with(&coo, &format.parse::<Format>().unwrap(), dtype).unwrap();
+                let a =
+                    SparseTensor::from_coo_with(&coo, &format.parse::<Format>().unwrap(), dtype)
+                        .unwrap();
                 let what = format!("{format} {kind} {m}x{n} {ty}");
                 let spmv = format!("tensor A: {ty}[m, n] {format}\ntensor x: {ty}[n]\ntensor y: {ty}[m]\ny[i] = A[i,j] * x[j]\n");
-                let inputs = HashMap::from([("A".to_string(), a.clone()), ("x".to_string(), dense(&[n], dtype, &mut rng))]);
+                let inputs = HashMap::from([
+                    ("A".to_string(), a.clone()),
+                    ("x".to_string(), dense(&[n], dtype, &mut rng)),
+                ]);
                 check(&spmv, &inputs, dtype, &format!("spmv {what}"));
                 let spmm = format!("tensor A: {ty}[m, n] {format}\ntensor B: {ty}[n, k]\ntensor C: {ty}[m, k]\nC[i,k] = A[i,j] * B[j,k]\n");
-                let inputs = HashMap::from([("A".to_string(), a.clone()), ("B".to_string(), dense(&[n, 5], dtype, &mut rng))]);
+                let inputs = HashMap::from([
+                    ("A".to_string(), a.clone()),
+                    ("B".to_string(), dense(&[n, 5], dtype, &mut rng)),
+                ]);
                 check(&spmm, &inputs, dtype, &format!("spmm {what}"));
                 if format == "srbcrs:4x2" {
                     continue; // an SR-BCRS output cannot be randomly accessed: sampled outputs use the other formats
@@ -148,7 +188,8 @@ fn higher_order_and_elementwise_kernels() {
         }
     }
     for format in ["csf", "coo"] {
-        let a3 = SparseTensor::from_coo_with(&t3, &format.parse::<Format>().unwrap(), dtype).unwrap();
+        let a3 =
+            SparseTensor::from_coo_with(&t3, &format.parse::<Format>().unwrap(), dtype).unwrap();
         let mttkrp = format!("tensor A: f64[p, q, r] {format}\ntensor B: f64[q, l]\ntensor C: f64[r, l]\ntensor D: f64[p, l]\nD[i,l] = A[i,j,k] * B[j,l] * C[k,l]\n");
         let inputs = HashMap::from([
             ("A".to_string(), a3.clone()),
@@ -157,7 +198,10 @@ fn higher_order_and_elementwise_kernels() {
         ]);
         check(&mttkrp, &inputs, dtype, &format!("mttkrp {format}"));
         let ttv = format!("tensor A: f64[p, q, r] {format}\ntensor v: f64[r]\ntensor Y: f64[p, q]\nY[i,j] = A[i,j,k] * v[k]\n");
-        let inputs = HashMap::from([("A".to_string(), a3.clone()), ("v".to_string(), dense(&[r], dtype, &mut rng))]);
+        let inputs = HashMap::from([
+            ("A".to_string(), a3.clone()),
+            ("v".to_string(), dense(&[r], dtype, &mut rng)),
+        ]);
         check(&ttv, &inputs, dtype, &format!("ttv {format}"));
         // RGMS: Y[i,l] = sum_r sum_j sum_k A[r,i,j] X[j,k] W[r,k,l] with A of shape (p relations) x q x r.
         let rgms = format!(
@@ -172,12 +216,19 @@ fn higher_order_and_elementwise_kernels() {
     }
     let coo = matrix("random", 8, 6, &mut rng);
     for format in ["csr", "bsr:3x3", "ell", "coo"] {
-        let a = SparseTensor::from_coo_with(&coo, &format.parse::<Format>().unwrap(), dtype).unwrap();
+        let a =
+            SparseTensor::from_coo_with(&coo, &format.parse::<Format>().unwrap(), dtype).unwrap();
         let batched = format!("tensor A: f64[m, n] {format}\ntensor B: f64[h, n, k]\ntensor C: f64[h, m, k]\nC[b,i,k] = A[i,j] * B[b,j,k]\n");
-        let inputs = HashMap::from([("A".to_string(), a.clone()), ("B".to_string(), dense(&[3, 6, 4], dtype, &mut rng))]);
+        let inputs = HashMap::from([
+            ("A".to_string(), a.clone()),
+            ("B".to_string(), dense(&[3, 6, 4], dtype, &mut rng)),
+        ]);
         check(&batched, &inputs, dtype, &format!("batched spmm {format}"));
         let ew = format!("tensor A: f64[m, n] {format}\ntensor D: f64[m, n]\ntensor C: f64[m, n] {format}\nC[i,j] = A[i,j] * relu(D[i,j]) + 0.5 * A[i,j]\n");
-        let inputs = HashMap::from([("A".to_string(), a.clone()), ("D".to_string(), dense(&[8, 6], dtype, &mut rng))]);
+        let inputs = HashMap::from([
+            ("A".to_string(), a.clone()),
+            ("D".to_string(), dense(&[8, 6], dtype, &mut rng)),
+        ]);
         check(&ew, &inputs, dtype, &format!("elementwise {format}"));
     }
 }
@@ -190,4 +241,46 @@ fn co_iteration_is_an_error_that_points_to_the_interpreter() {
     let program = "tensor A: f64[m, n] csr\ntensor B: f64[m, n] csr\ntensor C: f64[m, n] csr\nC[i,j] = A[i,j] + B[i,j]\n";
     let err = compile(program).unwrap_err().to_string();
     assert!(err.contains("interpreter"), "{err}");
+}
+
+#[test]
+fn kernels_specialise_to_i64_indices() {
+    if !have_compiler() {
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let coo = matrix("long_row", 9, 30, &mut rng);
+    for format in ["csr", "csc", "ell", "bsr:2x2", "coo"] {
+        let f: Format = format.parse().unwrap();
+        let a =
+            SparseTensor::from_coo_with_index(&coo, &f, DType::F64, Some(IndexType::I64)).unwrap();
+        let program = format!("tensor A: f64[m, n] {format}\ntensor B: f64[n, k]\ntensor C: f64[m, k]\nC[i,k] = A[i,j] * B[j,k]\n");
+        let inputs = HashMap::from([
+            ("A".to_string(), a),
+            ("B".to_string(), dense(&[30, 4], DType::F64, &mut rng)),
+        ]);
+        // The plain kernel assumes i32 indices and says so.
+        let err = compile(&program)
+            .unwrap()
+            .run(&inputs, &RunOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("i64") || err.contains("index type"),
+            "{format}: {err}"
+        );
+        let kernel = compile_for(&program, &inputs).unwrap();
+        assert!(
+            kernel.ir(sparsile::Stage::C).contains("int64_t *restrict"),
+            "{format}"
+        );
+        let got = kernel.run(&inputs, &RunOptions::default()).unwrap();
+        let expected = evaluate(&program, &inputs).unwrap();
+        close(
+            &got["C"].to_dense_f64(),
+            &expected["C"].to_dense_f64(),
+            1e-10,
+            &format!("i64 {format}"),
+        );
+    }
 }
