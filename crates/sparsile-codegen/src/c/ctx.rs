@@ -24,6 +24,8 @@ pub(crate) struct Ctx<'f> {
     /// The locals read by the C function being written; `let`s and assignments of other
     /// locals are dead (expressions have no side effects) and are left out.
     pub(crate) live: HashSet<VarId>,
+    /// Scratch buffers shared by several phases, which the caller allocates.
+    pub(crate) caller_scratch: HashSet<BufferId>,
 }
 
 impl<'f> Ctx<'f> {
@@ -83,6 +85,7 @@ impl<'f> Ctx<'f> {
             helpers: BTreeSet::new(),
             span: Span::default(),
             live: HashSet::new(),
+            caller_scratch: HashSet::new(),
         })
     }
 

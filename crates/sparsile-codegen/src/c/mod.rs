@@ -13,6 +13,9 @@
 //! `buffers[b]` points at the data of `Func.buffers[b]` ([`CSource::buffer_order`]):
 //! values as `float`/`double`, structure arrays as `int32_t`/`int64_t`. Scratch buffers
 //! are allocated by the generated code (their slot is ignored and may be null).
+//! A scratch buffer used by several phases must outlive a phase call, so the caller
+//! allocates it instead, zero-filled ([`BufferArg::allocated_by_kernel`] is false; the
+//! phase fails when its slot is null).
 //! `params[p]` is the value of `Func.params[p]` ([`CSource::param_order`]).
 //!
 //! Phases are described in [`phases`]: the extent of a parallel phase is
@@ -39,6 +42,7 @@ pub mod prelude;
 mod stmt;
 mod types;
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use sparsile_ir::coord::BufferRole;
@@ -93,7 +97,9 @@ pub struct BufferArg {
     pub role: BufferRole,
     /// Number of elements (an integer expression over the params).
     pub len: Expr,
-    /// Scratch memory the generated code allocates itself: pass a null pointer.
+    /// Scratch memory the generated code allocates itself: pass a null pointer. False
+    /// for every other buffer, including scratch shared by several phases, which the
+    /// caller allocates zero-filled.
     pub allocated_by_kernel: bool,
 }
 
@@ -119,12 +125,12 @@ pub struct PhaseInfo {
 /// Emits C99 for a stage-III function.
 ///
 /// Errors: the function is not in stage III, has f16/bf16 buffers or locals, accesses a
-/// buffer with other than one offset, or shares a top-level local or scratch buffer
-/// between phases in a way the ABI cannot express (see [`CodegenError`]).
+/// buffer with other than one offset, or shares a top-level local between phases in a
+/// way the ABI cannot express (see [`CodegenError`]).
 pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
     let mut ctx = Ctx::new(func)?;
     let (phases, lets) = split(&func.body);
-    check_scratch(func, &phases)?;
+    ctx.caller_scratch = shared_scratch(func, &phases);
     let prefix = ctx.names.fresh(&func.name);
     let mut phase_fns = String::new();
     let mut infos = Vec::new();
@@ -164,8 +170,8 @@ pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
         entry_symbols: ENTRY_SYMBOLS,
         buffer_order: func
             .buffers
-            .values()
-            .map(|b| BufferArg {
+            .iter()
+            .map(|(id, b)| BufferArg {
                 name: b.name.clone(),
                 dtype: b.dtype,
                 kind: b.kind.clone(),
@@ -174,7 +180,8 @@ pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
                     BufferLayout::Flat(len) => len.clone(),
                     BufferLayout::Axes(_) => unreachable!("rejected by Ctx::new"),
                 },
-                allocated_by_kernel: b.kind == BufferKind::Scratch,
+                allocated_by_kernel: b.kind == BufferKind::Scratch
+                    && !ctx.caller_scratch.contains(&id),
             })
             .collect(),
         param_order: func.params.values().map(|p| p.name.clone()).collect(),
@@ -222,10 +229,11 @@ fn header(code: &mut String, func: &Func, infos: &[PhaseInfo]) {
     code.push_str(" */\n");
 }
 
-/// Scratch memory lives for one phase call: a scratch buffer used by two phases is an
-/// error.
-fn check_scratch(func: &Func, phases: &[Phase]) -> Result<(), CodegenError> {
+/// The scratch buffers used by more than one phase: they must outlive a phase call, so
+/// the caller allocates them (zero-filled, `len` elements) and passes them in.
+fn shared_scratch(func: &Func, phases: &[Phase]) -> HashSet<BufferId> {
     let mut first_use: Vec<Option<usize>> = vec![None; func.buffers.len()];
+    let mut shared = HashSet::new();
     for (k, phase) in phases.iter().enumerate() {
         let mut uses = Uses::default();
         for (s, _) in &phase.stmts {
@@ -240,17 +248,13 @@ fn check_scratch(func: &Func, phases: &[Phase]) -> Result<(), CodegenError> {
             }
             match first_use[b.0 as usize] {
                 Some(first) if first != k => {
-                    return Err(CodegenError::ScratchAcrossPhases {
-                        buffer: buf.name.clone(),
-                        first,
-                        second: k,
-                    })
+                    shared.insert(b);
                 }
                 _ => first_use[b.0 as usize] = Some(k),
             }
         }
     }
-    Ok(())
+    shared
 }
 
 /// Binds the params, buffers, scratch memory and top-level locals `uses` needs; returns
@@ -275,6 +279,7 @@ fn bindings(
             func.buffers
                 .get(*b)
                 .is_some_and(|x| x.kind == BufferKind::Scratch)
+                && !ctx.caller_scratch.contains(b)
         })
         .collect();
     for b in &scratch {
@@ -286,6 +291,7 @@ fn bindings(
         func.buffers
             .get(*b)
             .is_some_and(|x| x.kind != BufferKind::Scratch)
+            || ctx.caller_scratch.contains(b)
     });
     if uses.params.is_empty() {
         w.line("(void)params;");
@@ -299,7 +305,8 @@ fn bindings(
     }
     for b in uses.buffers.clone() {
         let buf = ctx.buffer(b)?;
-        if buf.kind == BufferKind::Scratch {
+        let from_caller = ctx.caller_scratch.contains(&b);
+        if buf.kind == BufferKind::Scratch && !from_caller {
             continue;
         }
         let ty = storage_name(buf.dtype);
@@ -313,6 +320,12 @@ fn bindings(
             ctx.buffer_name(b)?,
             b.0
         ));
+        if from_caller {
+            w.line(&format!(
+                "if (!{}) {fail} /* scratch shared by several phases: the caller allocates it */",
+                ctx.buffer_name(b)?
+            ));
+        }
     }
     let mut heap = Vec::new();
     for b in scratch {
