@@ -38,6 +38,9 @@ fn snapshot(name: &str, src: &CSource) {
 
 /// Emits, compares with the snapshot and, with a compiler, checks a clean compile.
 fn emit_checked(name: &str, func: &Func) -> (CSource, Option<String>) {
+    if let Err(errors) = sparsile_ir::flat::verify(func) {
+        panic!("{name} is not a valid stage-III function: {errors:?}");
+    }
     let src = emit_c(func).unwrap();
     snapshot(name, &src);
     let cc = compiler();
