@@ -151,3 +151,27 @@ impl Kernel {
         }
     }
 }
+
+/// The function symbols a shared object defines and exports (`nm -D --defined-only`),
+/// or `None` when `nm` does not run here.
+pub fn exported_functions(so: &Path) -> Option<Vec<String>> {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(so)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace().rev();
+            let name = parts.next()?;
+            let kind = parts.next()?;
+            (kind == "T").then(|| name.to_string())
+        })
+        .collect();
+    names.sort();
+    Some(names)
+}
