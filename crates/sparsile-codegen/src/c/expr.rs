@@ -100,7 +100,7 @@ fn emit_typed(ctx: &mut Ctx, e: &Expr, ty: Ty) -> Result<Code, CodegenError> {
     Ok(match e {
         Expr::Int(n) => int_literal(*n),
         Expr::Float(x) => float_literal(*x, ty.float_context()),
-        Expr::Var(v) => Code::new(ctx.var_name(*v)?.to_string(), PREC_PRIMARY),
+        Expr::Var(v) => Code::new(ctx.var_name(*v)?, PREC_PRIMARY),
         Expr::Param(p) => Code::new(ctx.param_name(*p)?.to_string(), PREC_PRIMARY),
         Expr::Load { buffer, indices } => {
             let offset = emit_offset(ctx, *buffer, indices)?;

@@ -131,7 +131,7 @@ pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
     let mut ctx = Ctx::new(func)?;
     let (phases, lets) = split(&func.body);
     ctx.caller_scratch = shared_scratch(func, &phases);
-    let prefix = ctx.names.fresh(&func.name);
+    let prefix = ctx.global_name(&func.name);
     let mut phase_fns = String::new();
     let mut infos = Vec::new();
     for (k, phase) in phases.iter().enumerate() {
@@ -384,6 +384,7 @@ fn extent_fn(
     lets: &[&Stmt],
 ) -> Result<String, CodegenError> {
     let f = phase.parallel_loop().expect("parallel phase");
+    ctx.begin_function();
     let mut w = Writer::default();
     w.line(&format!(
         "/* Phase {k}: number of work items (iterations of the parallel loop). */"
@@ -423,6 +424,7 @@ fn run_fn(
     phase: &Phase,
     lets: &[&Stmt],
 ) -> Result<String, CodegenError> {
+    ctx.begin_function();
     let mut w = Writer::default();
     let block = phase
         .block()
@@ -458,7 +460,7 @@ fn run_fn(
     match parallel {
         Some(f) => {
             ctx.span = f.span;
-            let v = ctx.var_name(f.var)?.to_string();
+            let v = ctx.var_name(f.var)?;
             let comment = match phase.block() {
                 Some(b) => format!(" /* {}, parallel */", comment_text(b)),
                 None => " /* parallel */".to_string(),

@@ -154,7 +154,7 @@ fn emit_stmt(
 
 /// `for (int64_t v = lo; v < hi; ++v)`, with the bound evaluated once when it must be.
 fn for_header(ctx: &mut Ctx, f: &For) -> Result<String, CodegenError> {
-    let v = ctx.var_name(f.var)?.to_string();
+    let v = ctx.var_name(f.var)?;
     let lo = emit_as(ctx, &f.lo, Ty::I64)?;
     let hi = emit_as(ctx, &f.hi, Ty::I64)?;
     if bound_is_plain(&f.hi, &assigned_vars(&f.body)) {

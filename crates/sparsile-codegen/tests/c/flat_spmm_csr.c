@@ -46,9 +46,9 @@ static int64_t spmm_phase1_extent(void *const *buffers, const int64_t *params)
 {
     (void)buffers;
     const int64_t m = params[0];
-    const int64_t lo_2 = 0;
-    const int64_t hi_2 = m;
-    return hi_2 > lo_2 ? hi_2 - lo_2 : 0;
+    const int64_t lo = 0;
+    const int64_t hi = m;
+    return hi > lo ? hi - lo : 0;
 }
 
 /* Phase 1 (block spmm): work items [begin, end) of the parallel loop over i. */
@@ -60,14 +60,14 @@ static int32_t spmm_phase1(void *const *buffers, const int64_t *params, int64_t 
     float *restrict C = (float *)buffers[2];
     const int32_t *restrict A_J_indptr = (const int32_t *)buffers[3];
     const int32_t *restrict A_J_indices = (const int32_t *)buffers[4];
-    for (int64_t i_2 = begin; i_2 < end; ++i_2) { /* spmm, parallel */
-        for (int64_t kp_2 = 0; kp_2 < k; ++kp_2) { /* spmm */
+    for (int64_t i = begin; i < end; ++i) { /* spmm, parallel */
+        for (int64_t kp = 0; kp < k; ++kp) { /* spmm */
             float acc = 0.0f;
-            for (int64_t jp = (int64_t)A_J_indptr[i_2], jp_end = (int64_t)A_J_indptr[i_2 + 1]; jp < jp_end; ++jp) { /* spmm */
+            for (int64_t jp = (int64_t)A_J_indptr[i], jp_end = (int64_t)A_J_indptr[i + 1]; jp < jp_end; ++jp) { /* spmm */
                 int64_t j = (int64_t)A_J_indices[jp];
-                acc = acc + A[jp] * B[j * k + kp_2];
+                acc = acc + A[jp] * B[j * k + kp];
             }
-            C[i_2 * k + kp_2] = C[i_2 * k + kp_2] + acc;
+            C[i * k + kp] = C[i * k + kp] + acc;
         }
     }
     return 0;

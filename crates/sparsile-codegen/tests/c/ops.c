@@ -107,8 +107,8 @@ static int32_t ops_phase1(void *const *buffers, const int64_t *params)
     const double *restrict x = (const double *)buffers[2];
     double *restrict total = (double *)buffers[9];
     double s = 0.0;
-    for (int64_t i_2 = 0; i_2 < n; ++i_2) { /* ops.sum */
-        s = s + x[i_2];
+    for (int64_t i = 0; i < n; ++i) { /* ops.sum */
+        s = s + x[i];
     }
     total[0] = s;
     return 0;
@@ -120,9 +120,9 @@ static int64_t ops_phase2_extent(void *const *buffers, const int64_t *params)
     (void)buffers;
     const int64_t n = params[0];
     int64_t half = sparsile_floordiv_pos(n, 2);
-    const int64_t lo_2 = half;
-    const int64_t hi_2 = n;
-    return hi_2 > lo_2 ? hi_2 - lo_2 : 0;
+    const int64_t lo = half;
+    const int64_t hi = n;
+    return hi > lo ? hi - lo : 0;
 }
 
 /* Phase 2 (block ops.tail): work items [begin, end) of the parallel loop over i. */
@@ -131,10 +131,10 @@ static int32_t ops_phase2(void *const *buffers, const int64_t *params, int64_t b
     const int64_t n = params[0];
     int32_t *restrict out_c = (int32_t *)buffers[8];
     int64_t half = sparsile_floordiv_pos(n, 2);
-    const int64_t i_3_lo = half;
-    for (int64_t i_3 = i_3_lo + begin; i_3 < i_3_lo + end; ++i_3) { /* ops.tail, parallel */
-        int64_t k = i_3 - half;
-        out_c[i_3] = (int32_t)((int64_t)out_c[i_3] + (1000 + k));
+    const int64_t i_lo = half;
+    for (int64_t i = i_lo + begin; i < i_lo + end; ++i) { /* ops.tail, parallel */
+        int64_t k = i - half;
+        out_c[i] = (int32_t)((int64_t)out_c[i] + (1000 + k));
     }
     return 0;
 }
