@@ -18,9 +18,12 @@
 //! phase fails when its slot is null).
 //! `params[p]` is the value of `Func.params[p]` ([`CSource::param_order`]).
 //!
-//! Phases are described in [`phases`]: the extent of a parallel phase is
-//! `max(0, hi - lo)` of its loop and work item `t` runs the loop body with the loop
-//! variable `lo + t`; a serial phase has extent 1. `sparsile_phase_run` runs the work
+//! Phases are the top-level statements of the body with top-level blocks flattened: a
+//! `parallel` loop is a parallel phase, consecutive other statements one serial phase
+//! (top-level `let`s are evaluated again by later phases that use them). The extent of a
+//! parallel phase is `max(0, hi - lo)` of its loop and work item `t` runs the loop body
+//! with the loop variable `lo + t`; a serial phase has extent 1. Query a phase's extent
+//! after the phases before it have run (its bounds may read what they wrote). `sparsile_phase_run` runs the work
 //! items `[begin, end)` of a phase and returns 0, or nonzero when scratch memory cannot
 //! be allocated or `ph` is out of range. Work items of a parallel phase may run on
 //! different threads; scratch memory is allocated per call and lives for that call.
@@ -30,15 +33,15 @@
 //! (`spmv_phase0`) that binds the params and buffers it uses to named locals
 //! (`const int64_t m = params[0];`, `float *restrict y = (float *)buffers[4];`; inputs
 //! are `const`), then runs the statements; the ABI functions dispatch on the phase
-//! number. Helpers ([`prelude`]) are emitted only when used. See `tests/c/*.c` for
-//! complete examples.
+//! number. Helpers (floor division, binary search, …) are emitted only when used. See
+//! `tests/c/*.c` for complete examples.
 
 mod ctx;
 mod expr;
 mod literal;
 mod names;
-pub mod phases;
-pub mod prelude;
+mod phases;
+mod prelude;
 mod stmt;
 mod types;
 
