@@ -74,7 +74,7 @@ static int32_t nested_phase1(void *const *buffers, const int64_t *params, int64_
         int64_t q = sparsile_floordiv(i, t);
         int64_t r = sparsile_floorrem(i, t);
         double v = fmax(X[i], fmin(S[r], 0.001));
-        if ((q > 0 && (r == 0 || r != t - 1)) && (q < 0) == 0) {
+        if ((q > 0 && (r == 0 || r != t - 1)) && (int64_t)(q < 0) == 0) {
             v = exp(-v) + sqrt(fabs(v)) - log(sparsile_relu_f64(v) + 1.0);
         }
         if (i <= n - 1) {

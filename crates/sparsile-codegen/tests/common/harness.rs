@@ -88,13 +88,18 @@ type Run = unsafe extern "C" fn(i64, *const *mut c_void, *const i64, i64, i64) -
 
 impl Kernel {
     pub fn compile(cc: &str, src: &CSource) -> Kernel {
+        Kernel::compile_with(cc, src, &[])
+    }
+
+    /// Compiles with `-Wall -Werror` and the `extra` flags.
+    pub fn compile_with(cc: &str, src: &CSource, extra: &[&str]) -> Kernel {
         let dir = tempfile::tempdir().expect("temp dir");
         let c = write_source(dir.path(), &src.code);
         let so_path = dir.path().join("kernel.so");
         let out = Command::new(cc)
-            .args([
-                "-std=c99", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o",
-            ])
+            .args(["-std=c99", "-O2", "-Wall", "-Werror", "-shared", "-fPIC"])
+            .args(extra)
+            .arg("-o")
             .arg(&so_path)
             .arg(&c)
             .arg("-lm")
