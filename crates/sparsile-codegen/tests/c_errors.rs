@@ -223,3 +223,47 @@ fn names_that_clash_with_c_are_renamed() {
         common::harness::check_compiles(&cc, &src.code).unwrap();
     }
 }
+
+#[test]
+fn dead_locals_bind_nothing() {
+    // `j` is only read by the dead `k`: neither is emitted, and `A_indices` (read only
+    // by `j`) is not bound, so the C has no unused variables.
+    let mut b = FuncBuilder::new("dead");
+    let m = b.param("m");
+    let nnz = b.param("nnz");
+    let ip = b.indptr("A", DType::I32, add(p(m), int(1)));
+    let ix = b.indices("A", DType::I32, p(nnz));
+    let a = b.values("A", DType::F64, p(nnz), BufferRole::Input);
+    let y = b.values("y", DType::F64, p(m), BufferRole::Output);
+    let i = b.index("i");
+    let jp = b.index("jp");
+    let j = b.index("j");
+    let k = b.index("k");
+    let acc = b.value("acc", DType::F64);
+    let f = b.finish(vec![parallel(
+        i,
+        int(0),
+        p(m),
+        vec![
+            let_(acc, float(0.0)),
+            serial(
+                jp,
+                ld(ip, v(i)),
+                ld(ip, add(v(i), int(1))),
+                vec![
+                    let_(j, ld(ix, v(jp))),
+                    let_(k, add(v(j), int(1))),
+                    assign(acc, add(v(acc), ld(a, v(jp)))),
+                ],
+            ),
+            store(y, v(i), v(acc)),
+        ],
+    )]);
+    let src = emit_c(&f).unwrap();
+    assert!(!src.code.contains("buffers[1]"), "{}", src.code);
+    assert!(!src.code.contains("int64_t j ="), "{}", src.code);
+    assert!(!src.code.contains("int64_t k ="), "{}", src.code);
+    if let Some(cc) = compiler() {
+        common::harness::check_compiles(&cc, &src.code).unwrap();
+    }
+}

@@ -54,7 +54,7 @@ use sparsile_ir::{BufferId, DType};
 
 use ctx::Ctx;
 use expr::emit_as;
-use phases::{needed_lets, split, Phase, Uses};
+use phases::{live_uses, needed_lets, split, Phase, Uses};
 use stmt::{comment_text, emit_stmts, Writer};
 use types::{storage_name, Ty};
 
@@ -397,9 +397,7 @@ fn extent_fn(
     ));
     w.line("{");
     w.indent += 1;
-    let mut uses = Uses::default();
-    uses.expr(&f.lo);
-    uses.expr(&f.hi);
+    let mut uses = live_uses(&[], &[&f.lo, &f.hi]);
     let heap = bindings(ctx, &mut w, &mut uses, lets_of(phase, lets), "return 0;")?;
     ctx.span = f.span;
     let lo_name = ctx.names.fresh("lo");
@@ -434,8 +432,7 @@ fn run_fn(
         .map(|b| format!(" (block {})", comment_text(b)))
         .unwrap_or_default();
     let parallel = phase.parallel_loop();
-    let mut uses = Uses::default();
-    match parallel {
+    let mut uses = match parallel {
         Some(f) => {
             w.line(&format!(
                 "/* Phase {k}{block}: work items [begin, end) of the parallel loop over {}. */",
@@ -444,19 +441,18 @@ fn run_fn(
             w.line(&format!(
                 "static int32_t {prefix}_phase{k}(void *const *buffers, const int64_t *params, int64_t begin, int64_t end)"
             ));
-            uses.expr(&f.lo);
-            uses.stmts(&f.body);
+            let body: Vec<&Stmt> = f.body.iter().collect();
+            live_uses(&body, &[&f.lo])
         }
         None => {
             w.line(&format!("/* Phase {k}{block}: serial. */"));
             w.line(&format!(
                 "static int32_t {prefix}_phase{k}(void *const *buffers, const int64_t *params)"
             ));
-            for (s, _) in &phase.stmts {
-                uses.stmt(s);
-            }
+            let stmts: Vec<&Stmt> = phase.stmts.iter().map(|(s, _)| *s).collect();
+            live_uses(&stmts, &[])
         }
-    }
+    };
     w.line("{");
     w.indent += 1;
     let heap = bindings(ctx, &mut w, &mut uses, lets_of(phase, lets), "return 1;")?;
