@@ -1,4 +1,5 @@
-//! What the C backend refuses, and that each error names the culprit.
+//! What the C backend refuses (each error names the culprit), and how it handles names
+//! that clash with C, scratch shared by phases and dead locals.
 
 mod common;
 
