@@ -1,6 +1,7 @@
-//! The C backend on stage-III functions read from text (`tests/flat/*.flat`): each one
-//! verifies, emits the C in `tests/c/flat_<name>.c` (rewritten with
-//! `SPARSILE_BLESS=1`) and compiles cleanly; the SpMM runs against Rust.
+//! The C backend on stage-III functions read from text (`tests/flat/*.flat`: examples of
+//! the text IR, and `lowered_*` outputs of the lowering pipeline): each one verifies,
+//! emits the C in `tests/c/flat_<name>.c` (rewritten with `SPARSILE_BLESS=1`) and
+//! compiles cleanly; the SpMM runs against Rust.
 
 mod common;
 
