@@ -48,12 +48,6 @@ pub enum CodegenError {
         reason: &'static str,
         span: Span,
     },
-    #[error("scratch buffer `{buffer}` is used by phases {first} and {second}; scratch memory does not outlive a phase")]
-    ScratchAcrossPhases {
-        buffer: String,
-        first: usize,
-        second: usize,
-    },
 }
 
 fn at(span: &Span) -> String {

@@ -8,7 +8,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::build::FuncBuilder;
-use common::harness::{check_compiles, compiler, Data, Kernel};
+use common::harness::{check_compiles, compiler, exported_functions, Data, Kernel};
 use common::kernels::*;
 use sparsile_codegen::{emit_c, CSource, PhaseKind};
 use sparsile_ir::loops::Func;
@@ -38,6 +38,9 @@ fn snapshot(name: &str, src: &CSource) {
 
 /// Emits, compares with the snapshot and, with a compiler, checks a clean compile.
 fn emit_checked(name: &str, func: &Func) -> (CSource, Option<String>) {
+    if let Err(errors) = sparsile_ir::flat::verify(func) {
+        panic!("{name} is not a valid stage-III function: {errors:?}");
+    }
     let src = emit_c(func).unwrap();
     snapshot(name, &src);
     let cc = compiler();
@@ -110,6 +113,14 @@ fn spmv_csr() {
     assert_eq!(src.phases[1].block.as_deref(), Some("spmv"));
     let Some(cc) = cc else { return };
     let kernel = Kernel::compile(&cc, &src);
+    match exported_functions(&kernel.so_path) {
+        Some(names) => {
+            let mut want: Vec<&str> = src.entry_symbols.to_vec();
+            want.sort();
+            assert_eq!(names, want, "the kernel exports exactly the ABI");
+        }
+        None => eprintln!("no `nm`: exported-symbol check skipped"),
+    }
     for (seed, m, n) in [(1, 37, 23), (2, 1, 5), (3, 0, 4), (4, 64, 64)] {
         let a = random_csr(seed, m, n, 0.2);
         let x = random_vec(seed + 100, n);

@@ -14,16 +14,22 @@ use crate::CodegenError;
 
 pub(crate) struct Ctx<'f> {
     pub(crate) func: &'f Func,
+    /// Names of the C function being written (locals, loop bounds).
     pub(crate) names: Names,
+    /// Names of the whole translation unit (params, buffers, functions).
+    global: Names,
     param_names: Vec<String>,
     buffer_names: Vec<String>,
-    var_names: Vec<String>,
+    /// Local names, given on first use in each C function.
+    var_names: Vec<Option<String>>,
     pub(crate) helpers: BTreeSet<Helper>,
     /// The statement being emitted.
     pub(crate) span: Span,
     /// The locals read by the C function being written; `let`s and assignments of other
     /// locals are dead (expressions have no side effects) and are left out.
     pub(crate) live: HashSet<VarId>,
+    /// Scratch buffers shared by several phases, which the caller allocates.
+    pub(crate) caller_scratch: HashSet<BufferId>,
 }
 
 impl<'f> Ctx<'f> {
@@ -73,16 +79,18 @@ impl<'f> Ctx<'f> {
             .values()
             .map(|b| names.fresh(&b.name))
             .collect();
-        let var_names = func.vars.values().map(|v| names.fresh(&v.name)).collect();
+        let var_names = vec![None; func.vars.len()];
         Ok(Ctx {
             func,
-            names,
+            names: names.clone(),
+            global: names,
             param_names,
             buffer_names,
             var_names,
             helpers: BTreeSet::new(),
             span: Span::default(),
             live: HashSet::new(),
+            caller_scratch: HashSet::new(),
         })
     }
 
@@ -119,9 +127,27 @@ impl<'f> Ctx<'f> {
             .ok_or_else(|| self.unknown("local", id.0 as usize, self.func.vars.len()))
     }
 
-    pub(crate) fn var_name(&self, id: VarId) -> Result<&str, CodegenError> {
-        self.var(id)?;
-        Ok(&self.var_names[id.0 as usize])
+    /// The C name of a local in the function being written.
+    pub(crate) fn var_name(&mut self, id: VarId) -> Result<String, CodegenError> {
+        let var = self.var(id)?;
+        let slot = &mut self.var_names[id.0 as usize];
+        if slot.is_none() {
+            *slot = Some(self.names.fresh(&var.name));
+        }
+        Ok(slot.clone().expect("named above"))
+    }
+
+    /// A name unique in the whole translation unit (for functions).
+    pub(crate) fn global_name(&mut self, wanted: &str) -> String {
+        let name = self.global.fresh(wanted);
+        self.names = self.global.clone();
+        name
+    }
+
+    /// Starts a new C function: locals are named afresh (C scopes them per function).
+    pub(crate) fn begin_function(&mut self) {
+        self.names = self.global.clone();
+        self.var_names.iter_mut().for_each(|n| *n = None);
     }
 
     pub(crate) fn param_name(&self, id: ParamId) -> Result<&str, CodegenError> {

@@ -78,6 +78,65 @@ fn infix(lhs: &Code, op: &str, rhs: &Code, prec: u8) -> Code {
     Code::new(format!("{} {op} {}", lhs.at(prec), rhs.at(prec + 1)), prec)
 }
 
+/// A comparison or logic expression as a C condition (type `int`, 0 or 1); `None` for
+/// other expressions.
+fn emit_condition(ctx: &mut Ctx, e: &Expr) -> Result<Option<Code>, CodegenError> {
+    Ok(Some(match e {
+        Expr::Cmp { op, lhs, rhs } => {
+            let operand = join(natural(ctx, lhs)?, natural(ctx, rhs)?).unwrap_or(Ty::F64);
+            let l = emit_as(ctx, lhs, operand)?;
+            let r = emit_as(ctx, rhs, operand)?;
+            let prec = match op {
+                CmpOp::Eq | CmpOp::Ne => PREC_EQ,
+                _ => PREC_REL,
+            };
+            // Chained comparisons get parentheses (C would read `a < b < c` oddly).
+            Code::new(
+                format!(
+                    "{} {} {}",
+                    l.at(PREC_REL + 1),
+                    op.symbol(),
+                    r.at(PREC_REL + 1)
+                ),
+                prec,
+            )
+        }
+        Expr::Logic { op, lhs, rhs } => {
+            let l = emit_truth(ctx, lhs)?;
+            let r = emit_truth(ctx, rhs)?;
+            let prec = match op {
+                LogicOp::And => PREC_AND,
+                LogicOp::Or => PREC_OR,
+            };
+            // `&&` inside `||` gets parentheses, as compilers suggest.
+            Code::new(
+                format!(
+                    "{} {} {}",
+                    l.at(PREC_AND + 1),
+                    op.symbol(),
+                    r.at(PREC_AND + 1)
+                ),
+                prec,
+            )
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// `e` used as a truth value: comparisons and logic as C conditions, any other integer
+/// `x` as `x != 0` (which is what C does, written out so that compilers do not warn).
+/// Used as a value, a comparison is the `int64_t` 0 or 1: `(int64_t)(a < b)`.
+pub(crate) fn emit_truth(ctx: &mut Ctx, e: &Expr) -> Result<Code, CodegenError> {
+    if let Some(code) = emit_condition(ctx, e)? {
+        return Ok(code);
+    }
+    let code = emit_as(ctx, e, Ty::I64)?;
+    Ok(Code::new(
+        format!("{} != 0", code.at(PREC_REL + 1)),
+        PREC_EQ,
+    ))
+}
+
 /// The offset expression of a one-index access.
 pub(crate) fn emit_offset(
     ctx: &mut Ctx,
@@ -100,7 +159,7 @@ fn emit_typed(ctx: &mut Ctx, e: &Expr, ty: Ty) -> Result<Code, CodegenError> {
     Ok(match e {
         Expr::Int(n) => int_literal(*n),
         Expr::Float(x) => float_literal(*x, ty.float_context()),
-        Expr::Var(v) => Code::new(ctx.var_name(*v)?.to_string(), PREC_PRIMARY),
+        Expr::Var(v) => Code::new(ctx.var_name(*v)?, PREC_PRIMARY),
         Expr::Param(p) => Code::new(ctx.param_name(*p)?.to_string(), PREC_PRIMARY),
         Expr::Load { buffer, indices } => {
             let offset = emit_offset(ctx, *buffer, indices)?;
@@ -116,49 +175,16 @@ fn emit_typed(ctx: &mut Ctx, e: &Expr, ty: Ty) -> Result<Code, CodegenError> {
         }
         Expr::Unary { op, arg } => emit_unary(ctx, *op, arg, ty)?,
         Expr::Binary { op, lhs, rhs } => emit_binary(ctx, *op, lhs, rhs, ty)?,
-        Expr::Cmp { op, lhs, rhs } => {
-            let operand = join(natural(ctx, lhs)?, natural(ctx, rhs)?).unwrap_or(Ty::F64);
-            let l = emit_as(ctx, lhs, operand)?;
-            let r = emit_as(ctx, rhs, operand)?;
-            let prec = match op {
-                CmpOp::Eq | CmpOp::Ne => PREC_EQ,
-                _ => PREC_REL,
-            };
-            // Chained comparisons get parentheses (C would read `a < b < c` oddly).
-            Code::new(
-                format!(
-                    "{} {} {}",
-                    l.at(PREC_REL + 1),
-                    op.symbol(),
-                    r.at(PREC_REL + 1)
-                ),
-                prec,
-            )
-        }
-        Expr::Logic { op, lhs, rhs } => {
-            let l = emit_as(ctx, lhs, Ty::I64)?;
-            let r = emit_as(ctx, rhs, Ty::I64)?;
-            let prec = match op {
-                LogicOp::And => PREC_AND,
-                LogicOp::Or => PREC_OR,
-            };
-            // `&&` inside `||` gets parentheses, as compilers suggest.
-            Code::new(
-                format!(
-                    "{} {} {}",
-                    l.at(PREC_AND + 1),
-                    op.symbol(),
-                    r.at(PREC_AND + 1)
-                ),
-                prec,
-            )
+        Expr::Cmp { .. } | Expr::Logic { .. } => {
+            let raw = emit_condition(ctx, e)?.expect("a comparison or logic");
+            cast("int64_t", &raw)
         }
         Expr::Select {
             cond,
             then,
             otherwise,
         } => {
-            let c = emit_as(ctx, cond, Ty::I64)?;
+            let c = emit_truth(ctx, cond)?;
             let t = emit_as(ctx, then, ty)?;
             let o = emit_as(ctx, otherwise, ty)?;
             Code::new(

@@ -13,11 +13,17 @@
 //! `buffers[b]` points at the data of `Func.buffers[b]` ([`CSource::buffer_order`]):
 //! values as `float`/`double`, structure arrays as `int32_t`/`int64_t`. Scratch buffers
 //! are allocated by the generated code (their slot is ignored and may be null).
+//! A scratch buffer used by several phases must outlive a phase call, so the caller
+//! allocates it instead, zero-filled ([`BufferArg::allocated_by_kernel`] is false; the
+//! phase fails when its slot is null).
 //! `params[p]` is the value of `Func.params[p]` ([`CSource::param_order`]).
 //!
-//! Phases are described in [`phases`]: the extent of a parallel phase is
-//! `max(0, hi - lo)` of its loop and work item `t` runs the loop body with the loop
-//! variable `lo + t`; a serial phase has extent 1. `sparsile_phase_run` runs the work
+//! Phases are the top-level statements of the body with top-level blocks flattened: a
+//! `parallel` loop is a parallel phase, consecutive other statements one serial phase
+//! (top-level `let`s are evaluated again by later phases that use them). The extent of a
+//! parallel phase is `max(0, hi - lo)` of its loop and work item `t` runs the loop body
+//! with the loop variable `lo + t`; a serial phase has extent 1. Query a phase's extent
+//! after the phases before it have run (its bounds may read what they wrote). `sparsile_phase_run` runs the work
 //! items `[begin, end)` of a phase and returns 0, or nonzero when scratch memory cannot
 //! be allocated or `ph` is out of range. Work items of a parallel phase may run on
 //! different threads; scratch memory is allocated per call and lives for that call.
@@ -27,18 +33,19 @@
 //! (`spmv_phase0`) that binds the params and buffers it uses to named locals
 //! (`const int64_t m = params[0];`, `float *restrict y = (float *)buffers[4];`; inputs
 //! are `const`), then runs the statements; the ABI functions dispatch on the phase
-//! number. Helpers ([`prelude`]) are emitted only when used. See `tests/c/*.c` for
-//! complete examples.
+//! number. Helpers (floor division, binary search, …) are emitted only when used. See
+//! `tests/c/*.c` for complete examples.
 
 mod ctx;
 mod expr;
 mod literal;
 mod names;
-pub mod phases;
-pub mod prelude;
+mod phases;
+mod prelude;
 mod stmt;
 mod types;
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use sparsile_ir::coord::BufferRole;
@@ -47,7 +54,7 @@ use sparsile_ir::{BufferId, DType};
 
 use ctx::Ctx;
 use expr::emit_as;
-use phases::{needed_lets, split, Phase, Uses};
+use phases::{live_uses, needed_lets, split, Phase, Uses};
 use stmt::{comment_text, emit_stmts, Writer};
 use types::{storage_name, Ty};
 
@@ -93,7 +100,9 @@ pub struct BufferArg {
     pub role: BufferRole,
     /// Number of elements (an integer expression over the params).
     pub len: Expr,
-    /// Scratch memory the generated code allocates itself: pass a null pointer.
+    /// Scratch memory the generated code allocates itself: pass a null pointer. False
+    /// for every other buffer, including scratch shared by several phases, which the
+    /// caller allocates zero-filled.
     pub allocated_by_kernel: bool,
 }
 
@@ -119,13 +128,13 @@ pub struct PhaseInfo {
 /// Emits C99 for a stage-III function.
 ///
 /// Errors: the function is not in stage III, has f16/bf16 buffers or locals, accesses a
-/// buffer with other than one offset, or shares a top-level local or scratch buffer
-/// between phases in a way the ABI cannot express (see [`CodegenError`]).
+/// buffer with other than one offset, or shares a top-level local between phases in a
+/// way the ABI cannot express (see [`CodegenError`]).
 pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
     let mut ctx = Ctx::new(func)?;
     let (phases, lets) = split(&func.body);
-    check_scratch(func, &phases)?;
-    let prefix = ctx.names.fresh(&func.name);
+    ctx.caller_scratch = shared_scratch(func, &phases);
+    let prefix = ctx.global_name(&func.name);
     let mut phase_fns = String::new();
     let mut infos = Vec::new();
     for (k, phase) in phases.iter().enumerate() {
@@ -164,8 +173,8 @@ pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
         entry_symbols: ENTRY_SYMBOLS,
         buffer_order: func
             .buffers
-            .values()
-            .map(|b| BufferArg {
+            .iter()
+            .map(|(id, b)| BufferArg {
                 name: b.name.clone(),
                 dtype: b.dtype,
                 kind: b.kind.clone(),
@@ -174,7 +183,8 @@ pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
                     BufferLayout::Flat(len) => len.clone(),
                     BufferLayout::Axes(_) => unreachable!("rejected by Ctx::new"),
                 },
-                allocated_by_kernel: b.kind == BufferKind::Scratch,
+                allocated_by_kernel: b.kind == BufferKind::Scratch
+                    && !ctx.caller_scratch.contains(&id),
             })
             .collect(),
         param_order: func.params.values().map(|p| p.name.clone()).collect(),
@@ -222,10 +232,11 @@ fn header(code: &mut String, func: &Func, infos: &[PhaseInfo]) {
     code.push_str(" */\n");
 }
 
-/// Scratch memory lives for one phase call: a scratch buffer used by two phases is an
-/// error.
-fn check_scratch(func: &Func, phases: &[Phase]) -> Result<(), CodegenError> {
+/// The scratch buffers used by more than one phase: they must outlive a phase call, so
+/// the caller allocates them (zero-filled, `len` elements) and passes them in.
+fn shared_scratch(func: &Func, phases: &[Phase]) -> HashSet<BufferId> {
     let mut first_use: Vec<Option<usize>> = vec![None; func.buffers.len()];
+    let mut shared = HashSet::new();
     for (k, phase) in phases.iter().enumerate() {
         let mut uses = Uses::default();
         for (s, _) in &phase.stmts {
@@ -240,17 +251,13 @@ fn check_scratch(func: &Func, phases: &[Phase]) -> Result<(), CodegenError> {
             }
             match first_use[b.0 as usize] {
                 Some(first) if first != k => {
-                    return Err(CodegenError::ScratchAcrossPhases {
-                        buffer: buf.name.clone(),
-                        first,
-                        second: k,
-                    })
+                    shared.insert(b);
                 }
                 _ => first_use[b.0 as usize] = Some(k),
             }
         }
     }
-    Ok(())
+    shared
 }
 
 /// Binds the params, buffers, scratch memory and top-level locals `uses` needs; returns
@@ -275,6 +282,7 @@ fn bindings(
             func.buffers
                 .get(*b)
                 .is_some_and(|x| x.kind == BufferKind::Scratch)
+                && !ctx.caller_scratch.contains(b)
         })
         .collect();
     for b in &scratch {
@@ -286,6 +294,7 @@ fn bindings(
         func.buffers
             .get(*b)
             .is_some_and(|x| x.kind != BufferKind::Scratch)
+            || ctx.caller_scratch.contains(b)
     });
     if uses.params.is_empty() {
         w.line("(void)params;");
@@ -299,7 +308,8 @@ fn bindings(
     }
     for b in uses.buffers.clone() {
         let buf = ctx.buffer(b)?;
-        if buf.kind == BufferKind::Scratch {
+        let from_caller = ctx.caller_scratch.contains(&b);
+        if buf.kind == BufferKind::Scratch && !from_caller {
             continue;
         }
         let ty = storage_name(buf.dtype);
@@ -313,6 +323,12 @@ fn bindings(
             ctx.buffer_name(b)?,
             b.0
         ));
+        if from_caller {
+            w.line(&format!(
+                "if (!{}) {fail} /* scratch shared by several phases: the caller allocates it */",
+                ctx.buffer_name(b)?
+            ));
+        }
     }
     let mut heap = Vec::new();
     for b in scratch {
@@ -371,6 +387,7 @@ fn extent_fn(
     lets: &[&Stmt],
 ) -> Result<String, CodegenError> {
     let f = phase.parallel_loop().expect("parallel phase");
+    ctx.begin_function();
     let mut w = Writer::default();
     w.line(&format!(
         "/* Phase {k}: number of work items (iterations of the parallel loop). */"
@@ -380,9 +397,7 @@ fn extent_fn(
     ));
     w.line("{");
     w.indent += 1;
-    let mut uses = Uses::default();
-    uses.expr(&f.lo);
-    uses.expr(&f.hi);
+    let mut uses = live_uses(&[], &[&f.lo, &f.hi]);
     let heap = bindings(ctx, &mut w, &mut uses, lets_of(phase, lets), "return 0;")?;
     ctx.span = f.span;
     let lo_name = ctx.names.fresh("lo");
@@ -410,14 +425,14 @@ fn run_fn(
     phase: &Phase,
     lets: &[&Stmt],
 ) -> Result<String, CodegenError> {
+    ctx.begin_function();
     let mut w = Writer::default();
     let block = phase
         .block()
         .map(|b| format!(" (block {})", comment_text(b)))
         .unwrap_or_default();
     let parallel = phase.parallel_loop();
-    let mut uses = Uses::default();
-    match parallel {
+    let mut uses = match parallel {
         Some(f) => {
             w.line(&format!(
                 "/* Phase {k}{block}: work items [begin, end) of the parallel loop over {}. */",
@@ -426,26 +441,25 @@ fn run_fn(
             w.line(&format!(
                 "static int32_t {prefix}_phase{k}(void *const *buffers, const int64_t *params, int64_t begin, int64_t end)"
             ));
-            uses.expr(&f.lo);
-            uses.stmts(&f.body);
+            let body: Vec<&Stmt> = f.body.iter().collect();
+            live_uses(&body, &[&f.lo])
         }
         None => {
             w.line(&format!("/* Phase {k}{block}: serial. */"));
             w.line(&format!(
                 "static int32_t {prefix}_phase{k}(void *const *buffers, const int64_t *params)"
             ));
-            for (s, _) in &phase.stmts {
-                uses.stmt(s);
-            }
+            let stmts: Vec<&Stmt> = phase.stmts.iter().map(|(s, _)| *s).collect();
+            live_uses(&stmts, &[])
         }
-    }
+    };
     w.line("{");
     w.indent += 1;
     let heap = bindings(ctx, &mut w, &mut uses, lets_of(phase, lets), "return 1;")?;
     match parallel {
         Some(f) => {
             ctx.span = f.span;
-            let v = ctx.var_name(f.var)?.to_string();
+            let v = ctx.var_name(f.var)?;
             let comment = match phase.block() {
                 Some(b) => format!(" /* {}, parallel */", comment_text(b)),
                 None => " /* parallel */".to_string(),

@@ -100,6 +100,29 @@ pub(crate) struct Uses {
     pub(crate) vars: BTreeSet<VarId>,
     /// The locals read by an expression (a subset of `vars`).
     pub(crate) read_vars: HashSet<VarId>,
+    /// When set, `let`s and assignments of locals outside it are dead and skipped.
+    live: Option<HashSet<VarId>>,
+}
+
+/// What the live code of `stmts` and `exprs` uses: `let`s and assignments of locals that
+/// nothing live reads are dead (expressions have no side effects) and do not count, so
+/// that a dead `let j = A_indices[jp]` binds neither `j` nor `A_indices`.
+pub(crate) fn live_uses(stmts: &[&Stmt], exprs: &[&Expr]) -> Uses {
+    let mut live: Option<HashSet<VarId>> = None;
+    loop {
+        let mut uses = Uses {
+            live: live.clone(),
+            ..Uses::default()
+        };
+        exprs.iter().for_each(|e| uses.expr(e));
+        stmts.iter().for_each(|s| uses.stmt(s));
+        // Each round drops locals read only by dead code: the set shrinks to a fixpoint.
+        if live.as_ref() == Some(&uses.read_vars) {
+            uses.live = None;
+            return uses;
+        }
+        live = Some(uses.read_vars.clone());
+    }
 }
 
 impl Uses {
@@ -143,6 +166,8 @@ impl Uses {
                 self.stmts(then_body);
                 self.stmts(else_body);
             }
+            Stmt::Let { var, .. } | Stmt::Assign { var, .. }
+                if self.live.as_ref().is_some_and(|l| !l.contains(var)) => {}
             Stmt::Let { var, value, .. } | Stmt::Assign { var, value, .. } => {
                 self.vars.insert(*var);
                 self.expr(value);

@@ -17,7 +17,7 @@ use sparsile_ir::loops::{Expr, For, ForKind, Stmt};
 use sparsile_ir::{DType, VarId};
 
 use super::ctx::Ctx;
-use super::expr::{emit_as, emit_offset};
+use super::expr::{emit_as, emit_offset, emit_truth};
 use super::prelude::Helper;
 use super::types::{var_ty, Ty};
 use crate::CodegenError;
@@ -86,7 +86,7 @@ fn emit_stmt(
             span,
         } => {
             ctx.span = *span;
-            let c = emit_as(ctx, cond, Ty::I64)?;
+            let c = emit_truth(ctx, cond)?;
             w.line(&format!("if ({}) {{", c.text));
             w.indent += 1;
             emit_stmts(ctx, w, then_body, block)?;
@@ -154,7 +154,7 @@ fn emit_stmt(
 
 /// `for (int64_t v = lo; v < hi; ++v)`, with the bound evaluated once when it must be.
 fn for_header(ctx: &mut Ctx, f: &For) -> Result<String, CodegenError> {
-    let v = ctx.var_name(f.var)?.to_string();
+    let v = ctx.var_name(f.var)?;
     let lo = emit_as(ctx, &f.lo, Ty::I64)?;
     let hi = emit_as(ctx, &f.hi, Ty::I64)?;
     if bound_is_plain(&f.hi, &assigned_vars(&f.body)) {

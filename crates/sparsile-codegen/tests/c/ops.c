@@ -45,13 +45,7 @@ static inline int64_t sparsile_max_i64(int64_t a, int64_t b) { return a > b ? a 
 
 static inline int64_t sparsile_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-static inline int64_t sparsile_abs_i64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
-
 static inline double sparsile_relu_f64(double x) { return x > 0.0 ? x : 0.0; }
-
-static inline float sparsile_rem_f32(float a, float b) { return a - b * floorf(a / b); }
-
-static inline double sparsile_rem_f64(double a, double b) { return a - b * floor(a / b); }
 
 /* The position p in [lo, hi) with a[p] == x in the sorted run a[lo..hi), or -1. */
 static inline int64_t sparsile_search_i32(const int32_t *a, int64_t lo, int64_t hi, int64_t x)
@@ -97,10 +91,10 @@ static int32_t ops_phase0(void *const *buffers, const int64_t *params, int64_t b
         out_i[i * 6 + 1] = sparsile_floorrem(q[i], r[i]);
         out_i[i * 6 + 2] = sparsile_floordiv_pos(q[i], 3);
         out_i[i * 6 + 3] = sparsile_floorrem_pos(q[i], 3);
-        out_i[i * 6 + 4] = sparsile_max_i64(q[i], r[i]) - sparsile_min_i64(q[i], -r[i]) + (sparsile_abs_i64(q[i]) + sparsile_max_i64(-q[i], 0));
+        out_i[i * 6 + 4] = sparsile_max_i64(q[i], r[i]) - sparsile_min_i64(q[i], 0 - r[i]) + sparsile_max_i64(q[i], 0 - q[i]);
         out_i[i * 6 + 5] = sparsile_search_i32(keys, 0, 8, q[i]);
-        out_f[i] = sparsile_relu_f64(x[i]) + fabs(x[i]) * 0.5 + (fmax(x[i], 0.25) - fmin(x[i], -0.25)) + (((x[i] > 0.0 && sparsile_floorrem_pos(i, 2) == 0) || x[i] < -1.5 ? sqrt(fabs(x[i])) : exp(-x[i])) + (sparsile_rem_f64(x[i], 0.75) + ((double)i * 0.125 - 1e-300 * 1e300)));
-        out_g[i] = logf(1.0f + fabsf(xf[i])) + sparsile_rem_f32(xf[i], 0.75f) + (0.1f + xf[i] * 3.0f);
+        out_f[i] = sparsile_relu_f64(x[i]) + fabs(x[i]) * 0.5 + (fmax(x[i], 0.25) - fmin(x[i], -0.25)) + (((x[i] > 0.0 && sparsile_floorrem_pos(i, 2) == 0) || x[i] < -1.5 ? sqrt(fabs(x[i])) : exp(-x[i])) + (x[i] / 0.75 + (x[i] * 0.125 - 1e-300 * 1e300)));
+        out_g[i] = logf(1.0f + fabsf(xf[i])) + xf[i] / 0.75f + (0.1f + xf[i] * 3.0f);
         out_c[i] = (int32_t)(q[i] * 2 - 1);
     }
     return 0;
@@ -113,8 +107,8 @@ static int32_t ops_phase1(void *const *buffers, const int64_t *params)
     const double *restrict x = (const double *)buffers[2];
     double *restrict total = (double *)buffers[9];
     double s = 0.0;
-    for (int64_t i_2 = 0; i_2 < n; ++i_2) { /* ops.sum */
-        s = s + x[i_2];
+    for (int64_t i = 0; i < n; ++i) { /* ops.sum */
+        s = s + x[i];
     }
     total[0] = s;
     return 0;
@@ -126,9 +120,9 @@ static int64_t ops_phase2_extent(void *const *buffers, const int64_t *params)
     (void)buffers;
     const int64_t n = params[0];
     int64_t half = sparsile_floordiv_pos(n, 2);
-    const int64_t lo_2 = half;
-    const int64_t hi_2 = n;
-    return hi_2 > lo_2 ? hi_2 - lo_2 : 0;
+    const int64_t lo = half;
+    const int64_t hi = n;
+    return hi > lo ? hi - lo : 0;
 }
 
 /* Phase 2 (block ops.tail): work items [begin, end) of the parallel loop over i. */
@@ -137,10 +131,10 @@ static int32_t ops_phase2(void *const *buffers, const int64_t *params, int64_t b
     const int64_t n = params[0];
     int32_t *restrict out_c = (int32_t *)buffers[8];
     int64_t half = sparsile_floordiv_pos(n, 2);
-    const int64_t i_3_lo = half;
-    for (int64_t i_3 = i_3_lo + begin; i_3 < i_3_lo + end; ++i_3) { /* ops.tail, parallel */
-        int64_t k = i_3 - half;
-        out_c[i_3] = (int32_t)((int64_t)out_c[i_3] + (1000 + k));
+    const int64_t i_lo = half;
+    for (int64_t i = i_lo + begin; i < i_lo + end; ++i) { /* ops.tail, parallel */
+        int64_t k = i - half;
+        out_c[i] = (int32_t)((int64_t)out_c[i] + (1000 + k));
     }
     return 0;
 }

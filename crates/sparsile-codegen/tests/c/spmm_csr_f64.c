@@ -46,9 +46,9 @@ static int64_t spmm_phase1_extent(void *const *buffers, const int64_t *params)
 {
     (void)buffers;
     const int64_t m = params[0];
-    const int64_t lo_2 = 0;
-    const int64_t hi_2 = m;
-    return hi_2 > lo_2 ? hi_2 - lo_2 : 0;
+    const int64_t lo = 0;
+    const int64_t hi = m;
+    return hi > lo ? hi - lo : 0;
 }
 
 /* Phase 1 (block spmm): work items [begin, end) of the parallel loop over i. */
@@ -60,12 +60,12 @@ static int32_t spmm_phase1(void *const *buffers, const int64_t *params, int64_t 
     const double *restrict A = (const double *)buffers[2];
     const double *restrict B = (const double *)buffers[3];
     double *restrict C = (double *)buffers[4];
-    for (int64_t i_2 = begin; i_2 < end; ++i_2) { /* spmm, parallel */
-        for (int64_t jp = A_indptr[i_2], jp_end = A_indptr[i_2 + 1]; jp < jp_end; ++jp) { /* spmm */
+    for (int64_t i = begin; i < end; ++i) { /* spmm, parallel */
+        for (int64_t jp = A_indptr[i], jp_end = A_indptr[i + 1]; jp < jp_end; ++jp) { /* spmm */
             int64_t j = A_indices[jp];
             SPARSILE_IVDEP
-            for (int64_t kk_2 = 0; kk_2 < k; ++kk_2) { /* spmm, vectorized */
-                C[i_2 * k + kk_2] = C[i_2 * k + kk_2] + A[jp] * B[j * k + kk_2];
+            for (int64_t kk = 0; kk < k; ++kk) { /* spmm, vectorized */
+                C[i * k + kk] = C[i * k + kk] + A[jp] * B[j * k + kk];
             }
         }
     }

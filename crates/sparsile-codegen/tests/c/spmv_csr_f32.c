@@ -34,9 +34,9 @@ static int64_t spmv_phase1_extent(void *const *buffers, const int64_t *params)
 {
     (void)buffers;
     const int64_t m = params[0];
-    const int64_t lo_2 = 0;
-    const int64_t hi_2 = m;
-    return hi_2 > lo_2 ? hi_2 - lo_2 : 0;
+    const int64_t lo = 0;
+    const int64_t hi = m;
+    return hi > lo ? hi - lo : 0;
 }
 
 /* Phase 1 (block spmv): work items [begin, end) of the parallel loop over i. */
@@ -48,13 +48,13 @@ static int32_t spmv_phase1(void *const *buffers, const int64_t *params, int64_t 
     const float *restrict A = (const float *)buffers[2];
     const float *restrict x = (const float *)buffers[3];
     float *restrict y = (float *)buffers[4];
-    for (int64_t i_2 = begin; i_2 < end; ++i_2) { /* spmv, parallel */
+    for (int64_t i = begin; i < end; ++i) { /* spmv, parallel */
         float acc = 0.0f;
-        for (int64_t jp = (int64_t)A_indptr[i_2], jp_end = (int64_t)A_indptr[i_2 + 1]; jp < jp_end; ++jp) { /* spmv */
+        for (int64_t jp = (int64_t)A_indptr[i], jp_end = (int64_t)A_indptr[i + 1]; jp < jp_end; ++jp) { /* spmv */
             int64_t j = (int64_t)A_indices[jp];
             acc = acc + A[jp] * x[j];
         }
-        y[i_2] = y[i_2] + acc;
+        y[i] = y[i] + acc;
     }
     return 0;
 }

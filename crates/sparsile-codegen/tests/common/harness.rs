@@ -88,13 +88,18 @@ type Run = unsafe extern "C" fn(i64, *const *mut c_void, *const i64, i64, i64) -
 
 impl Kernel {
     pub fn compile(cc: &str, src: &CSource) -> Kernel {
+        Kernel::compile_with(cc, src, &[])
+    }
+
+    /// Compiles with `-Wall -Werror` and the `extra` flags.
+    pub fn compile_with(cc: &str, src: &CSource, extra: &[&str]) -> Kernel {
         let dir = tempfile::tempdir().expect("temp dir");
         let c = write_source(dir.path(), &src.code);
         let so_path = dir.path().join("kernel.so");
         let out = Command::new(cc)
-            .args([
-                "-std=c99", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-o",
-            ])
+            .args(["-std=c99", "-O2", "-Wall", "-Werror", "-shared", "-fPIC"])
+            .args(extra)
+            .arg("-o")
             .arg(&so_path)
             .arg(&c)
             .arg("-lm")
@@ -150,4 +155,28 @@ impl Kernel {
             );
         }
     }
+}
+
+/// The function symbols a shared object defines and exports (`nm -D --defined-only`),
+/// or `None` when `nm` does not run here.
+pub fn exported_functions(so: &Path) -> Option<Vec<String>> {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(so)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace().rev();
+            let name = parts.next()?;
+            let kind = parts.next()?;
+            (kind == "T").then(|| name.to_string())
+        })
+        .collect();
+    names.sort();
+    Some(names)
 }

@@ -457,11 +457,8 @@ pub fn ops() -> Func {
                         oi,
                         at(4),
                         add(
-                            sub(max(qi(), ri()), min(qi(), un(UnaryOp::Neg, ri()))),
-                            add(
-                                un(UnaryOp::Abs, qi()),
-                                un(UnaryOp::Relu, un(UnaryOp::Neg, qi())),
-                            ),
+                            sub(max(qi(), ri()), min(qi(), sub(int(0), ri()))),
+                            max(qi(), sub(int(0), qi())),
                         ),
                     ),
                     store(oi, at(5), search(keys, int(0), int(8), qi())),
@@ -489,8 +486,8 @@ pub fn ops() -> Func {
                                     un(UnaryOp::Exp, un(UnaryOp::Neg, xi())),
                                 ),
                                 add(
-                                    rem(xi(), float(0.75)),
-                                    sub(mul(v(i), float(0.125)), mul(float(1e-300), float(1e300))),
+                                    div(xi(), float(0.75)),
+                                    sub(mul(xi(), float(0.125)), mul(float(1e-300), float(1e300))),
                                 ),
                             ),
                         ),
@@ -501,9 +498,9 @@ pub fn ops() -> Func {
                         add(
                             add(
                                 un(UnaryOp::Log, add(float(1.0), un(UnaryOp::Abs, xfi()))),
-                                rem(xfi(), float(0.75)),
+                                div(xfi(), float(0.75)),
                             ),
-                            add(float(0.1), mul(xfi(), int(3))),
+                            add(float(0.1), mul(xfi(), float(3.0))),
                         ),
                     ),
                     store(oc, v(i), sub(mul(qi(), int(2)), int(1))),
@@ -552,7 +549,7 @@ pub fn ops_expected(q: &[i64], r: &[i64], x: &[f64], xf: &[f32], keys: &[i32]) -
         out_i.push(ii(BinaryOp::Rem, q, r));
         out_i.push(ii(BinaryOp::Div, q, 3));
         out_i.push(ii(BinaryOp::Rem, q, 3));
-        out_i.push(q.max(r) - q.min(-r) + (q.abs() + (-q).max(0)));
+        out_i.push(q.max(r) - q.min(-r) + q.max(-q));
         out_i.push(
             keys.iter()
                 .position(|&k| k as i64 == q)
@@ -568,14 +565,12 @@ pub fn ops_expected(q: &[i64], r: &[i64], x: &[f64], xf: &[f32], keys: &[i32]) -
                 (-x).exp()
             };
             (UnaryOp::Relu.apply_f64(x) + x.abs() * 0.5 + (x.max(0.25) - x.min(-0.25)))
-                + (sel + (BinaryOp::Rem.apply_f64(x, 0.75) + (i as f64 * 0.125 - 1e-300 * 1e300)))
+                + (sel + (x / 0.75 + (x * 0.125 - 1e-300 * 1e300)))
         })
         .collect();
     let out_g = xf
         .iter()
-        .map(|&x| {
-            (1.0f32 + x.abs()).ln() + (x - 0.75f32 * (x / 0.75f32).floor()) + (0.1f32 + x * 3.0)
-        })
+        .map(|&x| (1.0f32 + x.abs()).ln() + x / 0.75f32 + (0.1f32 + x * 3.0))
         .collect();
     let half = n / 2;
     let out_c = (0..n)
