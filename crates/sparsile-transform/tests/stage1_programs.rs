@@ -138,3 +138,29 @@ func sym(m, nnz) {
     let a = SparseTensor::from_coo(&coo, &Format::Csr).unwrap();
     run(text, HashMap::from([("A".to_string(), a)]));
 }
+
+#[test]
+fn init_without_spatial_axes_runs_once() {
+    let text = "\
+func total(m, n, nnz) {
+  axis I = dense_fixed(m)
+  axis J = sparse_variable(I, n, nnz=nnz, idx=i32)
+  axis O = dense_fixed(1)
+  buffer A: f64[I, J] input
+  buffer s: f64[O] output
+  iter t over [I: R, J: R] as (i, j) {
+    init {
+      s[0] = 3.0
+    }
+    s[0] = s[0] + A[i, j]
+  }
+}
+";
+    for seed in 0..3 {
+        let inputs = HashMap::from([(
+            "A".to_string(),
+            random_matrix(5, 4, 0.5, &Format::Csr, 20 + seed),
+        )]);
+        run(text, inputs);
+    }
+}
