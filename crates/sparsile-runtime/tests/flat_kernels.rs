@@ -13,9 +13,25 @@ use sparsile_formats::{CooTensor, Format, SparseTensor};
 use sparsile_ir::coord::{self, BufferRole::*, Program};
 use sparsile_ir::loops::{CmpOp, Func, Stage};
 use sparsile_ir::{AxisId, DType};
-use sparsile_runtime::{flat_interp, interpret, InterpOptions, Outputs};
+use sparsile_runtime::{
+    flat_interp, interpret, FlatInterpError, FlatOptions, InterpOptions, Outputs,
+};
 
 type Inputs = HashMap<String, SparseTensor<'static>>;
+
+/// Runs with the loop-level verifier on: the hand-lowered kernels are valid IR.
+fn run_verified(
+    f: &Func,
+    p: &Program,
+    inputs: &Inputs,
+    opts: &InterpOptions,
+) -> Result<Outputs, FlatInterpError> {
+    let flat = FlatOptions {
+        verify_func: true,
+        ..FlatOptions::default()
+    };
+    flat_interp::run_with(f, p, inputs, opts, &flat)
+}
 
 /// `y[i] = sum_j A[i, j] * x[j]`, A in CSR (axes I, J), x over JD, y over I.
 fn spmv_program(dtype: DType) -> (Program, [AxisId; 3]) {
@@ -112,7 +128,7 @@ fn spmv_csr_stage3_matches_stage1() {
         let expected = interpret(&p, &inputs, &InterpOptions::default()).unwrap();
         for local in [false, true] {
             let f = spmv_flat(&p, DType::F64, local);
-            let got = flat_interp::run(&f, &p, &inputs, &InterpOptions::default())
+            let got = run_verified(&f, &p, &inputs, &InterpOptions::default())
                 .unwrap_or_else(|e| panic!("{case}: {e}"));
             assert_eq!(
                 values(&got, "y"),
@@ -149,7 +165,7 @@ fn f32_buffers_round_on_store_and_locals_stay_f64() {
         .collect();
     assert_ne!(once, each, "the test needs rows where rounding differs");
     let run = |local| {
-        let got = flat_interp::run(
+        let got = run_verified(
             &spmv_flat(&p, DType::F32, local),
             &p,
             &inputs,
@@ -174,16 +190,16 @@ fn spmv_csr_stage2_positions() {
     let y = fb.values_axes("y", DType::F64, &[i_ax], Output);
     let ptr = fb.indptr("A", 1, add(m.clone(), int(1)));
     let idx = fb.indices("A", 1, nnz);
-    let (i, jp) = (fb.idx("i"), fb.idx("jp"));
+    let (i0, i, jp) = (fb.idx("i0"), fb.idx("i"), fb.idx("jp"));
     let yi = || ldn(y, vec![v(i)]);
     fb.f.body = vec![
         block(
             "spmv.init",
             vec![par(
-                i,
+                i0,
                 int(0),
                 m.clone(),
-                vec![store(y, vec![v(i)], float(0.0))],
+                vec![store(y, vec![v(i0)], float(0.0))],
             )],
         ),
         block(
@@ -213,7 +229,7 @@ fn spmv_csr_stage2_positions() {
         let xv = random_vec(&mut r, coo.shape[1]);
         let inputs = spmv_inputs(&coo, &xv, DType::F64);
         let expected = interpret(&p, &inputs, &InterpOptions::default()).unwrap();
-        let got = flat_interp::run(&fb.f, &p, &inputs, &InterpOptions::default()).unwrap();
+        let got = run_verified(&fb.f, &p, &inputs, &InterpOptions::default()).unwrap();
         assert_eq!(values(&got, "y"), values(&expected, "y"), "{case}");
     }
 }
@@ -242,19 +258,24 @@ fn spmm_csr_stage3_matches_dense() {
     let ptr = fb.indptr("A", 1, add(m.clone(), int(1)));
     let idx = fb.indices("A", 1, nnz);
     let (vi, vjp, vj, vk) = (fb.idx("i"), fb.idx("jp"), fb.idx("j"), fb.idx("kk"));
+    let (vi0, vk0) = (fb.idx("i0"), fb.idx("kk0"));
     let c_at = add(mul(v(vi), k.clone()), v(vk));
     fb.f.body = vec![
         block(
             "spmm.init",
             vec![par(
-                vi,
+                vi0,
                 int(0),
                 m.clone(),
                 vec![for_(
-                    vk,
+                    vk0,
                     int(0),
                     k.clone(),
-                    vec![store(c, vec![c_at.clone()], float(0.0))],
+                    vec![store(
+                        c,
+                        vec![add(mul(v(vi0), k.clone()), v(vk0))],
+                        float(0.0),
+                    )],
                 )],
             )],
         ),
@@ -297,7 +318,7 @@ fn spmm_csr_stage3_matches_dense() {
             ),
             ("B".to_string(), common::dense_tensor(&[nn, kv], bv.clone())),
         ]);
-        let got = flat_interp::run(
+        let got = run_verified(
             &fb.f,
             &p,
             &inputs,
@@ -463,7 +484,7 @@ fn bsr_stage3_block_offsets() {
         (4, [0, 4], 2, 2),
     ] {
         let (coo, xv, inputs, opts) = bsr_case(seed, shape, r, c);
-        let got = flat_interp::run(&fb.f, &p, &inputs, &opts).unwrap();
+        let got = run_verified(&fb.f, &p, &inputs, &opts).unwrap();
         assert_close(
             &values(&got, "y"),
             &dense_spmv(&coo, &xv),
@@ -535,7 +556,7 @@ fn bsr_stage2_positions() {
     )];
     for (seed, shape, r, c) in [(5, [7, 8], 2, 3), (6, [10, 3], 3, 3)] {
         let (coo, xv, inputs, opts) = bsr_case(seed, shape, r, c);
-        let got = flat_interp::run(&fb.f, &p, &inputs, &opts).unwrap();
+        let got = run_verified(&fb.f, &p, &inputs, &opts).unwrap();
         assert_close(
             &values(&got, "y"),
             &dense_spmv(&coo, &xv),
@@ -597,7 +618,7 @@ fn search_hit_and_miss() {
             skip_verify: true,
             ..Default::default()
         };
-        let got = flat_interp::run(&fb.f, &p, &inputs, &opts).unwrap();
+        let got = run_verified(&fb.f, &p, &inputs, &opts).unwrap();
         let want: Vec<f64> = (0..4).map(|r| d[r * 6 + c]).collect();
         hits += want.iter().filter(|&&w| w != 0.0).count();
         assert_eq!(values(&got, "y"), want, "column {c}");

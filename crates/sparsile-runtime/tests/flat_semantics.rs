@@ -5,81 +5,11 @@
 mod common;
 mod flat_support;
 
-use std::collections::HashMap;
-
 use flat_support::*;
-use sparsile_formats::{CooTensor, Format, SparseTensor};
-use sparsile_ir::coord::{BufferRole::*, Program, UnaryOp};
-use sparsile_ir::loops::{CmpOp, Expr, Func, Stage, Stmt};
+use sparsile_ir::coord::UnaryOp;
+use sparsile_ir::loops::{CmpOp, Expr};
 use sparsile_ir::DType;
-use sparsile_runtime::{flat_interp, FlatInterpError, FlatOptions, InterpOptions, Outputs};
-
-/// A (3 x 4, CSR) input, `y` (f64) and `z` (i32) outputs over A's rows.
-fn program() -> Program {
-    let mut b = common::Builder::new("t");
-    let (m, n, nnz) = (b.param("m"), b.param("n"), b.param("nnz"));
-    let i = b.dense("I", m);
-    let j = b.svar("J", i, n, nnz);
-    b.buf("A", &[i, j], Input);
-    b.buf("y", &[i], Output);
-    b.buf_t("z", DType::I32, &[i], Output);
-    b.p
-}
-
-fn inputs() -> HashMap<String, SparseTensor<'static>> {
-    let coo =
-        CooTensor::from_triplets(vec![3, 4], &[(0, 1, 1.0), (0, 3, 2.0), (2, 0, 3.0)]).unwrap();
-    HashMap::from([(
-        "A".to_string(),
-        SparseTensor::from_coo(&coo, &Format::Csr).unwrap(),
-    )])
-}
-
-/// A function over `program()` with buffers A, y, z, the indptr of A's J and a
-/// 4-element f64 scratch `s`; `body` builds the statements from those ids.
-struct Kit {
-    fb: FuncBuilder,
-    a: sparsile_ir::BufferId,
-    y: sparsile_ir::BufferId,
-    z: sparsile_ir::BufferId,
-    ptr: sparsile_ir::BufferId,
-    s: sparsile_ir::BufferId,
-}
-
-fn kit() -> (Program, Kit) {
-    let p = program();
-    let mut fb = FuncBuilder::new(&p, Stage::Flat);
-    let (m, nnz) = (fb.p("m"), fb.p("nnz"));
-    let a = fb.values("A", DType::F64, nnz, Input);
-    let y = fb.values("y", DType::F64, m.clone(), Output);
-    let z = fb.values("z", DType::I32, m.clone(), Output);
-    let ptr = fb.indptr("A", 1, add(m, int(1)));
-    let s = fb.scratch("s", DType::F64, int(4));
-    (
-        p,
-        Kit {
-            fb,
-            a,
-            y,
-            z,
-            ptr,
-            s,
-        },
-    )
-}
-
-fn run(p: &Program, f: &Func) -> Result<Outputs, FlatInterpError> {
-    flat_interp::run(f, p, &inputs(), &InterpOptions::default())
-}
-
-fn y_of(p: &Program, f: &Func) -> Vec<f64> {
-    run(p, f).unwrap()["y"].values.to_f64_vec()
-}
-
-fn with_body(mut k: Kit, body: Vec<Stmt>) -> Func {
-    k.fb.f.body = body;
-    k.fb.f
-}
+use sparsile_runtime::{flat_interp, FlatInterpError, FlatOptions, InterpOptions};
 
 #[test]
 fn integer_division_and_remainder_floor() {
@@ -384,6 +314,7 @@ fn parallel_loops_must_write_distinct_elements() {
         &InterpOptions::default(),
         &FlatOptions {
             check_parallel: false,
+            ..FlatOptions::default()
         },
     )
     .unwrap();

@@ -16,6 +16,12 @@ pub enum FlatInterpError {
     #[error(transparent)]
     Binding(#[from] InterpError),
 
+    /// With [`crate::FlatOptions::verify_func`]: the function breaks a loop-level rule.
+    #[error("function does not pass the loop-level verifier: {}", .errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
+    InvalidFunc {
+        errors: Vec<sparsile_ir::loops::VerifyError>,
+    },
+
     // ---- the function against the program -------------------------------------------
     #[error("function `{func}` refers to {what} {id}, which it does not declare")]
     UnknownId {
@@ -76,6 +82,16 @@ pub enum FlatInterpError {
         array: &'static str,
     },
 
+    #[error("buffer `{buffer}` holds the {array} array of axis {axis} of `{tensor}` as {expected}, but the tensor stores it as {found}")]
+    IndexTypeMismatch {
+        buffer: String,
+        tensor: String,
+        axis: usize,
+        array: &'static str,
+        expected: sparsile_ir::DType,
+        found: sparsile_ir::IndexType,
+    },
+
     #[error("buffer `{buffer}`: layout does not fit: {detail}")]
     LayoutMismatch { buffer: String, detail: String },
 
@@ -109,10 +125,9 @@ pub enum FlatInterpError {
         at: Span,
     },
 
-    #[error("{at}: {access} of `{buffer}`: position {position} of axis `{axis}` is not under position {parent_position} of its parent (range {lo}..{hi})")]
+    #[error("{at}: access to `{buffer}`: position {position} of axis `{axis}` is not under position {parent_position} of its parent (range {lo}..{hi})")]
     PositionNotUnderParent {
         buffer: String,
-        access: &'static str,
         axis: String,
         position: i64,
         parent_position: i64,

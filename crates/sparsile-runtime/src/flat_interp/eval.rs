@@ -192,7 +192,6 @@ impl Exec<'_, '_> {
                         if !range.contains(&(p as usize)) {
                             return Err(FlatInterpError::PositionNotUnderParent {
                                 buffer: name.clone(),
-                                access,
                                 axis: names[k].clone(),
                                 position: p,
                                 parent_position: positions[q],

@@ -3,7 +3,8 @@
 //! - `Values` buffer `B`: the values of stage-I buffer `B` (an input tensor's values, or
 //!   the zero-filled values of an output or temp), with `B`'s element type;
 //! - `Indptr`/`Indices { tensor, axis }`: that array of storage axis `axis` of the
-//!   structure bound to stage-I buffer `tensor`, read as i64 whatever its index type;
+//!   structure bound to stage-I buffer `tensor`, whose index type must be the buffer's
+//!   element type (as compiled kernels take the array in place);
 //! - `Scratch`: zero-filled, of the declared length.
 //!
 //! Floating-point elements are held as f64 rounded to the buffer's type on every store;
@@ -233,6 +234,16 @@ fn structure_mem<'i>(
         axis,
         array,
     })?;
+    if arr.index_type().dtype() != buf.dtype {
+        return Err(FlatInterpError::IndexTypeMismatch {
+            buffer: buf.name.clone(),
+            tensor: tensor.to_string(),
+            axis,
+            array,
+            expected: buf.dtype,
+            found: arr.index_type(),
+        });
+    }
     Ok(Mem {
         data: Data::Int((0..arr.len()).map(|i| arr.get_i64(i)).collect()),
         dtype: buf.dtype,

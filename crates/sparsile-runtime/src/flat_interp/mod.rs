@@ -1,7 +1,10 @@
 //! The loop-level interpreter: executes a stage-III (or stage-II) [`Func`] on the input
 //! tensors of the stage-I [`Program`] it was lowered from, following the semantics
 //! fixed in [`sparsile_ir::loops`]. It is the oracle for lowering passes and compiled
-//! kernels: values are computed in f64 and rounded to each buffer's type when stored.
+//! kernels: values are computed in f64 and rounded to each buffer's type when stored;
+//! float locals keep f64 whatever their declared type (so a `let` accumulator stored
+//! once rounds once, exactly like [`crate::interpret`], while accumulating in an f32
+//! buffer rounds after every store). Scratch buffers start at zero, once per run.
 //!
 //! Binding is the one the compiled runtime performs:
 //! 1. `program` is bound to `inputs` and `options` exactly as [`crate::interpret`] binds
@@ -108,6 +111,11 @@ use memory::Data;
 /// Options of [`run_with`] beyond the binding options.
 #[derive(Debug, Clone)]
 pub struct FlatOptions {
+    /// Runs the loop-level verifier ([`sparsile_ir::loops::verify`]) on the function
+    /// first; a violation is a [`FlatInterpError::InvalidFunc`]. Off by default: the
+    /// interpreter also runs functions the verifier rejects (mixed integer and float
+    /// arithmetic is widened to f64), checking what it meets.
+    pub verify_func: bool,
     /// Checks that the iterations of every `parallel` loop store to distinct elements
     /// (scratch buffers excepted) and assign no local declared outside the loop. Costs
     /// one hash-map entry per element stored inside a parallel loop.
@@ -115,9 +123,10 @@ pub struct FlatOptions {
 }
 
 impl Default for FlatOptions {
-    /// Checking on.
+    /// Parallel checking on, verification off.
     fn default() -> Self {
         FlatOptions {
+            verify_func: false,
             check_parallel: true,
         }
     }
@@ -142,6 +151,10 @@ pub fn run_with(
     options: &InterpOptions,
     flat: &FlatOptions,
 ) -> Result<Outputs, FlatInterpError> {
+    if flat.verify_func {
+        sparsile_ir::loops::verify(func)
+            .map_err(|errors| FlatInterpError::InvalidFunc { errors })?;
+    }
     ids::check_ids(func)?;
     let bound = program_binding::bind_program(program, inputs, options)?;
     let mut params = IdVec::<ParamId, i64>::new();

@@ -2,9 +2,16 @@
 //! and short constructors for statements and expressions.
 #![allow(dead_code)]
 
-use sparsile_ir::coord::{BinaryOp, BufferRole, Program};
+use std::collections::HashMap;
+
+use sparsile_formats::{CooTensor, Format, SparseTensor};
+use sparsile_ir::coord::{BinaryOp, BufferRole, BufferRole::*, Program};
+use sparsile_runtime::{flat_interp, FlatInterpError, InterpOptions, Outputs};
+
 use sparsile_ir::loops::*;
 use sparsile_ir::{AxisId, BufferId, DType, Span, VarId};
+
+use crate::common;
 
 /// Builds a loop-level function lowered from `program` (its parameters, and its axes in
 /// stage II).
@@ -237,4 +244,71 @@ pub fn search(buffer: BufferId, lo: Expr, hi: Expr, value: Expr) -> Expr {
         hi: Box::new(hi),
         value: Box::new(value),
     }
+}
+
+/// A (3 x 4, CSR) input, `y` (f64) and `z` (i32) outputs over A's rows.
+pub fn program() -> Program {
+    let mut b = common::Builder::new("t");
+    let (m, n, nnz) = (b.param("m"), b.param("n"), b.param("nnz"));
+    let i = b.dense("I", m);
+    let j = b.svar("J", i, n, nnz);
+    b.buf("A", &[i, j], Input);
+    b.buf("y", &[i], Output);
+    b.buf_t("z", DType::I32, &[i], Output);
+    b.p
+}
+
+pub fn inputs() -> HashMap<String, SparseTensor<'static>> {
+    let coo =
+        CooTensor::from_triplets(vec![3, 4], &[(0, 1, 1.0), (0, 3, 2.0), (2, 0, 3.0)]).unwrap();
+    HashMap::from([(
+        "A".to_string(),
+        SparseTensor::from_coo(&coo, &Format::Csr).unwrap(),
+    )])
+}
+
+/// A function over `program()` with buffers A, y, z, the indptr of A's J and a
+/// 4-element f64 scratch `s`; `body` builds the statements from those ids.
+pub struct Kit {
+    pub fb: FuncBuilder,
+    pub a: BufferId,
+    pub y: BufferId,
+    pub z: BufferId,
+    pub ptr: BufferId,
+    pub s: BufferId,
+}
+
+pub fn kit() -> (Program, Kit) {
+    let p = program();
+    let mut fb = FuncBuilder::new(&p, Stage::Flat);
+    let (m, nnz) = (fb.p("m"), fb.p("nnz"));
+    let a = fb.values("A", DType::F64, nnz, Input);
+    let y = fb.values("y", DType::F64, m.clone(), Output);
+    let z = fb.values("z", DType::I32, m.clone(), Output);
+    let ptr = fb.indptr("A", 1, add(m, int(1)));
+    let s = fb.scratch("s", DType::F64, int(4));
+    (
+        p,
+        Kit {
+            fb,
+            a,
+            y,
+            z,
+            ptr,
+            s,
+        },
+    )
+}
+
+pub fn run(p: &Program, f: &Func) -> Result<Outputs, FlatInterpError> {
+    flat_interp::run(f, p, &inputs(), &InterpOptions::default())
+}
+
+pub fn y_of(p: &Program, f: &Func) -> Vec<f64> {
+    run(p, f).unwrap()["y"].values.to_f64_vec()
+}
+
+pub fn with_body(mut k: Kit, body: Vec<Stmt>) -> Func {
+    k.fb.f.body = body;
+    k.fb.f
 }
