@@ -53,6 +53,7 @@ func nested(m, n, nnz) {
   buffer x: f64[JD] input
   buffer y: f64[I] output
   y[0] = 5.0
+  y[1] = A[1, 2] + A[0, n - 1]
   iter rows over [I: S] as (i) {
     iter cols over [J: R] as (j) {
       y[i] = y[i] + A[i, j] * x[j]
