@@ -17,7 +17,8 @@
 //! ever out of bounds. The access is valid when every coordinate is in `0..length` (which
 //! also skips padding, whose coordinate is the length) and every searched position is
 //! `>= 0`. A read of an invalid access gives `0` (`select(valid, load, 0)`); a store is
-//! wrapped in `if valid { ... }`. Guards that always hold are left out (a coordinate is
+//! wrapped in `if valid { ... }` (a store to an in-range element that is not stored,
+//! which the interpreter reports as an error, is skipped too). Guards that always hold are left out (a coordinate is
 //! never negative; a `dense_fixed` loop variable is below the length of an axis of the
 //! same length).
 
