@@ -184,3 +184,87 @@ fn compiled_kernels_match_the_interpreter() {
         native(text, sizes, 40 + k as u64, &settings);
     }
 }
+
+/// A stage-I program with a top-level store that searches (a serial `if 1 { ... }`
+/// phase), nested iterations, and an iteration whose outer axis is a reduction.
+#[test]
+fn compiled_stage1_program_with_serial_phases() {
+    let cache = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        cache_dir: Some(cache.path().to_path_buf()),
+        ..Settings::from_env()
+    };
+    if !compiler_available(&settings) {
+        eprintln!("skipped: no C compiler runs here");
+        return;
+    }
+    let text = "\
+func nested(m, n, nnz) {
+  axis I = dense_fixed(m)
+  axis J = sparse_variable(I, n, nnz=nnz, idx=i32)
+  axis JD = dense_fixed(n)
+  buffer A: f64[I, J] input
+  buffer x: f64[JD] input
+  buffer y: f64[I] output
+  buffer z: f64[JD] output
+  y[1] = A[1, 2] + A[0, n - 1]
+  iter rows over [I: S] as (i) {
+    iter cols over [J: R] as (j) {
+      y[i] = y[i] + A[i, j] * x[j]
+    }
+  }
+  iter cols_t over [I: R, J: R] as (i, j) {
+    z[j] = z[j] + A[i, j] * 2.0
+  }
+}
+";
+    let program: sparsile_ir::coord::Program = text.parse().unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let (m, n) = (8, 6);
+    let mut triplets = Vec::new();
+    for r in 0..m {
+        for c in 0..n {
+            if r == 1 && c == 2 || rng.random::<f64>() < 0.4 {
+                triplets.push((r, c, rng.random_range(1..=8) as f64 * 0.5));
+            }
+        }
+    }
+    let a = CooTensor::from_triplets(vec![m, n], &triplets).unwrap();
+    let xs: Vec<f64> = (0..n).map(|v| v as f64 - 1.5).collect();
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo(&a, &sparsile_formats::Format::Csr).unwrap(),
+        ),
+        (
+            "x".to_string(),
+            SparseTensor::dense_from_f64(&[n], &xs, sparsile_ir::DType::F64).unwrap(),
+        ),
+    ]);
+    let expected = interpret(&program, &inputs, &InterpOptions::default()).unwrap();
+    let lowered = sparsile_transform::compile_to_flat(&program).unwrap();
+    let source = sparsile_codegen::emit_c(&lowered.stage3).unwrap();
+    let kernel =
+        CompiledKernel::build(program, lowered.stage3.clone(), source.code, &settings).unwrap();
+    for threads in [1, 4] {
+        let got = kernel
+            .run(
+                &inputs,
+                &KernelOptions {
+                    threads: Some(threads),
+                    ..KernelOptions::default()
+                },
+            )
+            .unwrap();
+        for (name, want) in &expected {
+            let want = want.values.to_f64_vec();
+            assert!(want.iter().any(|v| *v != 0.0), "{name}");
+            assert_eq!(
+                got[name].values.to_f64_vec(),
+                want,
+                "{name}, {threads} threads\n{}",
+                lowered.stage3
+            );
+        }
+    }
+}
