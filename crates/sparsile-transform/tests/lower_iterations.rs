@@ -260,7 +260,7 @@ func main(m, n, nnz_A, nnz_B, nnz_C) {
     );
     let err = lower_iterations(&program).unwrap_err();
     assert!(
-        matches!(&err, LowerError::CoIteration { axis } if axis == "C_J"),
+        matches!(&err, LowerError::CoIteration { axis, .. } if axis == "C_J"),
         "{err}"
     );
     assert!(err.to_string().contains("interpreter"));
@@ -311,7 +311,9 @@ func f(m, n, nnz) {
 ",
     );
     match lower_iterations(&program) {
-        Err(LowerError::AxisWithoutBuffer { iteration, axis }) => {
+        Err(LowerError::AxisWithoutBuffer {
+            iteration, axis, ..
+        }) => {
             assert_eq!((iteration.as_str(), axis.as_str()), ("s", "J"));
         }
         Err(LowerError::InvalidProgram { .. }) => {}

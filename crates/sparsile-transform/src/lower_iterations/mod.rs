@@ -64,6 +64,7 @@ pub fn lower_iterations(program: &Program) -> Result<Func, LowerError> {
         if !matches!(axis.structure, AxisStructure::Bound) {
             return Err(LowerError::CoIteration {
                 axis: axis.name.clone(),
+                span: axis.span,
             });
         }
     }

@@ -127,6 +127,7 @@ impl Lowerer<'_> {
             return Err(LowerError::AxisWithoutBuffer {
                 iteration: it.name.clone(),
                 axis: decl.name.clone(),
+                span: it.span,
             });
         }
         let pp = parent_pos.map(Expr::Var);
