@@ -286,8 +286,9 @@ fn conjuncts(e: &Expr) -> Vec<&Expr> {
     }
 }
 
-/// Replaces `select(c, load, 0)` by `load` wherever every conjunct of `c` is among
-/// `known` (conditions that hold wherever the expression is evaluated).
+/// In every guarded read `select(c, load, 0)`, drops the conjuncts of `c` that are
+/// among `known` (conditions that hold wherever the expression is evaluated), and the
+/// `select` itself when none remain.
 fn drop_implied_guards(e: Expr, known: &[&Expr]) -> Expr {
     let rec = |x: Box<Expr>| Box::new(drop_implied_guards(*x, known));
     match e {
@@ -295,19 +296,31 @@ fn drop_implied_guards(e: Expr, known: &[&Expr]) -> Expr {
             cond,
             then,
             otherwise,
-        } => {
-            let implied = matches!(*then, Expr::Load { .. })
-                && conjuncts(&cond).iter().all(|c| known.contains(c));
-            if implied {
-                drop_implied_guards(*then, known)
-            } else {
-                Expr::Select {
-                    cond: rec(cond),
-                    then: rec(then),
-                    otherwise: rec(otherwise),
-                }
+        } if matches!(*then, Expr::Load { .. }) => {
+            let rest: Vec<Expr> = conjuncts(&cond)
+                .into_iter()
+                .filter(|c| !known.contains(c))
+                .cloned()
+                .collect();
+            let then = rec(then);
+            match all(rest) {
+                None => *then,
+                Some(cond) => Expr::Select {
+                    cond: Box::new(cond),
+                    then,
+                    otherwise,
+                },
             }
         }
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => Expr::Select {
+            cond: rec(cond),
+            then: rec(then),
+            otherwise: rec(otherwise),
+        },
         Expr::Unary { op, arg } => Expr::Unary { op, arg: rec(arg) },
         Expr::Binary { op, lhs, rhs } => Expr::Binary {
             op,
