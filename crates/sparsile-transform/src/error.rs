@@ -13,10 +13,11 @@ pub enum LowerError {
     InvalidProgram { errors: Vec<VerifyError> },
     /// Co-iteration (union / intersection of sparse operands) has no compiled form yet.
     #[error(
-        "axis `{axis}` is a union or intersection of other axes: co-iteration is not \
-         compiled yet; run this program with the interpreter"
+        "axis `{axis}` (line {}, column {}) is a union or intersection of other axes: \
+         co-iteration is not compiled yet; run this program with the interpreter",
+        .span.line, .span.col
     )]
-    CoIteration { axis: String },
+    CoIteration { axis: String, span: Span },
     /// An iteration visits an axis whose parent is not iterated before it.
     #[error(
         "iteration `{iteration}` (line {}, column {}): axis `{axis}` is visited before its \
@@ -32,10 +33,15 @@ pub enum LowerError {
     /// An iteration visits an axis that has structure arrays but no buffer declares it,
     /// so nothing at run time supplies them.
     #[error(
-        "iteration `{iteration}`: axis `{axis}` has no buffer declared over it, so its \
-         structure is unknown"
+        "iteration `{iteration}` (line {}, column {}): axis `{axis}` has no buffer declared \
+         over it, so its structure is unknown",
+        .span.line, .span.col
     )]
-    AxisWithoutBuffer { iteration: String, axis: String },
+    AxisWithoutBuffer {
+        iteration: String,
+        axis: String,
+        span: Span,
+    },
     /// An access into a non-unique axis (COO rows) that has children, by coordinate.
     #[error(
         "access to `{buffer}` (line {}, column {}): random access into the non-unique axis \

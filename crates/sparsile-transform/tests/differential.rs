@@ -189,3 +189,25 @@ fn gathers_from_sparse_operands() {
         }
     }
 }
+
+/// Reductions whose output is indexed by an inner axis (column sums: the outer axis is
+/// a reduction, so nothing runs in parallel), and the reductions to a scalar the front
+/// end may accept.
+#[test]
+fn full_reductions() {
+    let mut accepted = Vec::new();
+    for text in [
+        "tensor A: f64[m, n] csr\ntensor s: f64[]\ns[] = A[i,j]\n",
+        "tensor A: f64[m, n] csr\ntensor s: f64[1]\ns[z] = A[i,j] * 1\n",
+        "tensor A: f64[m, n] csr\ntensor x: f64[n]\ntensor s: f64[n]\ns[j] = A[i,j] * x[j]\n",
+    ] {
+        match sparsile::compile_notation(text) {
+            Ok(_) => {
+                differential(text, &[("m", 6), ("n", 4)], Pattern::Random(0.5), 95);
+                accepted.push(text);
+            }
+            Err(e) => eprintln!("not accepted by the front end: {e}\n{text}"),
+        }
+    }
+    assert!(!accepted.is_empty());
+}

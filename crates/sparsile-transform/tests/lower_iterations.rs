@@ -260,7 +260,7 @@ func main(m, n, nnz_A, nnz_B, nnz_C) {
     );
     let err = lower_iterations(&program).unwrap_err();
     assert!(
-        matches!(&err, LowerError::CoIteration { axis } if axis == "C_J"),
+        matches!(&err, LowerError::CoIteration { axis, .. } if axis == "C_J"),
         "{err}"
     );
     assert!(err.to_string().contains("interpreter"));
@@ -294,4 +294,29 @@ fn invalid_programs_are_refused() {
         ),
         "{err}"
     );
+}
+
+#[test]
+fn an_axis_no_buffer_declares_is_refused() {
+    let program = parse(
+        "\
+func f(m, n, nnz) {
+  axis I = dense_fixed(m)
+  axis J = sparse_variable(I, n, nnz=nnz, idx=i32)
+  buffer y: f32[I] output
+  iter s over [I: S, J: R] as (i, j) {
+    y[i] = y[i] + 1.0
+  }
+}
+",
+    );
+    match lower_iterations(&program) {
+        Err(LowerError::AxisWithoutBuffer {
+            iteration, axis, ..
+        }) => {
+            assert_eq!((iteration.as_str(), axis.as_str()), ("s", "J"));
+        }
+        Err(LowerError::InvalidProgram { .. }) => {}
+        other => panic!("{other:?}"),
+    }
 }

@@ -53,6 +53,7 @@ func nested(m, n, nnz) {
   buffer x: f64[JD] input
   buffer y: f64[I] output
   y[0] = 5.0
+  y[1] = A[1, 2] + A[0, n - 1]
   iter rows over [I: S] as (i) {
     iter cols over [J: R] as (j) {
       y[i] = y[i] + A[i, j] * x[j]
@@ -137,4 +138,30 @@ func sym(m, nnz) {
     let coo = CooTensor::from_triplets(vec![6, 6], &t).unwrap();
     let a = SparseTensor::from_coo(&coo, &Format::Csr).unwrap();
     run(text, HashMap::from([("A".to_string(), a)]));
+}
+
+#[test]
+fn init_without_spatial_axes_runs_once() {
+    let text = "\
+func total(m, n, nnz) {
+  axis I = dense_fixed(m)
+  axis J = sparse_variable(I, n, nnz=nnz, idx=i32)
+  axis O = dense_fixed(1)
+  buffer A: f64[I, J] input
+  buffer s: f64[O] output
+  iter t over [I: R, J: R] as (i, j) {
+    init {
+      s[0] = 3.0
+    }
+    s[0] = s[0] + A[i, j]
+  }
+}
+";
+    for seed in 0..3 {
+        let inputs = HashMap::from([(
+            "A".to_string(),
+            random_matrix(5, 4, 0.5, &Format::Csr, 20 + seed),
+        )]);
+        run(text, inputs);
+    }
 }

@@ -6,6 +6,7 @@
 //! - `lower_iterations/X.sir` → `X.pos`
 //! - `default_schedule/X.sir` → `X.pos` (after `lower_iterations`)
 //! - `lower_buffers/X.pos` → `X.flat`
+//! - `lower_iterations/errors/X.sir` → `X.err` (the error message of a refused program)
 
 use std::path::{Path, PathBuf};
 
@@ -96,5 +97,27 @@ fn lower_buffers_files() {
             .unwrap_or_else(|e| panic!("{}: {e}", input.display()));
         let flat = lower_buffers(&func).unwrap_or_else(|e| panic!("{}: {e}", input.display()));
         check_expected(&input, "flat", &flat);
+    }
+}
+
+#[test]
+fn lower_iterations_error_files() {
+    for input in inputs("lower_iterations/errors", "sir") {
+        let err = match lower_iterations(&program(&input)) {
+            Ok(func) => panic!("{}: lowered, expected an error\n{func}", input.display()),
+            Err(e) => format!("{e}\n"),
+        };
+        let expected_path = input.with_extension("err");
+        if Settings::from_env().bless {
+            std::fs::write(&expected_path, &err).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (run with SPARSILE_BLESS=1)",
+                expected_path.display()
+            )
+        });
+        assert_eq!(err, expected, "{}", input.display());
     }
 }

@@ -17,7 +17,8 @@
 //! ever out of bounds. The access is valid when every coordinate is in `0..length` (which
 //! also skips padding, whose coordinate is the length) and every searched position is
 //! `>= 0`. A read of an invalid access gives `0` (`select(valid, load, 0)`); a store is
-//! wrapped in `if valid { ... }`. Guards that always hold are left out (a coordinate is
+//! wrapped in `if valid { ... }` (a store to an in-range element that is not stored,
+//! which the interpreter reports as an error, is skipped too). Guards that always hold are left out (a coordinate is
 //! never negative; a `dense_fixed` loop variable is below the length of an axis of the
 //! same length).
 
@@ -285,8 +286,9 @@ fn conjuncts(e: &Expr) -> Vec<&Expr> {
     }
 }
 
-/// Replaces `select(c, load, 0)` by `load` wherever every conjunct of `c` is among
-/// `known` (conditions that hold wherever the expression is evaluated).
+/// In every guarded read `select(c, load, 0)`, drops the conjuncts of `c` that are
+/// among `known` (conditions that hold wherever the expression is evaluated), and the
+/// `select` itself when none remain.
 fn drop_implied_guards(e: Expr, known: &[&Expr]) -> Expr {
     let rec = |x: Box<Expr>| Box::new(drop_implied_guards(*x, known));
     match e {
@@ -294,19 +296,31 @@ fn drop_implied_guards(e: Expr, known: &[&Expr]) -> Expr {
             cond,
             then,
             otherwise,
-        } => {
-            let implied = matches!(*then, Expr::Load { .. })
-                && conjuncts(&cond).iter().all(|c| known.contains(c));
-            if implied {
-                drop_implied_guards(*then, known)
-            } else {
-                Expr::Select {
-                    cond: rec(cond),
-                    then: rec(then),
-                    otherwise: rec(otherwise),
-                }
+        } if matches!(*then, Expr::Load { .. }) => {
+            let rest: Vec<Expr> = conjuncts(&cond)
+                .into_iter()
+                .filter(|c| !known.contains(c))
+                .cloned()
+                .collect();
+            let then = rec(then);
+            match all(rest) {
+                None => *then,
+                Some(cond) => Expr::Select {
+                    cond: Box::new(cond),
+                    then,
+                    otherwise,
+                },
             }
         }
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => Expr::Select {
+            cond: rec(cond),
+            then: rec(then),
+            otherwise: rec(otherwise),
+        },
         Expr::Unary { op, arg } => Expr::Unary { op, arg: rec(arg) },
         Expr::Binary { op, lhs, rhs } => Expr::Binary {
             op,

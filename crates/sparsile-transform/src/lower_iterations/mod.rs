@@ -64,6 +64,7 @@ pub fn lower_iterations(program: &Program) -> Result<Func, LowerError> {
         if !matches!(axis.structure, AxisStructure::Bound) {
             return Err(LowerError::CoIteration {
                 axis: axis.name.clone(),
+                span: axis.span,
             });
         }
     }
@@ -110,7 +111,11 @@ pub fn lower_iterations(program: &Program) -> Result<Func, LowerError> {
     let mut body = Vec::new();
     for stmt in &program.body {
         let lowered = lowerer.stmt(stmt)?;
-        body.extend(lowered.into_iter().map(nest::phase_safe));
+        match stmt {
+            // A store's `let`s and the store stay together.
+            coord::Stmt::Store(_) => body.push(nest::phase_unit(lowered)),
+            coord::Stmt::Iteration(_) => body.extend(lowered.into_iter().map(nest::phase_safe)),
+        }
     }
     lowerer.func.body = body;
     Ok(lowerer.func)

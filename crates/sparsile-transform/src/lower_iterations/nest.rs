@@ -36,12 +36,18 @@ pub fn phase_safe(stmt: Stmt) -> Stmt {
                 }
             }
         }
-        Stmt::For(f) => Stmt::For(f),
-        other => {
-            let span = stmt_span(&other);
-            once(vec![other], span)
-        }
+        other => phase_unit(vec![other]),
     }
+}
+
+/// The statements as one self-contained top-level statement: a single loop or `if` as
+/// it is, anything else inside `if 1 { ... }`.
+pub fn phase_unit(mut stmts: Vec<Stmt>) -> Stmt {
+    if stmts.len() == 1 && matches!(stmts[0], Stmt::For(_) | Stmt::If { .. }) {
+        return stmts.pop().expect("one statement");
+    }
+    let span = stmts.first().map(stmt_span).unwrap_or_default();
+    once(stmts, span)
 }
 
 fn stmt_span(s: &Stmt) -> Span {
@@ -121,6 +127,7 @@ impl Lowerer<'_> {
             return Err(LowerError::AxisWithoutBuffer {
                 iteration: it.name.clone(),
                 axis: decl.name.clone(),
+                span: it.span,
             });
         }
         let pp = parent_pos.map(Expr::Var);
