@@ -249,3 +249,46 @@ fn else_without_if_is_a_builder_misuse() {
     let mut b = FuncBuilder::new("f", Stage::Flat);
     b.else_(|_| {});
 }
+
+#[test]
+fn dangling_ids_are_reported_not_panicked_on() {
+    use sparsile_ir::loops::For;
+    use sparsile_ir::{AxisId, BufferId, VarId};
+    let mut f = Func::new("f", Stage::Pos);
+    let n = f
+        .params
+        .push(sparsile_ir::coord::Param { name: "n".into() });
+    f.buffers.push(sparsile_ir::loops::Buffer {
+        name: "X".into(),
+        dtype: DType::F32,
+        layout: BufferLayout::Axes(vec![AxisId(5)]),
+        role: BufferRole::Output,
+        kind: BufferKind::Values,
+        span: Default::default(),
+    });
+    f.body.push(Stmt::For(For {
+        var: VarId(7),
+        lo: int(0),
+        hi: n.into(),
+        kind: ForKind::Serial,
+        body: vec![Stmt::Store {
+            buffer: BufferId(9),
+            indices: vec![Expr::Var(VarId(8))],
+            value: Expr::load(BufferId(0), vec![int(0)]),
+            span: Default::default(),
+        }],
+        span: Default::default(),
+    }));
+    let text = f.to_string();
+    assert!(text.contains("for v#7 in 0..n {"), "{text}");
+    assert!(text.contains("buffer#9[v#8] = X[0]"), "{text}");
+    assert!(text.parse::<Func>().is_err());
+    assert_eq!(
+        messages(&f),
+        [
+            "buffer `X`: missing axis axis#5",
+            "loop `v#7`: missing variable v#7",
+            "store to `buffer#9`: access to missing buffer buffer#9",
+        ]
+    );
+}

@@ -68,6 +68,12 @@ pub enum LowerError {
         expected: &'static str,
         found: &'static str,
     },
+    /// A pass produced a function the loop-level verifier rejects (a compiler bug).
+    #[error("internal error: the output of `{pass}` does not verify:\n{}", list(.errors))]
+    PassOutputInvalid {
+        pass: &'static str,
+        errors: Vec<VerifyError>,
+    },
     /// A buffer lists an axis before (or without) that axis's parent.
     #[error("buffer `{buffer}`: axis `{axis}` comes before or without its parent `{parent}`")]
     BufferMissingParent {

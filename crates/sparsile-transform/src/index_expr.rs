@@ -59,6 +59,22 @@ pub fn sub(a: Expr, b: Expr) -> Expr {
 }
 
 pub fn mul(a: Expr, b: Expr) -> Expr {
+    // `(x * c1) * c2` is `x * (c1 * c2)`.
+    if let (
+        Expr::Binary {
+            op: BinaryOp::Mul,
+            lhs,
+            rhs,
+        },
+        Expr::Int(c2),
+    ) = (&a, &b)
+    {
+        if let Expr::Int(c1) = **rhs {
+            if let Some(c) = c1.checked_mul(*c2) {
+                return mul((**lhs).clone(), Expr::Int(c));
+            }
+        }
+    }
     match (&a, &b) {
         (Expr::Int(1), _) => b,
         (_, Expr::Int(1)) => a,
@@ -108,5 +124,10 @@ mod tests {
             Expr::Binary { .. }
         ));
         assert!(all(vec![]).is_none());
+        let p = Expr::Param(sparsile_ir::ParamId(0));
+        assert_eq!(
+            mul(mul(p.clone(), Expr::Int(4)), Expr::Int(4)),
+            mul(p, Expr::Int(16))
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! The lowering pipeline: stage I → stage II → default schedule → stage III.
 //!
-//! Purpose: run the passes in order, checking each output, and show the IR after every
-//! pass on stderr when `SPARSILE_DUMP_IR` is set ([`Settings::dump_ir`]).
+//! Purpose: run the passes in order, checking each output with the loop-level verifier
+//! (in debug builds, so in every test; [`LowerError::PassOutputInvalid`] when it fails),
+//! and print the IR (text form) after every pass on stderr when `SPARSILE_DUMP_IR` is set
+//! ([`Settings::dump_ir`]).
 //!
 //! Preconditions: `program` passes the stage-I verifier (checked; an
 //! [`LowerError::InvalidProgram`] otherwise) and uses no co-iteration.
@@ -22,7 +24,7 @@
 //! ```
 
 use sparsile_ir::coord::Program;
-use sparsile_ir::loops::Func;
+use sparsile_ir::loops::{verify_stage, Func, Stage};
 use sparsile_ir::settings::Settings;
 
 use crate::{default_schedule, lower_buffers, lower_iterations, LowerError};
@@ -43,16 +45,22 @@ pub fn compile_to_flat(program: &Program) -> Result<Lowered, LowerError> {
         eprintln!("=== stage I (input) ===\n{program}");
     }
     let stage2 = lower_iterations(program)?;
-    show(dump, "lower_iterations", &stage2);
+    after(dump, "lower_iterations", &stage2, Stage::Pos)?;
     let stage2 = default_schedule(program, stage2)?;
-    show(dump, "default_schedule", &stage2);
+    after(dump, "default_schedule", &stage2, Stage::Pos)?;
     let stage3 = lower_buffers(&stage2)?;
-    show(dump, "lower_buffers", &stage3);
+    after(dump, "lower_buffers", &stage3, Stage::Flat)?;
     Ok(Lowered { stage2, stage3 })
 }
 
-fn show(dump: bool, pass: &str, func: &Func) {
+/// Prints (when asked) and, in debug builds, verifies the output of `pass`.
+fn after(dump: bool, pass: &'static str, func: &Func, stage: Stage) -> Result<(), LowerError> {
     if dump {
-        eprintln!("=== after {pass} ===\n{func:#?}");
+        eprintln!("=== after {pass} ===\n{func}");
     }
+    if cfg!(debug_assertions) {
+        verify_stage(func, stage)
+            .map_err(|errors| LowerError::PassOutputInvalid { pass, errors })?;
+    }
+    Ok(())
 }

@@ -30,7 +30,7 @@
 pub use crate::loops::{expr_type, Func, Stage, VerifyError};
 
 /// Checks that `func` is a stage-III function and passes every rule of
-/// [`crate::loops::verify`].
+/// [`crate::loops::verify()`].
 pub fn verify(func: &Func) -> Result<(), Vec<VerifyError>> {
     crate::loops::verify_stage(func, Stage::Flat)
 }

@@ -4,7 +4,7 @@
 //! in function order (parameters, axes, buffers, variables, then the body). Every pass
 //! producing a loop-level function must produce one that passes it. [`expr_type`]
 //! infers whether an expression is integer- or float-valued. The stage modules
-//! ([`crate::pos::verify`], [`crate::flat::verify`]) add the check that the function is
+//! ([`crate::pos::verify()`], [`crate::flat::verify()`]) add the check that the function is
 //! in their stage.
 //!
 //! Rules checked:
@@ -14,8 +14,9 @@
 //!   `.` and unique; a variable does not reuse the name of a parameter or of a variable
 //!   in scope.
 //! - axes: only in stage II, and they satisfy the stage-I axis rules
-//!   ([`crate::coord::verify`]).
-//! - buffers: an `Axes` layout only in stage II, over existing axes, each at most once;
+//!   ([`crate::coord::verify()`]).
+//! - buffers: an `Axes` layout only in stage II, over existing axes, each at most once
+//!   and after its parent when both are listed;
 //!   a `Flat` length is an integer expression over parameters and literals; structure
 //!   buffers (`indptr`/`indices`) are flat, integer-typed inputs of an existing `values`
 //!   buffer; `scratch` buffers are `temp`.
@@ -386,13 +387,24 @@ impl<'a> Verifier<'a> {
                     }
                     let mut used = HashSet::new();
                     for &a in axes {
-                        if f.axes.get(a).is_none() {
+                        let Some(decl) = f.axes.get(a) else {
                             self.error(b.span, at(format!("missing axis {a}")));
-                        } else if !used.insert(a) {
-                            self.error(
-                                b.span,
-                                at(format!("axis `{}` appears twice", f.axes[a].name)),
-                            );
+                            continue;
+                        };
+                        if !used.insert(a) {
+                            self.error(b.span, at(format!("axis `{}` appears twice", decl.name)));
+                        }
+                        if let Some(p) = decl.parent {
+                            if axes.contains(&p) && !used.contains(&p) {
+                                let parent = f.axes.get(p).map_or("?", |x| x.name.as_str());
+                                self.error(
+                                    b.span,
+                                    at(format!(
+                                        "axis `{}` comes before its parent `{parent}`",
+                                        decl.name
+                                    )),
+                                );
+                            }
                         }
                     }
                 }

@@ -33,7 +33,7 @@
 pub use crate::loops::{expr_type, Func, Stage, VerifyError};
 
 /// Checks that `func` is a stage-II function and passes every rule of
-/// [`crate::loops::verify`].
+/// [`crate::loops::verify()`].
 pub fn verify(func: &Func) -> Result<(), Vec<VerifyError>> {
     crate::loops::verify_stage(func, Stage::Pos)
 }

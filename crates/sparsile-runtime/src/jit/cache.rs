@@ -99,12 +99,19 @@ impl Cache {
 
     /// The cached object of `source`, compiling it first when it is not cached.
     pub fn compile_cached(&self, source: &str) -> Result<(PathBuf, CacheOutcome), JitError> {
-        let key = self.key(source);
-        let sub = self.dir.join(&key[..2]);
-        let object = sub.join(format!("{key}.so"));
+        let object = self.object_path(source);
         if object.is_file() {
             return Ok((object, CacheOutcome::Hit));
         }
+        self.compile_fresh(source)
+    }
+
+    /// Compiles `source` and replaces its cached object, whether or not there is one
+    /// (for an object that exists but does not load, e.g. written by a foreign tool).
+    pub fn compile_fresh(&self, source: &str) -> Result<(PathBuf, CacheOutcome), JitError> {
+        let key = self.key(source);
+        let sub = self.dir.join(&key[..2]);
+        let object = sub.join(format!("{key}.so"));
         fs::create_dir_all(&sub).map_err(|source| JitError::Io {
             what: "cannot create the cache folder",
             path: sub.clone(),

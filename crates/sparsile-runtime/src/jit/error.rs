@@ -8,7 +8,7 @@ use thiserror::Error;
 /// A problem met by [`crate::jit`].
 #[derive(Debug, Error)]
 pub enum JitError {
-    #[error("no C compiler found (tried `{tried}`: {detail}): install gcc or clang, or set CC to one; the interpreter still works")]
+    #[error("no C compiler found (tried `{tried}`): install gcc or clang, or set CC to one; the interpreter still works (cause: {detail})")]
     NoCompiler { tried: String, detail: String },
 
     #[error("the C compiler setting is empty: set CC to a compiler command such as `cc`")]

@@ -7,6 +7,15 @@
 //! nothing. Any nonzero return of `sparsile_phase_run` is an error naming the phase.
 //!
 //! Pools are shared: one rayon pool per thread count, created on first use.
+//!
+//! ```
+//! use sparsile_ir::settings::Settings;
+//! use sparsile_runtime::jit::Launcher;
+//!
+//! let launcher = Launcher::new(Some(2), &Settings::default()).unwrap();
+//! // 10 work items on 2 threads: 8 static chunks.
+//! assert_eq!(launcher.chunks(10), [(0, 1), (1, 2), (2, 3), (3, 5), (5, 6), (6, 7), (7, 8), (8, 10)]);
+//! ```
 
 use std::collections::HashMap;
 use std::ffi::c_void;

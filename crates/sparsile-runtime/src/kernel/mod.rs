@@ -1,6 +1,6 @@
 //! A compiled native kernel: a stage-I program, the stage-III function it was lowered
-//! to, and the C source emitted for that function, compiled (through the [cache]
-//! (crate::jit::Cache)) and loaded.
+//! to, and the C source emitted for that function, compiled (through the
+//! [cache](crate::jit::Cache)) and loaded.
 //!
 //! [`CompiledKernel::run`] takes the same inputs as [`crate::interpret`] and returns the
 //! same outputs. Before calling native code it checks every argument:
@@ -48,7 +48,7 @@ use sparsile_ir::settings::Settings;
 pub use error::KernelError;
 
 use crate::interp::{check_buffer_parents, check_names, InterpError, InterpOptions, Outputs};
-use crate::jit::{default_threads, Cache, CacheOutcome, Launcher, Library};
+use crate::jit::{default_threads, Cache, CacheOutcome, JitError, Launcher, Library};
 
 /// Options of [`CompiledKernel::run`].
 #[derive(Debug, Clone, Default)]
@@ -111,8 +111,16 @@ impl CompiledKernel {
         check_buffer_parents(&program)?;
         let plan = plan::plan(&program, &func)?;
         let start = Instant::now();
-        let (object, outcome) = cache.compile_cached(&source)?;
-        let library = Library::load(&object)?;
+        let (mut object, mut outcome) = cache.compile_cached(&source)?;
+        let library = match Library::load(&object) {
+            Ok(library) => library,
+            // A cached object that does not load is rebuilt once.
+            Err(JitError::Load { .. }) if outcome == CacheOutcome::Hit => {
+                (object, outcome) = cache.compile_fresh(&source)?;
+                Library::load(&object)?
+            }
+            Err(e) => return Err(e.into()),
+        };
         let info = CompileInfo {
             object,
             outcome,

@@ -22,7 +22,7 @@
 //! same length).
 
 use sparsile_ir::coord::{self, Extent, Store};
-use sparsile_ir::loops::{Expr, Stmt, VarType};
+use sparsile_ir::loops::{Expr, LogicOp, Stmt, VarType};
 use sparsile_ir::{AxisId, AxisKind, BufferId, Span};
 
 use super::Lowerer;
@@ -42,8 +42,13 @@ impl Lowerer<'_> {
     /// (guarded when it may be out of range or not stored).
     pub fn store(&mut self, s: &Store) -> Result<Vec<Stmt>, LowerError> {
         let mut pre = Vec::new();
-        let value = self.expr(&s.value, &mut pre, s.span)?;
+        let mut value = self.expr(&s.value, &mut pre, s.span)?;
         let acc = self.access(s.buffer, &s.indices, &mut pre, s.span)?;
+        if let Some(cond) = &acc.valid {
+            // The value is only computed under the store's guard: reads guarded by a
+            // part of it need no guard of their own.
+            value = drop_implied_guards(value, &conjuncts(cond));
+        }
         let store = Stmt::Store {
             buffer: s.buffer,
             indices: acc.positions,
@@ -264,12 +269,70 @@ impl Lowerer<'_> {
     }
 }
 
-/// Whether `index` is never negative: a coordinate, a parameter or a non-negative
-/// constant.
+/// The operands of a chain of `&&`.
+fn conjuncts(e: &Expr) -> Vec<&Expr> {
+    match e {
+        Expr::Logic {
+            op: LogicOp::And,
+            lhs,
+            rhs,
+        } => {
+            let mut v = conjuncts(lhs);
+            v.extend(conjuncts(rhs));
+            v
+        }
+        other => vec![other],
+    }
+}
+
+/// Replaces `select(c, load, 0)` by `load` wherever every conjunct of `c` is among
+/// `known` (conditions that hold wherever the expression is evaluated).
+fn drop_implied_guards(e: Expr, known: &[&Expr]) -> Expr {
+    let rec = |x: Box<Expr>| Box::new(drop_implied_guards(*x, known));
+    match e {
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            let implied = matches!(*then, Expr::Load { .. })
+                && conjuncts(&cond).iter().all(|c| known.contains(c));
+            if implied {
+                drop_implied_guards(*then, known)
+            } else {
+                Expr::Select {
+                    cond: rec(cond),
+                    then: rec(then),
+                    otherwise: rec(otherwise),
+                }
+            }
+        }
+        Expr::Unary { op, arg } => Expr::Unary { op, arg: rec(arg) },
+        Expr::Binary { op, lhs, rhs } => Expr::Binary {
+            op,
+            lhs: rec(lhs),
+            rhs: rec(rhs),
+        },
+        other => other,
+    }
+}
+
+/// Whether `index` is never negative: a coordinate, a parameter, a non-negative
+/// constant, or sums, products, maxima and minima of those.
 fn never_negative(index: &coord::Expr) -> bool {
     match index {
         coord::Expr::Var(_) | coord::Expr::Param(_) => true,
         coord::Expr::Int(c) => *c >= 0,
+        coord::Expr::Binary { op, lhs, rhs } => {
+            matches!(
+                op,
+                coord::BinaryOp::Add
+                    | coord::BinaryOp::Mul
+                    | coord::BinaryOp::Max
+                    | coord::BinaryOp::Min
+            ) && never_negative(lhs)
+                && never_negative(rhs)
+        }
         _ => false,
     }
 }

@@ -9,7 +9,7 @@
 //! alone, placed before. Buffer accesses translate coordinates to positions and make the
 //! stage-I rules explicit as guards (see [`access`]).
 //!
-//! Preconditions: the program passes [`sparsile_ir::coord::verify`] (checked here); no
+//! Preconditions: the program passes [`sparsile_ir::coord::verify()`] (checked here); no
 //! axis is computed as a union or intersection (co-iteration is not compiled yet:
 //! [`LowerError::CoIteration`]); no coordinate access into a non-unique axis that has
 //! children ([`LowerError::RandomAccessNonUnique`]).
@@ -17,23 +17,32 @@
 //! Postconditions: a [`Stage::Pos`] function; every load and store is in bounds for
 //! well-formed inputs; running it on zero-initialised outputs gives the stage-I results.
 //!
-//! Example (SpMV with `A` in CSR; text form of stage II):
+//! Example: SpMV with `A` in CSR (`tests/lower_iterations/spmv_csr.sir`):
 //! ```text
-//! iter spmv over [I: S, J: R] as (i, j) init { y[i] = 0.0 } { y[i] = y[i] + A[i, j] * x[j] }
+//! iter y over [I_m: S, A_J: R] as (i, j) {
+//!   init { y[i] = 0.0 }
+//!   y[i] = y[i] + A[i, j] * x[j]
+//! }
 //! ```
-//! becomes
+//! becomes (`tests/lower_iterations/spmv_csr.pos`)
 //! ```text
-//! block spmv.init { for i in 0..m { y[i] = 0.0 } }
-//! block spmv {
+//! buffer A_A_J_indptr: i32[m + 1] input indptr(A, 1)
+//! buffer A_A_J_indices: i32[nnz_A] input indices(A, 1)
+//! block y.init {
 //!   for i in 0..m {
-//!     for j_p in A_J_indptr[i]..A_J_indptr[i + 1] {
-//!       let j = A_J_indices[j_p]
-//!       if j < n && j < n { y[i] = y[i] + select(j < n, A[i, j_p], 0.0) * select(j < n, x[j], 0.0) }
+//!     y[i] = 0.0
+//!   }
+//! }
+//! block y {
+//!   for i_2 in 0..m {
+//!     for j_p in A_A_J_indptr[i_2]..A_A_J_indptr[i_2 + 1] {
+//!       let j: idx = A_A_J_indices[j_p]
+//!       y[i_2] = y[i_2] + select(j < n, A[i_2, j_p], 0.0) * select(j < n, x[j], 0.0)
 //!     }
 //!   }
 //! }
 //! ```
-//! (`tests/lower_iterations.rs` checks the structure of such outputs.)
+//! (`j < n` skips padding coordinates, which equal the axis length.)
 
 pub mod access;
 pub mod aux;

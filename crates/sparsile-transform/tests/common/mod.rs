@@ -105,34 +105,74 @@ pub fn differential(text: &str, sizes: &[(&str, usize)], pattern: Pattern, seed:
             .collect(),
         ..InterpOptions::default()
     };
-    let expected = interpret(&program, &inputs, &options)
-        .unwrap_or_else(|e| panic!("interpreter: {e}\n{program}"));
-    let lowered = sparsile_transform::compile_to_flat(&program)
-        .unwrap_or_else(|e| panic!("lowering: {e}\n{program}"));
-    let got = run_flat(
+    check_program(
         &program,
-        &lowered.stage3,
+        text,
         &inputs,
-        &expected,
-        &options.params,
+        &options,
+        !matches!(pattern, Pattern::Empty),
     );
+}
+
+/// Runs a stage-I program both ways on `inputs` and compares the outputs; with
+/// `nonzero`, some output must be nonzero (so that the comparison can fail).
+pub fn check_program(
+    program: &Program,
+    text: &str,
+    inputs: &HashMap<String, SparseTensor<'static>>,
+    options: &InterpOptions,
+    nonzero_expected: bool,
+) {
+    let expected = interpret(program, inputs, options)
+        .unwrap_or_else(|e| panic!("interpreter: {e}\n{program}"));
+    let lowered = sparsile_transform::compile_to_flat(program)
+        .unwrap_or_else(|e| panic!("lowering: {e}\n{program}"));
     let nonzero = expected
         .values()
         .any(|t| t.values.to_f64_vec().iter().any(|v| *v != 0.0));
     assert!(
-        nonzero || matches!(pattern, Pattern::Empty),
+        nonzero || !nonzero_expected,
         "every output is zero: the comparison would not catch a wrong program\n{text}"
     );
-    for (name, tensor) in &expected {
-        let want = tensor.values.to_f64_vec();
-        let have = &got[name];
-        assert_eq!(have.len(), want.len(), "{name}: value count\n{program}");
-        for (k, (h, w)) in have.iter().zip(&want).enumerate() {
-            assert!(
-                (h - w).abs() <= 1e-9 * (1.0 + w.abs()),
-                "{name}[{k}]: compiled {h}, interpreter {w}\n{text}\n{program}\n{:#?}",
-                lowered.stage2
+    let mut runs: Vec<(&str, HashMap<String, Vec<f64>>)> = vec![(
+        "stage III (test executor)",
+        run_flat(
+            program,
+            &lowered.stage3,
+            inputs,
+            &expected,
+            &options.params,
+        ),
+    )];
+    // The runtime's loop-level interpreter, with its parallel-loop check, on both stages.
+    for (label, func) in [
+        ("stage II (flat_interp)", &lowered.stage2),
+        ("stage III (flat_interp)", &lowered.stage3),
+    ] {
+        let out = sparsile_runtime::flat_interp::run(func, program, inputs, options)
+            .unwrap_or_else(|e| panic!("{label}: {e}\n{program}\n{func}"));
+        let values = out
+            .into_iter()
+            .map(|(k, t)| (k, t.values.to_f64_vec()))
+            .collect();
+        runs.push((label, values));
+    }
+    for (label, got) in &runs {
+        for (name, tensor) in &expected {
+            let want = tensor.values.to_f64_vec();
+            let have = &got[name];
+            assert_eq!(
+                have.len(),
+                want.len(),
+                "{label}: {name}: value count\n{program}"
             );
+            for (k, (h, w)) in have.iter().zip(&want).enumerate() {
+                assert!(
+                    (h - w).abs() <= 1e-9 * (1.0 + w.abs()),
+                    "{label}: {name}[{k}]: compiled {h}, interpreter {w}\n{text}\n{program}\n{}",
+                    lowered.stage2
+                );
+            }
         }
     }
 }
