@@ -43,6 +43,7 @@ impl Exec<'_, '_> {
             Expr::Param(p) => Ok(Scalar::Int(self.params[*p])),
             Expr::Load { buffer, indices } => {
                 let offset = self.offset(*buffer, indices, "load")?;
+                self.track(*buffer, offset, false)?;
                 Ok(match &self.mems[*buffer].data {
                     Data::Float(v) => Scalar::Float(v[offset]),
                     Data::Int(v) => Scalar::Int(v[offset]),
