@@ -136,13 +136,7 @@ pub fn check_program(
     );
     let mut runs: Vec<(&str, HashMap<String, Vec<f64>>)> = vec![(
         "stage III (test executor)",
-        run_flat(
-            program,
-            &lowered.stage3,
-            inputs,
-            &expected,
-            &options.params,
-        ),
+        run_flat(program, &lowered.stage3, inputs, &expected, &options.params),
     )];
     // The runtime's loop-level interpreter, with its parallel-loop check, on both stages.
     for (label, func) in [

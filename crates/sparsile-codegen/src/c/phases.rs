@@ -1,0 +1,231 @@
+//! Splitting a stage-III body into the phases of the kernel ABI, and what each phase
+//! reads from its caller.
+//!
+//! Phases are the top-level statements of the body once top-level blocks are flattened,
+//! in order. A `parallel` loop is a parallel phase (work item `t` runs the body with the
+//! loop variable `lo + t`); other statements are serial phases with one work item, and
+//! consecutive ones form a single serial phase (the runtime cannot tell the difference,
+//! and their locals stay in one C scope). A later phase that uses a top-level `let` of an
+//! earlier phase evaluates it again, which is only correct when nothing assigns the
+//! local and its value reads no buffer the function writes (otherwise
+//! [`CodegenError::SharedLocal`]).
+//!
+//! ```text
+//! block spmv.init { parallel for i in 0..m { y[i] = 0 } }   -> phase 0 (parallel over i)
+//! block spmv { parallel for i in 0..m { ... } }             -> phase 1 (parallel over i)
+//! let s = 0.0; for i in 0..m { s = s + y[i] }; out[0] = s   -> phase 2 (serial)
+//! ```
+
+use std::collections::{BTreeSet, HashSet};
+
+use sparsile_ir::loops::{Expr, For, ForKind, Stmt};
+use sparsile_ir::{BufferId, ParamId, VarId};
+
+use super::stmt::assigned_vars;
+use crate::CodegenError;
+
+/// One phase of the kernel: a parallel loop, or a run of consecutive other top-level
+/// statements (run serially as one work item; merging them keeps their locals shared).
+#[derive(Debug)]
+pub(crate) struct Phase<'f> {
+    /// The statements, each with the innermost top-level block around it.
+    pub(crate) stmts: Vec<(&'f Stmt, Option<&'f str>)>,
+    /// How many top-level `let`s come before the phase.
+    pub(crate) lets_before: usize,
+}
+
+impl<'f> Phase<'f> {
+    /// The loop of a parallel phase.
+    pub(crate) fn parallel_loop(&self) -> Option<&'f For> {
+        match self.stmts.as_slice() {
+            [(Stmt::For(f), _)] if f.kind == ForKind::Parallel => Some(f),
+            _ => None,
+        }
+    }
+
+    /// The block of the phase's first statement.
+    pub(crate) fn block(&self) -> Option<&'f str> {
+        self.stmts.first().and_then(|(_, b)| *b)
+    }
+}
+
+/// The phases of `body` and its top-level `let`s (each a `Stmt::Let`).
+pub(crate) fn split(body: &[Stmt]) -> (Vec<Phase<'_>>, Vec<&Stmt>) {
+    fn walk<'f>(
+        stmts: &'f [Stmt],
+        block: Option<&'f str>,
+        phases: &mut Vec<Phase<'f>>,
+        lets: &mut Vec<&'f Stmt>,
+    ) {
+        for s in stmts {
+            match s {
+                Stmt::Block { name, body, .. } => walk(body, Some(name), phases, lets),
+                Stmt::For(f) if f.kind == ForKind::Parallel => phases.push(Phase {
+                    stmts: vec![(s, block)],
+                    lets_before: lets.len(),
+                }),
+                _ => {
+                    let serial_open = phases.last().is_some_and(|p| p.parallel_loop().is_none());
+                    if !serial_open {
+                        phases.push(Phase {
+                            stmts: Vec::new(),
+                            lets_before: lets.len(),
+                        });
+                    }
+                    phases
+                        .last_mut()
+                        .expect("pushed above")
+                        .stmts
+                        .push((s, block));
+                    if let Stmt::Let { .. } = s {
+                        lets.push(s);
+                    }
+                }
+            }
+        }
+    }
+    let mut phases = Vec::new();
+    let mut lets = Vec::new();
+    walk(body, None, &mut phases, &mut lets);
+    // A phase of `let`s alone does nothing: later phases evaluate what they need.
+    phases.retain(|p| !p.stmts.iter().all(|(s, _)| matches!(s, Stmt::Let { .. })));
+    (phases, lets)
+}
+
+/// The params, buffers and locals some code refers to.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Uses {
+    pub(crate) params: BTreeSet<ParamId>,
+    pub(crate) buffers: BTreeSet<BufferId>,
+    pub(crate) vars: BTreeSet<VarId>,
+    /// The locals read by an expression (a subset of `vars`).
+    pub(crate) read_vars: HashSet<VarId>,
+}
+
+impl Uses {
+    pub(crate) fn expr(&mut self, e: &Expr) {
+        e.visit(&mut |e| match e {
+            Expr::Param(p) => {
+                self.params.insert(*p);
+            }
+            Expr::Var(v) => {
+                self.vars.insert(*v);
+                self.read_vars.insert(*v);
+            }
+            Expr::Load { buffer, .. } | Expr::Search { buffer, .. } => {
+                self.buffers.insert(*buffer);
+            }
+            _ => {}
+        });
+    }
+
+    pub(crate) fn stmts(&mut self, stmts: &[Stmt]) {
+        for s in stmts {
+            self.stmt(s);
+        }
+    }
+
+    pub(crate) fn stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::For(f) => {
+                self.vars.insert(f.var);
+                self.expr(&f.lo);
+                self.expr(&f.hi);
+                self.stmts(&f.body);
+            }
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+                ..
+            } => {
+                self.expr(cond);
+                self.stmts(then_body);
+                self.stmts(else_body);
+            }
+            Stmt::Let { var, value, .. } | Stmt::Assign { var, value, .. } => {
+                self.vars.insert(*var);
+                self.expr(value);
+            }
+            Stmt::Store {
+                buffer,
+                indices,
+                value,
+                ..
+            } => {
+                self.buffers.insert(*buffer);
+                indices.iter().for_each(|i| self.expr(i));
+                self.expr(value);
+            }
+            Stmt::Block { body, .. } => self.stmts(body),
+        }
+    }
+}
+
+/// The buffers stored anywhere in `stmts`.
+pub(crate) fn stored_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
+    let mut out = HashSet::new();
+    fn walk(stmts: &[Stmt], out: &mut HashSet<BufferId>) {
+        for s in stmts {
+            match s {
+                Stmt::Store { buffer, .. } => {
+                    out.insert(*buffer);
+                }
+                Stmt::For(f) => walk(&f.body, out),
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    walk(then_body, out);
+                    walk(else_body, out);
+                }
+                Stmt::Block { body, .. } => walk(body, out),
+                Stmt::Let { .. } | Stmt::Assign { .. } => {}
+            }
+        }
+    }
+    walk(stmts, &mut out);
+    out
+}
+
+/// The top-level `let`s among `lets` that `uses` needs (directly or through other
+/// `let`s), in order; adds what their values use to `uses`.
+pub(crate) fn needed_lets<'f>(
+    body: &[Stmt],
+    lets: &[&'f Stmt],
+    uses: &mut Uses,
+    var_name: impl Fn(VarId) -> String,
+) -> Result<Vec<&'f Stmt>, CodegenError> {
+    let assigned = assigned_vars(body);
+    let stored = stored_buffers(body);
+    let mut needed = Vec::new();
+    for s in lets.iter().rev() {
+        let Stmt::Let { var, value, span } = s else {
+            continue;
+        };
+        if !uses.read_vars.contains(var) {
+            continue;
+        }
+        let mut value_uses = Uses::default();
+        value_uses.expr(value);
+        let reason = if assigned.contains(var) {
+            Some("it is assigned")
+        } else if value_uses.buffers.iter().any(|b| stored.contains(b)) {
+            Some("its value reads a buffer the function writes")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(CodegenError::SharedLocal {
+                var: var_name(*var),
+                reason,
+                span: *span,
+            });
+        }
+        uses.expr(value);
+        needed.push(*s);
+    }
+    needed.reverse();
+    Ok(needed)
+}

@@ -1,0 +1,162 @@
+//! The small `static inline` helpers and macros generated code may call, each emitted
+//! only when used. They give C the loop IR's exact semantics: floor division and floor
+//! remainder on integers (with a fast path for a positive constant divisor), binary
+//! search returning -1, integer max/min/abs, `relu`, the floor remainder on floats, and
+//! loop hints that expand to the compiler's own pragmas.
+//!
+//! Integer division by zero has no value in the IR (lowering never produces it); the
+//! helpers return 0 for it rather than trapping, and wrap `INT64_MIN / -1`.
+
+/// A helper the generated code uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Helper {
+    IvdepMacro,
+    UnrollMacro,
+    FloorDiv,
+    FloorDivPos,
+    FloorRem,
+    FloorRemPos,
+    MaxI64,
+    MinI64,
+    AbsI64,
+    ReluF32,
+    ReluF64,
+    RemF32,
+    RemF64,
+    SearchI32,
+    SearchI64,
+}
+
+impl Helper {
+    /// The C definition.
+    pub(crate) fn definition(self) -> &'static str {
+        match self {
+            Helper::IvdepMacro => {
+                "/* Vectorized loops: iterations carry no dependences. */
+#if defined(__clang__)
+#define SPARSILE_IVDEP _Pragma(\"clang loop vectorize(assume_safety)\")
+#elif defined(__GNUC__)
+#define SPARSILE_IVDEP _Pragma(\"GCC ivdep\")
+#else
+#define SPARSILE_IVDEP
+#endif
+"
+            }
+            Helper::UnrollMacro => {
+                "/* Unrolled loops. */
+#if defined(__clang__)
+#define SPARSILE_UNROLL _Pragma(\"unroll 4\")
+#elif defined(__GNUC__)
+#define SPARSILE_UNROLL _Pragma(\"GCC unroll 4\")
+#else
+#define SPARSILE_UNROLL
+#endif
+"
+            }
+            Helper::FloorDiv => {
+                "/* a / b rounded towards negative infinity. */
+static inline int64_t sparsile_floordiv(int64_t a, int64_t b)
+{
+    if (b == 0) return 0;
+    if (b == -1) return (int64_t)(0 - (uint64_t)a);
+    int64_t q = a / b;
+    if (a % b != 0 && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+}
+"
+            }
+            Helper::FloorDivPos => {
+                "/* a / b rounded towards negative infinity, for b > 0. */
+static inline int64_t sparsile_floordiv_pos(int64_t a, int64_t b)
+{
+    return a / b - (a % b < 0);
+}
+"
+            }
+            Helper::FloorRem => {
+                "/* a - b * floor(a / b): the remainder with the sign of b. */
+static inline int64_t sparsile_floorrem(int64_t a, int64_t b)
+{
+    if (b == 0 || b == -1) return 0;
+    int64_t r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+"
+            }
+            Helper::FloorRemPos => {
+                "/* a - b * floor(a / b), for b > 0. */
+static inline int64_t sparsile_floorrem_pos(int64_t a, int64_t b)
+{
+    int64_t r = a % b;
+    return r < 0 ? r + b : r;
+}
+"
+            }
+            Helper::MaxI64 => {
+                "static inline int64_t sparsile_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+"
+            }
+            Helper::MinI64 => {
+                "static inline int64_t sparsile_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+"
+            }
+            Helper::AbsI64 => {
+                "static inline int64_t sparsile_abs_i64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
+"
+            }
+            Helper::ReluF32 => {
+                "static inline float sparsile_relu_f32(float x) { return x > 0.0f ? x : 0.0f; }
+"
+            }
+            Helper::ReluF64 => {
+                "static inline double sparsile_relu_f64(double x) { return x > 0.0 ? x : 0.0; }
+"
+            }
+            Helper::RemF32 => {
+                "static inline float sparsile_rem_f32(float a, float b) { return a - b * floorf(a / b); }
+"
+            }
+            Helper::RemF64 => {
+                "static inline double sparsile_rem_f64(double a, double b) { return a - b * floor(a / b); }
+"
+            }
+            Helper::SearchI32 => {
+                "/* The position p in [lo, hi) with a[p] == x in the sorted run a[lo..hi), or -1. */
+static inline int64_t sparsile_search_i32(const int32_t *a, int64_t lo, int64_t hi, int64_t x)
+{
+    int64_t first = lo, count = hi - lo;
+    while (count > 0) {
+        int64_t half = count / 2;
+        if ((int64_t)a[first + half] < x) {
+            first += half + 1;
+            count -= half + 1;
+        } else {
+            count = half;
+        }
+    }
+    return (first < hi && (int64_t)a[first] == x) ? first : -1;
+}
+"
+            }
+            Helper::SearchI64 => {
+                "/* The position p in [lo, hi) with a[p] == x in the sorted run a[lo..hi), or -1. */
+static inline int64_t sparsile_search_i64(const int64_t *a, int64_t lo, int64_t hi, int64_t x)
+{
+    int64_t first = lo, count = hi - lo;
+    while (count > 0) {
+        int64_t half = count / 2;
+        if (a[first + half] < x) {
+            first += half + 1;
+            count -= half + 1;
+        } else {
+            count = half;
+        }
+    }
+    return (first < hi && a[first] == x) ? first : -1;
+}
+"
+            }
+        }
+    }
+}

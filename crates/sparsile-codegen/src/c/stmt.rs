@@ -1,0 +1,231 @@
+//! C statements for loop-IR statements.
+//!
+//! ```text
+//! for jp in A_indptr[i]..A_indptr[i + 1] { acc = acc + A[jp] * x[A_indices[jp]] }
+//!   ->  for (int64_t jp = (int64_t)A_indptr[i], jp_end = (int64_t)A_indptr[i + 1]; jp < jp_end; ++jp) { /* spmv */
+//!           acc = acc + A[jp] * x[(int64_t)A_indices[jp]];
+//!       }
+//! ```
+//! A loop bound that reads memory or a local the body assigns is evaluated once into a
+//! second loop variable (`jp_end`), as the IR requires; a plain bound (`m`, `4 * m`) is
+//! written in the condition. Blocks become C scopes headed by their name, and every loop
+//! names the block it came from.
+
+use std::collections::HashSet;
+
+use sparsile_ir::loops::{Expr, For, ForKind, Stmt};
+use sparsile_ir::{DType, VarId};
+
+use super::ctx::Ctx;
+use super::expr::{emit_as, emit_offset};
+use super::prelude::Helper;
+use super::types::{var_ty, Ty};
+use crate::CodegenError;
+
+/// Indented lines of C.
+#[derive(Debug, Default)]
+pub(crate) struct Writer {
+    pub(crate) out: String,
+    pub(crate) indent: usize,
+}
+
+impl Writer {
+    pub(crate) fn line(&mut self, text: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+}
+
+/// Writes `stmts`; `block` is the name of the innermost enclosing block.
+pub(crate) fn emit_stmts(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    stmts: &[Stmt],
+    block: Option<&str>,
+) -> Result<(), CodegenError> {
+    for s in stmts {
+        emit_stmt(ctx, w, s, block)?;
+    }
+    Ok(())
+}
+
+fn emit_stmt(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    s: &Stmt,
+    block: Option<&str>,
+) -> Result<(), CodegenError> {
+    match s {
+        Stmt::For(f) => {
+            ctx.span = f.span;
+            let header = for_header(ctx, f)?;
+            match f.kind {
+                ForKind::Vectorized => {
+                    ctx.helpers.insert(Helper::IvdepMacro);
+                    w.line("SPARSILE_IVDEP");
+                }
+                ForKind::Unrolled => {
+                    ctx.helpers.insert(Helper::UnrollMacro);
+                    w.line("SPARSILE_UNROLL");
+                }
+                ForKind::Serial | ForKind::Parallel => {}
+            }
+            w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
+            w.indent += 1;
+            emit_stmts(ctx, w, &f.body, block)?;
+            w.indent -= 1;
+            w.line("}");
+        }
+        Stmt::If {
+            cond,
+            then_body,
+            else_body,
+            span,
+        } => {
+            ctx.span = *span;
+            let c = emit_as(ctx, cond, Ty::I64)?;
+            w.line(&format!("if ({}) {{", c.text));
+            w.indent += 1;
+            emit_stmts(ctx, w, then_body, block)?;
+            w.indent -= 1;
+            if else_body.is_empty() {
+                w.line("}");
+            } else {
+                w.line("} else {");
+                w.indent += 1;
+                emit_stmts(ctx, w, else_body, block)?;
+                w.indent -= 1;
+                w.line("}");
+            }
+        }
+        Stmt::Let { var, .. } | Stmt::Assign { var, .. } if !ctx.live.contains(var) => {}
+        Stmt::Let { var, value, span } => {
+            ctx.span = *span;
+            let ty = var_ty(ctx.var(*var)?.ty);
+            let v = emit_as(ctx, value, ty)?;
+            w.line(&format!(
+                "{} {} = {};",
+                ty.c_name(),
+                ctx.var_name(*var)?,
+                v.text
+            ));
+        }
+        Stmt::Assign { var, value, span } => {
+            ctx.span = *span;
+            let ty = var_ty(ctx.var(*var)?.ty);
+            let v = emit_as(ctx, value, ty)?;
+            w.line(&format!("{} = {};", ctx.var_name(*var)?, v.text));
+        }
+        Stmt::Store {
+            buffer,
+            indices,
+            value,
+            span,
+        } => {
+            ctx.span = *span;
+            let offset = emit_offset(ctx, *buffer, indices)?;
+            let ty = ctx.buffer_ty(*buffer)?;
+            let v = emit_as(ctx, value, ty)?;
+            let v = if ctx.buffer(*buffer)?.dtype == DType::I32 {
+                format!("(int32_t){}", v.at(super::expr::PREC_UNARY))
+            } else {
+                v.text
+            };
+            w.line(&format!(
+                "{}[{}] = {v};",
+                ctx.buffer_name(*buffer)?,
+                offset.text
+            ));
+        }
+        Stmt::Block { name, body, span } => {
+            ctx.span = *span;
+            w.line(&format!("{{ /* block {} */", comment_text(name)));
+            w.indent += 1;
+            emit_stmts(ctx, w, body, Some(name))?;
+            w.indent -= 1;
+            w.line("}");
+        }
+    }
+    Ok(())
+}
+
+/// `for (int64_t v = lo; v < hi; ++v)`, with the bound evaluated once when it must be.
+fn for_header(ctx: &mut Ctx, f: &For) -> Result<String, CodegenError> {
+    let v = ctx.var_name(f.var)?.to_string();
+    let lo = emit_as(ctx, &f.lo, Ty::I64)?;
+    let hi = emit_as(ctx, &f.hi, Ty::I64)?;
+    if bound_is_plain(&f.hi, &assigned_vars(&f.body)) {
+        Ok(format!(
+            "for (int64_t {v} = {}; {v} < {}; ++{v})",
+            lo.text,
+            hi.at(11)
+        ))
+    } else {
+        let end = ctx.names.fresh(&format!("{v}_end"));
+        Ok(format!(
+            "for (int64_t {v} = {}, {end} = {}; {v} < {end}; ++{v})",
+            lo.text, hi.text
+        ))
+    }
+}
+
+/// Whether writing `hi` in the loop condition reads the same value every iteration and
+/// costs nothing: no loads or searches, no locals the body assigns.
+pub(crate) fn bound_is_plain(hi: &Expr, assigned: &HashSet<VarId>) -> bool {
+    let mut plain = true;
+    hi.visit(&mut |e| match e {
+        Expr::Load { .. } | Expr::Search { .. } => plain = false,
+        Expr::Var(v) if assigned.contains(v) => plain = false,
+        _ => {}
+    });
+    plain
+}
+
+/// The locals assigned anywhere in `stmts`.
+pub(crate) fn assigned_vars(stmts: &[Stmt]) -> HashSet<VarId> {
+    let mut out = HashSet::new();
+    fn walk(stmts: &[Stmt], out: &mut HashSet<VarId>) {
+        for s in stmts {
+            match s {
+                Stmt::Assign { var, .. } => {
+                    out.insert(*var);
+                }
+                Stmt::For(f) => walk(&f.body, out),
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    walk(then_body, out);
+                    walk(else_body, out);
+                }
+                Stmt::Block { body, .. } => walk(body, out),
+                Stmt::Let { .. } | Stmt::Store { .. } => {}
+            }
+        }
+    }
+    walk(stmts, &mut out);
+    out
+}
+
+pub(crate) fn loop_comment(block: Option<&str>, kind: ForKind) -> String {
+    let kind = match kind {
+        ForKind::Serial => "",
+        ForKind::Parallel => ", parallel (runs serially inside a work item)",
+        ForKind::Vectorized => ", vectorized",
+        ForKind::Unrolled => ", unrolled",
+    };
+    match block {
+        Some(b) => format!(" /* {}{kind} */", comment_text(b)),
+        None if kind.is_empty() => String::new(),
+        None => format!(" /* {} */", &kind[2..]),
+    }
+}
+
+/// `text` made safe inside a C comment.
+pub(crate) fn comment_text(text: &str) -> String {
+    text.replace("*/", "* /")
+}

@@ -1,0 +1,65 @@
+//! Errors of the code generators: each names the problem and where it is (the buffer,
+//! local or statement, with its source line and column when the IR came from text).
+
+use sparsile_ir::{DType, Span};
+use thiserror::Error;
+
+/// Why a function cannot be emitted.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum CodegenError {
+    #[error("function `{func}` is a stage-II (pos) function; the C backend emits stage III (flat) functions only")]
+    NotFlat { func: String },
+    #[error("{}buffer `{buffer}` has element type {dtype}: the C backend computes in f32/f64 only (f16/bf16 buffers are not compiled)", at(.span))]
+    HalfPrecisionBuffer {
+        buffer: String,
+        dtype: DType,
+        span: Span,
+    },
+    #[error("local `{var}` has type {dtype}: the C backend computes in f32/f64 only")]
+    HalfPrecisionLocal { var: String, dtype: DType },
+    #[error("local `{var}` has integer type {dtype}: locals are indices (i64) or f32/f64 values")]
+    IntegerValueLocal { var: String, dtype: DType },
+    #[error("{}buffer `{buffer}` is laid out over axes; stage III buffers are flat", at(.span))]
+    AxesLayout { buffer: String, span: Span },
+    #[error("{}access to buffer `{buffer}` has {count} indices; stage III accesses take exactly one offset", at(.span))]
+    IndexCount {
+        buffer: String,
+        count: usize,
+        span: Span,
+    },
+    #[error("{}search over buffer `{buffer}` of element type {dtype}: search needs an integer buffer", at(.span))]
+    SearchNotInteger {
+        buffer: String,
+        dtype: DType,
+        span: Span,
+    },
+    #[error("{}`{op}` of an integer has no C lowering (integers support neg, abs and relu)", at(.span))]
+    IntegerUnary { op: &'static str, span: Span },
+    #[error("{}reference to {what} #{index}, but the function declares only {count}", at(.span))]
+    UnknownId {
+        what: &'static str,
+        index: usize,
+        count: usize,
+        span: Span,
+    },
+    #[error("{}top-level local `{var}` is used by a later phase but {reason}; phases cannot share it", at(.span))]
+    SharedLocal {
+        var: String,
+        reason: &'static str,
+        span: Span,
+    },
+    #[error("scratch buffer `{buffer}` is used by phases {first} and {second}; scratch memory does not outlive a phase")]
+    ScratchAcrossPhases {
+        buffer: String,
+        first: usize,
+        second: usize,
+    },
+}
+
+fn at(span: &Span) -> String {
+    if span.line == 0 {
+        String::new()
+    } else {
+        format!("line {}, column {}: ", span.line, span.col)
+    }
+}
