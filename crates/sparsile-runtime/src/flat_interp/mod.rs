@@ -14,8 +14,8 @@
 //! 2. Each parameter of `func` takes the value of the program parameter of the same name.
 //! 3. Each buffer of `func` is bound by its kind: `Values` buffer `B` to the values of
 //!    stage-I buffer `B` (same element type); `Indptr`/`Indices { tensor, axis }` to that
-//!    array of storage axis `axis` of `tensor`'s structure; `Scratch` to zeros of the
-//!    declared length. A flat buffer's declared length must equal what it is bound to.
+//!    array of storage axis `axis` of `tensor`'s structure (stored with the buffer's
+//!    element type as index type); `Scratch` to zeros of the declared length. A flat buffer's declared length must equal what it is bound to.
 //!    Stage-II `Axes` layouts must list the stage-I buffer's axes; an access gives one
 //!    position per axis, each checked against its axis and its parent's position, and
 //!    is flattened with [`sparsile_formats::Structure::value_offset`].
