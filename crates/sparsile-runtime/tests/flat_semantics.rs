@@ -287,7 +287,7 @@ fn parallel_loops_must_write_distinct_elements() {
             i,
             int(0),
             int(3),
-            vec![acc(y, rem(v(i), int(2)), float(1.0))],
+            vec![store(y, vec![rem(v(i), int(2))], add(v(i), int(1)))],
         )],
     );
     match run(&p, &bad) {
@@ -318,7 +318,7 @@ fn parallel_loops_must_write_distinct_elements() {
         },
     )
     .unwrap();
-    assert_eq!(out["y"].values.to_f64_vec(), vec![2.0, 1.0, 0.0]);
+    assert_eq!(out["y"].values.to_f64_vec(), vec![3.0, 2.0, 0.0]);
 }
 
 #[test]
@@ -333,7 +333,7 @@ fn nested_parallel_loops_are_checked_separately() {
             i,
             int(0),
             int(3),
-            vec![par(t, int(0), int(2), vec![acc(y, v(i), float(1.0))])],
+            vec![par(t, int(0), int(2), vec![store(y, vec![v(i)], v(t))])],
         )],
     );
     match run(&p, &f) {
@@ -409,4 +409,88 @@ fn parallel_iterations_may_not_assign_outer_locals() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn parallel_iterations_may_not_load_what_others_store() {
+    // Iteration 2 loads y[0], which iteration 0 stored.
+    let (p, mut k) = kit();
+    let y = k.y;
+    let i = k.fb.idx("i");
+    let f = with_body(
+        k,
+        vec![par(
+            i,
+            int(0),
+            int(3),
+            vec![store(
+                y,
+                vec![v(i)],
+                add(ld(y, sub(int(2), v(i))), float(1.0)),
+            )],
+        )],
+    );
+    match run(&p, &f) {
+        Err(FlatInterpError::ParallelReadWriteConflict {
+            var,
+            buffer,
+            offset,
+            writer,
+            reader,
+            ..
+        }) => {
+            assert_eq!(
+                (var.as_str(), buffer.as_str(), offset, writer, reader),
+                ("i", "y", 0, 0, 2)
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // Iteration 1 stores y[1], which iteration 0 loaded before.
+    let (p, mut k) = kit();
+    let y = k.y;
+    let i = k.fb.idx("i");
+    let f = with_body(
+        k,
+        vec![par(
+            i,
+            int(0),
+            int(2),
+            vec![if_(
+                cmp(CmpOp::Eq, v(i), int(0)),
+                vec![store(y, vec![int(2)], ld(y, int(1)))],
+                vec![store(y, vec![int(1)], float(5.0))],
+            )],
+        )],
+    );
+    match run(&p, &f) {
+        Err(FlatInterpError::ParallelReadWriteConflict {
+            offset,
+            writer,
+            reader,
+            ..
+        }) => {
+            assert_eq!((offset, writer, reader), (1, 1, 0))
+        }
+        other => panic!("{other:?}"),
+    }
+    // Many iterations loading an element no iteration stores, and loads of inputs and
+    // structure arrays, are independent.
+    let (p, mut k) = kit();
+    let (y, z, a, ptr) = (k.y, k.z, k.a, k.ptr);
+    let i = k.fb.idx("i");
+    let f = with_body(
+        k,
+        vec![par(
+            i,
+            int(0),
+            int(3),
+            vec![store(
+                y,
+                vec![v(i)],
+                add(add(ld(z, int(0)), ld(a, int(0))), ld(ptr, int(3))),
+            )],
+        )],
+    );
+    assert_eq!(y_of(&p, &f), vec![4.0; 3]);
 }

@@ -297,3 +297,66 @@ fn bsr_spmm_with_edge_guards_equals_stage1() {
         );
     }
 }
+
+/// Real matrices (from the shared data folder, when present): the CSR SpMM of stages II
+/// and III and the BSR SpMM of stage III equal the stage-I interpreter exactly.
+#[test]
+fn real_matrices_equal_stage1() {
+    use sparsile_formats::mtx::{self, MtxData, MtxReadOptions};
+    let dir = std::path::Path::new("/work/shared/data");
+    let read = MtxReadOptions {
+        duplicates: mtx::Duplicates::Sum,
+    };
+    let (p, pos) = parse(SPMM_SIR, SPMM_POS);
+    let (_, flat) = parse(SPMM_SIR, SPMM_FLAT);
+    let (pb, bsr) = parse(BSR_SIR, BSR_FLAT);
+    let mut r = common::rng(25);
+    for file in ["cora.mtx", "dlmc_rn50_mp70_initconv.mtx"] {
+        let path = dir.join(file);
+        if !path.exists() {
+            eprintln!("skipping {file}: not found under {}", dir.display());
+            continue;
+        }
+        let MtxData::Sparse(mut coo) = mtx::read_path(&path, &read).unwrap() else {
+            panic!("{file} is not a coordinate file");
+        };
+        coo.sort_and_sum_duplicates();
+        let b = f32_dense(&mut r, &[coo.shape[1], 4]);
+        let csr = SparseTensor::from_coo_with(&coo, &Format::Csr, DType::F32).unwrap();
+        let inputs: Inputs = HashMap::from([("A".to_string(), csr), ("B".to_string(), b.clone())]);
+        let opts = InterpOptions::default();
+        let want = interpret(&p, &inputs, &opts).unwrap();
+        assert_same(
+            &run(&pos, &p, &inputs, &opts),
+            &want,
+            "C",
+            &format!("{file}, stage II"),
+        );
+        assert_same(
+            &run(&flat, &p, &inputs, &opts),
+            &want,
+            "C",
+            &format!("{file}, stage III"),
+        );
+
+        let a = SparseTensor::from_coo_with_index(
+            &coo,
+            &Format::Bsr { r: 4, c: 4 },
+            DType::F32,
+            Some(IndexType::I64),
+        )
+        .unwrap();
+        let inputs: Inputs = HashMap::from([("A".to_string(), a), ("B".to_string(), b)]);
+        let opts = InterpOptions {
+            params: HashMap::from([("m".to_string(), coo.shape[0] as i64)]),
+            ..Default::default()
+        };
+        let want = interpret(&pb, &inputs, &opts).unwrap();
+        assert_same(
+            &run(&bsr, &pb, &inputs, &opts),
+            &want,
+            "C",
+            &format!("{file}, BSR"),
+        );
+    }
+}

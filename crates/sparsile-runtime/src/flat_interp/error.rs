@@ -201,6 +201,16 @@ pub enum FlatInterpError {
         at: Span,
     },
 
+    #[error("{at}: parallel loop over `{var}`: iteration {writer} stores `{buffer}` at offset {offset}, which iteration {reader} loads")]
+    ParallelReadWriteConflict {
+        var: String,
+        buffer: String,
+        offset: usize,
+        writer: i64,
+        reader: i64,
+        at: Span,
+    },
+
     #[error("{at}: parallel loop over `{var}`: iteration {iteration} assigns `{local}`, which is declared outside the loop")]
     ParallelSharedLocal {
         var: String,

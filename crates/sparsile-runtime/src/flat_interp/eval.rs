@@ -43,6 +43,7 @@ impl Exec<'_, '_> {
             Expr::Param(p) => Ok(Scalar::Int(self.params[*p])),
             Expr::Load { buffer, indices } => {
                 let offset = self.offset(*buffer, indices, "load")?;
+                self.track(*buffer, offset, false)?;
                 Ok(match &self.mems[*buffer].data {
                     Data::Float(v) => Scalar::Float(v[offset]),
                     Data::Int(v) => Scalar::Int(v[offset]),
@@ -162,13 +163,17 @@ impl Exec<'_, '_> {
                 at: self.at,
             });
         }
-        let mut positions = Vec::with_capacity(indices.len());
-        for (k, e) in indices.iter().enumerate() {
-            positions.push(self.eval_int(e, || format!("index {k} of a {access} of `{name}`"))?);
-        }
+        let index = |k: usize, e: &Expr| {
+            self.eval_int(e, || format!("index {k} of a {access} of `{name}`"))
+        };
         let offset = match &mem.shape {
-            Shape::Flat => positions[0],
+            Shape::Flat => index(0, &indices[0])?,
             Shape::Axes { structure, names } => {
+                let positions = indices
+                    .iter()
+                    .enumerate()
+                    .map(|(k, e)| index(k, e))
+                    .collect::<Result<Vec<i64>, _>>()?;
                 let mut pos = Vec::with_capacity(positions.len());
                 for (k, (&p, axis)) in positions.iter().zip(&structure.axes).enumerate() {
                     if p < 0 || p as u64 >= axis.npos as u64 {

@@ -1,19 +1,20 @@
 //! Execution of loop-level statements.
 //!
 //! Every loop runs serially, in order. While a `parallel` loop runs with checking on,
-//! each of its iterations records the elements it stores (scratch buffers excepted:
-//! they are private working memory); a store to an element that another iteration of
-//! the same loop stored is a [`FlatInterpError::ParallelWriteConflict`], and assigning a
-//! local declared outside the loop is a [`FlatInterpError::ParallelSharedLocal`].
+//! its iterations' loads and stores of writable buffers are recorded (scratch buffers
+//! excepted: they are private working memory, see [`super::races`]); two iterations
+//! storing the same element is a [`FlatInterpError::ParallelWriteConflict`], one
+//! loading what another stores a [`FlatInterpError::ParallelReadWriteConflict`], and
+//! assigning a local declared outside the loop a [`FlatInterpError::ParallelSharedLocal`].
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::cell::RefCell;
 
 use sparsile_ir::loops::{For, ForKind, Func, Stmt, VarType};
 use sparsile_ir::{BufferId, DType, IdVec, ParamId, Span, VarId};
 
 use super::eval::Scalar;
 use super::memory::{round_to, Data, Mem};
+use super::races::{Conflict, Races};
 use super::FlatInterpError;
 
 /// A bound variable.
@@ -26,15 +27,6 @@ pub(crate) struct Local {
     pub depth: usize,
 }
 
-/// A running parallel loop.
-#[derive(Debug)]
-struct ParFrame {
-    var: VarId,
-    iteration: i64,
-    /// Element -> the iteration that stored it.
-    writes: HashMap<(BufferId, usize), i64>,
-}
-
 /// The interpreter state.
 pub(crate) struct Exec<'f, 'i> {
     pub func: &'f Func,
@@ -44,7 +36,8 @@ pub(crate) struct Exec<'f, 'i> {
     pub check_parallel: bool,
     /// The span of the statement being executed, for messages.
     pub at: Span,
-    par: Vec<ParFrame>,
+    /// The running parallel loops (loads record themselves through `&self`).
+    races: RefCell<Races>,
 }
 
 impl<'f, 'i> Exec<'f, 'i> {
@@ -61,7 +54,7 @@ impl<'f, 'i> Exec<'f, 'i> {
             vars: func.vars.values().map(|_| None).collect(),
             check_parallel,
             at: Span::default(),
-            par: Vec::new(),
+            races: RefCell::new(Races::default()),
         }
     }
 
@@ -107,7 +100,7 @@ impl<'f, 'i> Exec<'f, 'i> {
                 self.vars[*var] = Some(Local {
                     value,
                     is_loop: false,
-                    depth: self.par.len(),
+                    depth: self.races.borrow().depth(),
                 });
                 Ok(())
             }
@@ -131,15 +124,17 @@ impl<'f, 'i> Exec<'f, 'i> {
                     }
                     Some(l) => l,
                 };
-                if self.check_parallel && local.depth < self.par.len() {
-                    let frame = &self.par[local.depth];
+                let races = self.races.borrow();
+                if self.check_parallel && local.depth < races.depth() {
+                    let (var, iteration) = races.frame(local.depth);
                     return Err(FlatInterpError::ParallelSharedLocal {
-                        var: self.func.vars[frame.var].name.clone(),
+                        var: self.func.vars[var].name.clone(),
                         local: name(),
-                        iteration: frame.iteration,
+                        iteration,
                         at: self.at,
                     });
                 }
+                drop(races);
                 let value = self.typed(*var, value)?;
                 self.vars[*var] = Some(Local { value, ..local });
                 Ok(())
@@ -168,27 +163,23 @@ impl<'f, 'i> Exec<'f, 'i> {
         let hi = self.eval_int(&f.hi, || format!("the end of the loop over `{name}`"))?;
         let parallel = self.check_parallel && f.kind == ForKind::Parallel;
         if parallel {
-            self.par.push(ParFrame {
-                var: f.var,
-                iteration: lo,
-                writes: HashMap::new(),
-            });
+            self.races.get_mut().enter(f.var);
         }
         let old = self.vars[f.var];
         for i in lo..hi {
             if parallel {
-                self.par.last_mut().expect("pushed above").iteration = i;
+                self.races.get_mut().set_iteration(i);
             }
             self.vars[f.var] = Some(Local {
                 value: Scalar::Int(i),
                 is_loop: true,
-                depth: self.par.len(),
+                depth: self.races.get_mut().depth(),
             });
             self.run(&f.body)?;
         }
         self.vars[f.var] = old;
         if parallel {
-            self.par.pop();
+            self.races.get_mut().leave();
         }
         Ok(())
     }
@@ -209,6 +200,55 @@ impl<'f, 'i> Exec<'f, 'i> {
         }
     }
 
+    /// Records a load or store of a writable, non-scratch buffer inside parallel loops.
+    pub(crate) fn track(
+        &self,
+        buffer: BufferId,
+        offset: usize,
+        is_store: bool,
+    ) -> Result<(), FlatInterpError> {
+        let mem = &self.mems[buffer];
+        if !self.check_parallel || mem.scratch || mem.read_only.is_some() {
+            return Ok(());
+        }
+        let mut races = self.races.borrow_mut();
+        if races.depth() == 0 {
+            return Ok(());
+        }
+        let result = if is_store {
+            races.store(buffer, offset)
+        } else {
+            races.load(buffer, offset)
+        };
+        let name = |v: VarId| self.func.vars[v].name.clone();
+        let buffer = self.func.buffers[buffer].name.clone();
+        match result {
+            Ok(()) => Ok(()),
+            Err(Conflict::Write { var, first, second }) => {
+                Err(FlatInterpError::ParallelWriteConflict {
+                    var: name(var),
+                    buffer,
+                    offset,
+                    first,
+                    second,
+                    at: self.at,
+                })
+            }
+            Err(Conflict::ReadWrite {
+                var,
+                writer,
+                reader,
+            }) => Err(FlatInterpError::ParallelReadWriteConflict {
+                var: name(var),
+                buffer,
+                offset,
+                writer,
+                reader,
+                at: self.at,
+            }),
+        }
+    }
+
     fn store(
         &mut self,
         buffer: BufferId,
@@ -224,26 +264,7 @@ impl<'f, 'i> Exec<'f, 'i> {
                 at: self.at,
             });
         }
-        if !mem.scratch {
-            for frame in &mut self.par {
-                match frame.writes.entry((buffer, offset)) {
-                    Entry::Occupied(e) if *e.get() != frame.iteration => {
-                        return Err(FlatInterpError::ParallelWriteConflict {
-                            var: self.func.vars[frame.var].name.clone(),
-                            buffer: self.func.buffers[buffer].name.clone(),
-                            offset,
-                            first: *e.get(),
-                            second: frame.iteration,
-                            at: self.at,
-                        });
-                    }
-                    Entry::Occupied(_) => {}
-                    Entry::Vacant(e) => {
-                        e.insert(frame.iteration);
-                    }
-                }
-            }
-        }
+        self.track(buffer, offset, true)?;
         let dtype = mem.dtype;
         let at = self.at;
         match (&mut self.mems[buffer].data, value) {

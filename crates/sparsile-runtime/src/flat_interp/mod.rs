@@ -14,8 +14,8 @@
 //! 2. Each parameter of `func` takes the value of the program parameter of the same name.
 //! 3. Each buffer of `func` is bound by its kind: `Values` buffer `B` to the values of
 //!    stage-I buffer `B` (same element type); `Indptr`/`Indices { tensor, axis }` to that
-//!    array of storage axis `axis` of `tensor`'s structure; `Scratch` to zeros of the
-//!    declared length. A flat buffer's declared length must equal what it is bound to.
+//!    array of storage axis `axis` of `tensor`'s structure (stored with the buffer's
+//!    element type as index type); `Scratch` to zeros of the declared length. A flat buffer's declared length must equal what it is bound to.
 //!    Stage-II `Axes` layouts must list the stage-I buffer's axes; an access gives one
 //!    position per axis, each checked against its axis and its parent's position, and
 //!    is flattened with [`sparsile_formats::Structure::value_offset`].
@@ -23,8 +23,8 @@
 //! Execution never panics: an access out of bounds, a type error, an unbound variable
 //! is a [`FlatInterpError`] naming the buffer, offset, length and statement. All loops
 //! run serially; with [`FlatOptions::check_parallel`] (on in [`run`]) a `parallel` loop
-//! whose iterations store to the same element (scratch buffers excepted), or assign a
-//! local declared outside it, is an error.
+//! whose iterations store to the same element, or one loads an element another stores
+//! (scratch buffers excepted), or that assigns a local declared outside it, is an error.
 //!
 //! The output tensors are the program's `Output` buffers, as [`crate::interpret`]
 //! returns them.
@@ -93,6 +93,7 @@ mod exec;
 mod ids;
 mod memory;
 mod program_binding;
+mod races;
 
 use std::collections::HashMap;
 
@@ -116,9 +117,10 @@ pub struct FlatOptions {
     /// interpreter also runs functions the verifier rejects (mixed integer and float
     /// arithmetic is widened to f64), checking what it meets.
     pub verify_func: bool,
-    /// Checks that the iterations of every `parallel` loop store to distinct elements
-    /// (scratch buffers excepted) and assign no local declared outside the loop. Costs
-    /// one hash-map entry per element stored inside a parallel loop.
+    /// Checks that the iterations of every `parallel` loop are independent: no element
+    /// of an output or temp is stored by two iterations, or stored by one and loaded by
+    /// another (scratch buffers excepted), and no local declared outside the loop is
+    /// assigned. Costs hash-map entries per element loaded or stored there.
     pub check_parallel: bool,
 }
 

@@ -1,0 +1,155 @@
+//! Race detection for `parallel` loops run serially.
+//!
+//! Each running parallel loop (innermost last) records, for the elements of writable
+//! buffers touched by its iterations, the iteration that stored each element and up to
+//! two iterations that loaded it. Two different iterations conflict when both store
+//! the same element, or when one stores an element the other loads (in either order):
+//! on a real thread pool their result would depend on scheduling.
+//!
+//! ```text
+//! for i in 0..3 parallel { y[i % 2] = 1.0 }   // iterations 0 and 2 both store y[0]
+//! for i in 0..3 parallel { y[i] = y[2 - i] }  // iteration 0 loads y[2], 2 stores it
+//! ```
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use sparsile_ir::{BufferId, VarId};
+
+/// The iterations that loaded an element: the first, and one other if any.
+#[derive(Debug, Clone, Copy)]
+struct Readers {
+    first: i64,
+    other: Option<i64>,
+}
+
+impl Readers {
+    /// A reader other than `iteration`, if any.
+    fn besides(self, iteration: i64) -> Option<i64> {
+        if self.first != iteration {
+            Some(self.first)
+        } else {
+            self.other
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Frame {
+    var: VarId,
+    iteration: i64,
+    writes: HashMap<(BufferId, usize), i64>,
+    reads: HashMap<(BufferId, usize), Readers>,
+}
+
+/// What conflicted: the loop variable, and the two iterations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Conflict {
+    /// Iterations `first` and `second` both store the element.
+    Write { var: VarId, first: i64, second: i64 },
+    /// Iteration `writer` stores the element that iteration `reader` loads.
+    ReadWrite {
+        var: VarId,
+        writer: i64,
+        reader: i64,
+    },
+}
+
+/// The running parallel loops.
+#[derive(Debug, Default)]
+pub(crate) struct Races {
+    frames: Vec<Frame>,
+}
+
+impl Races {
+    /// The number of running parallel loops.
+    pub fn depth(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// The variable and current iteration of the parallel loop at `depth`.
+    pub fn frame(&self, depth: usize) -> (VarId, i64) {
+        let f = &self.frames[depth];
+        (f.var, f.iteration)
+    }
+
+    pub fn enter(&mut self, var: VarId) {
+        self.frames.push(Frame {
+            var,
+            iteration: 0,
+            writes: HashMap::new(),
+            reads: HashMap::new(),
+        });
+    }
+
+    /// Sets the iteration of the innermost parallel loop.
+    pub fn set_iteration(&mut self, iteration: i64) {
+        self.frames
+            .last_mut()
+            .expect("set_iteration inside a parallel loop")
+            .iteration = iteration;
+    }
+
+    pub fn leave(&mut self) {
+        self.frames.pop();
+    }
+
+    /// Records a store of element `offset` of `buffer`.
+    pub fn store(&mut self, buffer: BufferId, offset: usize) -> Result<(), Conflict> {
+        for f in &mut self.frames {
+            let key = (buffer, offset);
+            if let Some(reader) = f.reads.get(&key).and_then(|r| r.besides(f.iteration)) {
+                return Err(Conflict::ReadWrite {
+                    var: f.var,
+                    writer: f.iteration,
+                    reader,
+                });
+            }
+            match f.writes.entry(key) {
+                Entry::Occupied(e) if *e.get() != f.iteration => {
+                    return Err(Conflict::Write {
+                        var: f.var,
+                        first: *e.get(),
+                        second: f.iteration,
+                    })
+                }
+                Entry::Occupied(_) => {}
+                Entry::Vacant(e) => {
+                    e.insert(f.iteration);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a load of element `offset` of `buffer`.
+    pub fn load(&mut self, buffer: BufferId, offset: usize) -> Result<(), Conflict> {
+        for f in &mut self.frames {
+            let key = (buffer, offset);
+            if let Some(&writer) = f.writes.get(&key) {
+                if writer != f.iteration {
+                    return Err(Conflict::ReadWrite {
+                        var: f.var,
+                        writer,
+                        reader: f.iteration,
+                    });
+                }
+            }
+            match f.reads.entry(key) {
+                Entry::Vacant(e) => {
+                    e.insert(Readers {
+                        first: f.iteration,
+                        other: None,
+                    });
+                }
+                Entry::Occupied(mut e) => {
+                    let r = e.get_mut();
+                    if r.first != f.iteration && r.other.is_none() {
+                        r.other = Some(f.iteration);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
