@@ -20,3 +20,4 @@ pub use lower_buffers::lower_buffers;
 pub use lower_iterations::lower_iterations;
 pub use pipeline::{compile_to_flat, Lowered};
 pub mod schedule;
+pub use schedule::{LoopRef, Schedule, ScheduleError, SplitTail, Step, Trace};

@@ -113,6 +113,9 @@ pub enum ScheduleError {
     /// A trace could not be read from JSON.
     #[error("trace JSON: {0}")]
     TraceJson(String),
+    /// A recorded step names a primitive this build does not provide.
+    #[error("{primitive}: this primitive is not available")]
+    NotAvailable { primitive: &'static str },
     // ---- end of core variants ----
 }
 

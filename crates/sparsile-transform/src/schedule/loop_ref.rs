@@ -8,6 +8,10 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use sparsile_ir::loops::{Expr, For, Func, Stmt, Var, VarType};
+use sparsile_ir::VarId;
+
+use super::ScheduleError;
 
 /// A loop, named by its block and its variable, e.g. `LoopRef::new("C", "i")`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -29,4 +33,157 @@ impl fmt::Display for LoopRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.block, self.var)
     }
+}
+
+/// The body of block `name` (searched at any depth), mutably.
+pub fn block_body_mut<'a>(stmts: &'a mut [Stmt], name: &str) -> Option<&'a mut Vec<Stmt>> {
+    for s in stmts {
+        match s {
+            Stmt::Block { name: n, body, .. } => {
+                if n == name {
+                    return Some(body);
+                }
+                if let Some(b) = block_body_mut(body, name) {
+                    return Some(b);
+                }
+            }
+            Stmt::For(f) => {
+                if let Some(b) = block_body_mut(&mut f.body, name) {
+                    return Some(b);
+                }
+            }
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                if let Some(b) = block_body_mut(then_body, name) {
+                    return Some(b);
+                }
+                if let Some(b) = block_body_mut(else_body, name) {
+                    return Some(b);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The statement slot holding the loop over `var` in `stmts` (at any depth, not entering
+/// nested blocks), mutably.
+fn loop_slot_mut<'a>(stmts: &'a mut [Stmt], var: VarId) -> Option<&'a mut Stmt> {
+    for s in stmts {
+        let found = matches!(s, Stmt::For(f) if f.var == var);
+        if found {
+            return Some(s);
+        }
+        match s {
+            Stmt::For(f) => {
+                if let Some(x) = loop_slot_mut(&mut f.body, var) {
+                    return Some(x);
+                }
+            }
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                if let Some(x) = loop_slot_mut(then_body, var) {
+                    return Some(x);
+                }
+                if let Some(x) = loop_slot_mut(else_body, var) {
+                    return Some(x);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The statement (a `Stmt::For`) of the loop `target`, mutably, in a function's body.
+///
+/// Errors: [`ScheduleError::UnknownBlock`] when no block has that name,
+/// [`ScheduleError::UnknownLoop`] when the block has no loop over that variable.
+pub fn loop_stmt_mut<'a>(
+    func: &'a mut Func,
+    target: &LoopRef,
+    primitive: &'static str,
+) -> Result<&'a mut Stmt, ScheduleError> {
+    let unknown_loop = || ScheduleError::UnknownLoop {
+        primitive,
+        block: target.block.clone(),
+        var: target.var.clone(),
+    };
+    let vars: Vec<VarId> = func
+        .vars
+        .iter()
+        .filter(|(_, v)| v.name == target.var)
+        .map(|(id, _)| id)
+        .collect();
+    let body = block_body_mut(&mut func.body, &target.block).ok_or_else(|| {
+        ScheduleError::UnknownBlock {
+            primitive,
+            block: target.block.clone(),
+        }
+    })?;
+    // Find which candidate variable is a loop of this block, then borrow its slot.
+    let var = vars
+        .into_iter()
+        .find(|&v| loop_slot_mut(body, v).is_some())
+        .ok_or_else(unknown_loop)?;
+    loop_slot_mut(body, var).ok_or_else(unknown_loop)
+}
+
+/// The loop `target`, mutably.
+pub fn loop_mut<'a>(
+    func: &'a mut Func,
+    target: &LoopRef,
+    primitive: &'static str,
+) -> Result<&'a mut For, ScheduleError> {
+    match loop_stmt_mut(func, target, primitive)? {
+        Stmt::For(f) => Ok(f),
+        _ => unreachable!("loop_stmt_mut returns a loop"),
+    }
+}
+
+/// A variable name based on `base` that no variable, parameter, axis or buffer of `func`
+/// uses: `base`, then `base2`, `base3`, …
+pub fn fresh_name(func: &Func, base: &str) -> String {
+    let taken = |n: &str| {
+        func.vars.values().any(|v| v.name == n)
+            || func.params.values().any(|p| p.name == n)
+            || func.axes.values().any(|a| a.name == n)
+            || func.buffers.values().any(|b| b.name == n)
+    };
+    if !taken(base) {
+        return base.to_string();
+    }
+    (2..)
+        .map(|k| format!("{base}{k}"))
+        .find(|n| !taken(n))
+        .expect("an unused name exists")
+}
+
+/// Declares a fresh index variable named after `base` and returns its id and name.
+pub fn fresh_index_var(func: &mut Func, base: &str) -> (VarId, String) {
+    let name = fresh_name(func, base);
+    let id = func.vars.push(Var {
+        name: name.clone(),
+        ty: VarType::Index,
+    });
+    (id, name)
+}
+
+/// Whether `expr` reads variable `var`.
+pub fn uses_var(expr: &Expr, var: VarId) -> bool {
+    let mut found = false;
+    expr.visit(&mut |e| found |= matches!(e, Expr::Var(v) if *v == var));
+    found
+}
+
+/// The name of variable `var`.
+pub fn var_name(func: &Func, var: VarId) -> String {
+    func.vars[var].name.clone()
 }

@@ -1,8 +1,193 @@
 //! Schedules: composable, recorded transformations of stage-I programs and stage-II
 //! functions.
+//!
+//! Every primitive is a pure function in its own module ([`split()`], [`fuse()`],
+//! [`reorder()`], …) that returns a new program or function, or a [`ScheduleError`]
+//! naming the violated precondition and where it is. Loops are named by [`LoopRef`]
+//! (block name and loop variable name); iterations by their stage-I name.
+//!
+//! A [`Schedule`] strings primitives together: it holds the stage-I program, and after
+//! the first stage-II call the stage-II function (the program is lowered with
+//! `lower_iterations` then, recorded as [`Step::Lower`]). Every successful call is
+//! appended to its [`Trace`]; a failing call changes nothing. [`Schedule::finish`]
+//! flattens the result with `lower_buffers`.
+//!
+//! ```
+//! use sparsile_transform::schedule::{LoopRef, Schedule, SplitTail};
+//! let program = sparsile::compile_notation(
+//!     "tensor A: f64[m, n] csr\ntensor B: f64[n, k]\ntensor C: f64[m, k]\nC[i,k] = A[i,j] * B[j,k]\n",
+//! )
+//! .unwrap();
+//! let mut sch = Schedule::new(&program);
+//! let (_i_o, i_i) = sch.split(&LoopRef::new("C", "i"), 8, SplitTail::InnerFixed).unwrap();
+//! assert_eq!(i_i.var, "i_i");
+//! let lowered = sch.finish().unwrap();
+//! assert_eq!(lowered.stage3.stage, sparsile_ir::loops::Stage::Flat);
+//! ```
 
 pub mod error;
+pub mod fuse;
 pub mod loop_ref;
+pub mod reorder;
+pub mod split;
+pub mod trace;
 
 pub use error::ScheduleError;
+pub use fuse::fuse;
 pub use loop_ref::LoopRef;
+pub use reorder::reorder;
+pub use split::{split, SplitTail};
+pub use trace::{Step, Trace};
+
+use sparsile_ir::coord::Program;
+use sparsile_ir::loops::Func;
+
+use crate::{lower_buffers, lower_iterations, Lowered};
+
+/// A program being scheduled, with the trace of what was done to it.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    program: Program,
+    func: Option<Func>,
+    trace: Trace,
+}
+
+impl Schedule {
+    /// A schedule of `program` with no steps yet.
+    pub fn new(program: &Program) -> Schedule {
+        Schedule {
+            program: program.clone(),
+            func: None,
+            trace: Trace::default(),
+        }
+    }
+
+    /// The stage-I program (after the stage-I steps).
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The stage-II function, once the program has been lowered.
+    pub fn func(&self) -> Option<&Func> {
+        self.func.as_ref()
+    }
+
+    /// The steps applied so far.
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// Lowers the program to stage II now if it is not yet, and returns the function.
+    pub fn func_or_lower(&mut self) -> Result<&Func, ScheduleError> {
+        if self.func.is_none() {
+            self.func = Some(lower_iterations(&self.program)?);
+            self.trace.steps.push(Step::Lower);
+        }
+        Ok(self.func.as_ref().expect("lowered"))
+    }
+
+    /// Applies one recorded step.
+    pub fn apply(&mut self, step: &Step) -> Result<(), ScheduleError> {
+        match step {
+            Step::Lower => {
+                if self.func.is_some() {
+                    return Err(ScheduleError::WrongStage {
+                        primitive: "lower",
+                        expected: "stage I",
+                        found: "stage II",
+                    });
+                }
+                self.func_or_lower().map(|_| ())
+            }
+            Step::Split {
+                target,
+                factor,
+                tail,
+            } => self.split(target, *factor, *tail).map(|_| ()),
+            Step::Fuse { outer, inner } => self.fuse(outer, inner).map(|_| ()),
+            Step::Reorder { loops } => self.reorder(loops),
+            Step::SparseReorder { .. }
+            | Step::SparseFuse { .. }
+            | Step::Parallel { .. }
+            | Step::Vectorize { .. }
+            | Step::Unroll { .. }
+            | Step::Bound { .. } => Err(ScheduleError::NotAvailable {
+                primitive: step.primitive(),
+            }),
+        }
+    }
+
+    /// Runs a stage-II primitive on the (lowered) function and records `step` on success.
+    fn stage2<T>(
+        &mut self,
+        step: Step,
+        f: impl FnOnce(&Func) -> Result<(Func, T), ScheduleError>,
+    ) -> Result<T, ScheduleError> {
+        let (func, out) = f(self.func_or_lower()?)?;
+        self.func = Some(func);
+        self.trace.steps.push(step);
+        Ok(out)
+    }
+
+    /// Runs a stage-I primitive on the program and records `step` on success.
+    #[allow(dead_code)]
+    fn stage1(
+        &mut self,
+        primitive: &'static str,
+        step: Step,
+        f: impl FnOnce(&Program) -> Result<Program, ScheduleError>,
+    ) -> Result<(), ScheduleError> {
+        if self.func.is_some() {
+            return Err(ScheduleError::WrongStage {
+                primitive,
+                expected: "stage I",
+                found: "stage II",
+            });
+        }
+        self.program = f(&self.program)?;
+        self.trace.steps.push(step);
+        Ok(())
+    }
+
+    /// [`split()`]: returns the outer and inner loops.
+    pub fn split(
+        &mut self,
+        target: &LoopRef,
+        factor: i64,
+        tail: SplitTail,
+    ) -> Result<(LoopRef, LoopRef), ScheduleError> {
+        let step = Step::Split {
+            target: target.clone(),
+            factor,
+            tail,
+        };
+        self.stage2(step, |f| {
+            split(f, target, factor, tail).map(|(f, o, i)| (f, (o, i)))
+        })
+    }
+
+    /// [`fuse()`]: returns the fused loop.
+    pub fn fuse(&mut self, outer: &LoopRef, inner: &LoopRef) -> Result<LoopRef, ScheduleError> {
+        let step = Step::Fuse {
+            outer: outer.clone(),
+            inner: inner.clone(),
+        };
+        self.stage2(step, |f| fuse(f, outer, inner))
+    }
+
+    /// [`reorder()`].
+    pub fn reorder(&mut self, loops: &[LoopRef]) -> Result<(), ScheduleError> {
+        let step = Step::Reorder {
+            loops: loops.to_vec(),
+        };
+        self.stage2(step, |f| reorder(f, loops).map(|f| (f, ())))
+    }
+
+    /// Lowers to stage II if needed and flattens the function (`lower_buffers`).
+    pub fn finish(mut self) -> Result<Lowered, ScheduleError> {
+        self.func_or_lower()?;
+        let stage2 = self.func.expect("lowered");
+        let stage3 = lower_buffers(&stage2)?;
+        Ok(Lowered { stage2, stage3 })
+    }
+}

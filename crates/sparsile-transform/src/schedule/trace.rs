@@ -1,0 +1,115 @@
+//! Schedule traces: the recorded list of schedule calls with their arguments.
+//!
+//! A [`Trace`] serialises to JSON ([`Trace::to_json`], [`Trace::from_json`]) and replays
+//! on the program it was recorded on ([`Trace::replay`]), giving the identical program:
+//! every primitive is deterministic, including the fresh names it chooses.
+//!
+//! ```
+//! use sparsile_transform::schedule::{LoopRef, Schedule, SplitTail, Trace};
+//! let program = sparsile::compile_notation(
+//!     "tensor A: f64[m, n] csr\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n",
+//! )
+//! .unwrap();
+//! let mut sch = Schedule::new(&program);
+//! let i = sch.func_or_lower().unwrap().vars.values().next().unwrap().name.clone();
+//! sch.split(&LoopRef::new("y", "i"), 4, SplitTail::InnerFixed).unwrap();
+//! let json = sch.trace().to_json();
+//! let replayed = Trace::from_json(&json).unwrap().replay(&program).unwrap();
+//! assert_eq!(replayed.func().unwrap().to_string(), sch.func().unwrap().to_string());
+//! # let _ = i;
+//! ```
+
+use serde::{Deserialize, Serialize};
+use sparsile_ir::coord::Program;
+
+use super::loop_ref::LoopRef;
+use super::split::SplitTail;
+use super::{Schedule, ScheduleError};
+
+/// One recorded schedule call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum Step {
+    /// Stage I: visit the axes of `iteration` in this order (axis names).
+    SparseReorder {
+        iteration: String,
+        order: Vec<String>,
+    },
+    /// Stage I: iterate directly over the non-zeros of this group of axes.
+    SparseFuse {
+        iteration: String,
+        axes: Vec<String>,
+    },
+    /// Stage I → II (`lower_iterations`).
+    Lower,
+    Split {
+        target: LoopRef,
+        factor: i64,
+        tail: SplitTail,
+    },
+    Fuse {
+        outer: LoopRef,
+        inner: LoopRef,
+    },
+    Reorder {
+        loops: Vec<LoopRef>,
+    },
+    Parallel {
+        target: LoopRef,
+    },
+    Vectorize {
+        target: LoopRef,
+    },
+    Unroll {
+        target: LoopRef,
+    },
+    Bound {
+        target: LoopRef,
+        extent: i64,
+    },
+}
+
+impl Step {
+    /// The name of the primitive this step calls.
+    pub fn primitive(&self) -> &'static str {
+        match self {
+            Step::SparseReorder { .. } => "sparse_reorder",
+            Step::SparseFuse { .. } => "sparse_fuse",
+            Step::Lower => "lower",
+            Step::Split { .. } => "split",
+            Step::Fuse { .. } => "fuse",
+            Step::Reorder { .. } => "reorder",
+            Step::Parallel { .. } => "parallel",
+            Step::Vectorize { .. } => "vectorize",
+            Step::Unroll { .. } => "unroll",
+            Step::Bound { .. } => "bound",
+        }
+    }
+}
+
+/// The steps of a schedule, in the order they were applied.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub steps: Vec<Step>,
+}
+
+impl Trace {
+    /// The trace as pretty-printed JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a trace always serialises")
+    }
+
+    /// Reads a trace written by [`Trace::to_json`].
+    pub fn from_json(text: &str) -> Result<Trace, ScheduleError> {
+        serde_json::from_str(text).map_err(|e| ScheduleError::TraceJson(e.to_string()))
+    }
+
+    /// Applies every step, in order, to a fresh schedule of `program`.
+    pub fn replay(&self, program: &Program) -> Result<Schedule, ScheduleError> {
+        let mut sch = Schedule::new(program);
+        for step in &self.steps {
+            sch.apply(step)?;
+        }
+        Ok(sch)
+    }
+}
