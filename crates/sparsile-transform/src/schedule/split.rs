@@ -4,7 +4,7 @@
 //! - [`SplitTail::InnerFixed`] (TACO's split up): the inner loop has `f` iterations,
 //!   the outer one `ceil(n / f)`;
 //!   ```text
-//!   for v_o in 0..(n + f - 1) / f {
+//!   for v_o in 0..(n + (f - 1)) / f {
 //!     for v_i in 0..f {
 //!       if lo + v_o * f + v_i < hi {
 //!         let v: idx = lo + v_o * f + v_i
@@ -88,7 +88,8 @@ pub fn split(
     let ceil_div = |n: Expr, f: Expr| match (&n, &f) {
         (Expr::Int(a), Expr::Int(b)) => Expr::Int((a + b - 1).div_euclid(*b)),
         (_, Expr::Int(1)) => n,
-        _ => Expr::binary(BinaryOp::Div, sub(add(n, f.clone()), Expr::Int(1)), f),
+        (_, Expr::Int(b)) => Expr::binary(BinaryOp::Div, add(n, Expr::Int(b - 1)), f),
+        _ => unreachable!("split factors are constants"),
     };
     let f = Expr::Int(factor);
     let (outer_extent, inner_extent) = match tail {
