@@ -40,7 +40,7 @@ pub use split::{split, SplitTail};
 pub use trace::{Step, Trace};
 
 use sparsile_ir::coord::Program;
-use sparsile_ir::loops::Func;
+use sparsile_ir::loops::{verify, Func};
 
 use crate::{lower_buffers, lower_iterations, Lowered};
 
@@ -123,7 +123,9 @@ impl Schedule {
         step: Step,
         f: impl FnOnce(&Func) -> Result<(Func, T), ScheduleError>,
     ) -> Result<T, ScheduleError> {
+        let primitive = step.primitive();
         let (func, out) = f(self.func_or_lower()?)?;
+        verify(&func).map_err(|errors| ScheduleError::InvalidResult { primitive, errors })?;
         self.func = Some(func);
         self.trace.steps.push(step);
         Ok(out)
