@@ -72,7 +72,7 @@ pub fn block_body_mut<'a>(stmts: &'a mut [Stmt], name: &str) -> Option<&'a mut V
 
 /// The statement slot holding the loop over `var` in `stmts` (at any depth, not entering
 /// nested blocks), mutably.
-fn loop_slot_mut<'a>(stmts: &'a mut [Stmt], var: VarId) -> Option<&'a mut Stmt> {
+fn loop_slot_mut(stmts: &mut [Stmt], var: VarId) -> Option<&mut Stmt> {
     for s in stmts {
         let found = matches!(s, Stmt::For(f) if f.var == var);
         if found {

@@ -19,8 +19,9 @@
 //! )
 //! .unwrap();
 //! let mut sch = Schedule::new(&program);
-//! let (_i_o, i_i) = sch.split(&LoopRef::new("C", "i"), 8, SplitTail::InnerFixed).unwrap();
-//! assert_eq!(i_i.var, "i_i");
+//! // The loop over the rows of `A` in block `C` is `i_2` (`i` is taken by `C.init`).
+//! let (_i_o, i_i) = sch.split(&LoopRef::new("C", "i_2"), 8, SplitTail::InnerFixed).unwrap();
+//! assert_eq!(i_i.var, "i_2_i");
 //! let lowered = sch.finish().unwrap();
 //! assert_eq!(lowered.stage3.stage, sparsile_ir::loops::Stage::Flat);
 //! ```

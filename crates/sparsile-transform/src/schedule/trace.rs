@@ -11,12 +11,10 @@
 //! )
 //! .unwrap();
 //! let mut sch = Schedule::new(&program);
-//! let i = sch.func_or_lower().unwrap().vars.values().next().unwrap().name.clone();
-//! sch.split(&LoopRef::new("y", "i"), 4, SplitTail::InnerFixed).unwrap();
+//! sch.split(&LoopRef::new("y", "i_2"), 4, SplitTail::InnerFixed).unwrap();
 //! let json = sch.trace().to_json();
 //! let replayed = Trace::from_json(&json).unwrap().replay(&program).unwrap();
 //! assert_eq!(replayed.func().unwrap().to_string(), sch.func().unwrap().to_string());
-//! # let _ = i;
 //! ```
 
 use serde::{Deserialize, Serialize};
