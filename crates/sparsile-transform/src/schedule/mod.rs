@@ -147,7 +147,10 @@ impl Schedule {
                 found: "stage II",
             });
         }
-        self.program = f(&self.program)?;
+        let program = f(&self.program)?;
+        sparsile_ir::coord::verify(&program)
+            .map_err(|errors| ScheduleError::InvalidProgram { primitive, errors })?;
+        self.program = program;
         self.trace.steps.push(step);
         Ok(())
     }
