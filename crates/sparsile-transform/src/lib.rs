@@ -19,3 +19,4 @@ pub use error::LowerError;
 pub use lower_buffers::lower_buffers;
 pub use lower_iterations::lower_iterations;
 pub use pipeline::{compile_to_flat, Lowered};
+pub mod schedule;

@@ -46,6 +46,7 @@
 
 pub mod access;
 pub mod aux;
+pub mod fused;
 pub mod nest;
 
 use std::collections::HashSet;

@@ -1,0 +1,222 @@
+//! Errors of the schedule primitives. Each variant names the primitive, the violated
+//! precondition and where in the IR it failed (block and loop variable, iteration name,
+//! and the source span when the IR came from text; a span of line 0 means "built, not
+//! parsed").
+
+use sparsile_ir::loops::VerifyError;
+use sparsile_ir::Span;
+use thiserror::Error;
+
+use crate::LowerError;
+
+/// Why a schedule primitive could not be applied.
+#[derive(Debug, Error)]
+pub enum ScheduleError {
+    // ---- core (split, fuse, reorder, Schedule, Trace) ----
+    /// No block of this name contains a loop with this variable.
+    #[error("{primitive}: no loop `{var}` in block `{block}`")]
+    UnknownLoop {
+        primitive: &'static str,
+        block: String,
+        var: String,
+    },
+    /// No block of this name exists in the function.
+    #[error("{primitive}: no block `{block}` in the function")]
+    UnknownBlock {
+        primitive: &'static str,
+        block: String,
+    },
+    /// No sparse iteration of this name exists in the program.
+    #[error("{primitive}: no iteration `{iteration}` in the program")]
+    UnknownIteration {
+        primitive: &'static str,
+        iteration: String,
+    },
+    /// The loops are not perfectly nested: `inner` is not the only statement of `outer`'s
+    /// body.
+    #[error(
+        "{primitive}: in block `{block}`, loop `{inner}` is not the only statement of loop \
+         `{outer}` (line {}, column {}): the loops must be perfectly nested",
+        .span.line, .span.col
+    )]
+    NotPerfectlyNested {
+        primitive: &'static str,
+        block: String,
+        outer: String,
+        inner: String,
+        span: Span,
+    },
+    /// A split factor (or similar constant) is out of range.
+    #[error("{primitive}: loop `{var}` in block `{block}`: factor {factor} must be at least 1")]
+    BadFactor {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        factor: i64,
+    },
+    /// A stage-I primitive was called after the program was lowered to stage II (or a
+    /// function is in the wrong stage).
+    #[error("{primitive}: expects {expected}, but the schedule is at {found}")]
+    WrongStage {
+        primitive: &'static str,
+        expected: &'static str,
+        found: &'static str,
+    },
+    /// A loop bound depends on a variable of a loop the primitive would move inside it (or
+    /// fuse with it).
+    #[error(
+        "{primitive}: in block `{block}`, the bounds of loop `{inner}` (line {}, column {}) \
+         depend on loop `{outer}`",
+        .span.line, .span.col
+    )]
+    DependentBounds {
+        primitive: &'static str,
+        block: String,
+        outer: String,
+        inner: String,
+        span: Span,
+    },
+    /// The same loop is named twice, or loops of different blocks are mixed.
+    #[error("{primitive}: {what}")]
+    BadLoopList {
+        primitive: &'static str,
+        what: String,
+    },
+    /// The primitive only applies to serial loops.
+    #[error(
+        "{primitive}: loop `{var}` in block `{block}` (line {}, column {}) is {kind}, \
+         only serial loops can be transformed",
+        .span.line, .span.col
+    )]
+    NotSerial {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        kind: &'static str,
+        span: Span,
+    },
+    /// The primitive's output does not pass the verifier (a compiler bug).
+    #[error("internal error: the output of `{primitive}` does not verify:\n{}", list(.errors))]
+    InvalidResult {
+        primitive: &'static str,
+        errors: Vec<VerifyError>,
+    },
+    /// Lowering (stage I → II, or II → III) failed.
+    #[error("{0}")]
+    Lower(#[from] LowerError),
+    /// A trace could not be read from JSON.
+    #[error("trace JSON: {0}")]
+    TraceJson(String),
+    // ---- end of core variants ----
+    // ---- stage-I sparse primitives (sparse_reorder, sparse_fuse) ----
+    /// The input program does not pass `coord::verify`, or a primitive's stage-I output
+    /// does not (then a compiler bug).
+    #[error("{primitive}: the program does not verify:\n{}", list_coord(.errors))]
+    InvalidProgram {
+        primitive: &'static str,
+        errors: Vec<sparsile_ir::coord::VerifyError>,
+    },
+    /// An axis named in the arguments is not an axis of the iteration.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}) has no axis `{axis}`",
+        .span.line, .span.col
+    )]
+    AxisNotInIteration {
+        primitive: &'static str,
+        iteration: String,
+        axis: String,
+        span: Span,
+    },
+    /// The axis list is not a permutation of the iteration's axes (an axis repeated or
+    /// left out).
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): {what}",
+        .span.line, .span.col
+    )]
+    NotAPermutation {
+        primitive: &'static str,
+        iteration: String,
+        what: String,
+        span: Span,
+    },
+    /// The new order puts an axis before its parent.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axis `{axis}` would come \
+         before its parent `{parent}`",
+        .span.line, .span.col
+    )]
+    ChildBeforeParent {
+        primitive: &'static str,
+        iteration: String,
+        axis: String,
+        parent: String,
+        span: Span,
+    },
+    /// The iteration already has a fused group that the primitive would break or overlap.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axes `{axes}` are already \
+         fused",
+        .span.line, .span.col
+    )]
+    AlreadyFused {
+        primitive: &'static str,
+        iteration: String,
+        axes: String,
+        span: Span,
+    },
+    /// Fewer than two axes to fuse.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): fusing needs at least two \
+         axes, found {count}",
+        .span.line, .span.col
+    )]
+    TooFewAxes {
+        primitive: &'static str,
+        iteration: String,
+        count: usize,
+        span: Span,
+    },
+    /// The axes to fuse are not consecutive in the iteration, in the given order.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axis `{axis}` does not \
+         directly follow `{previous}` in the iteration",
+        .span.line, .span.col
+    )]
+    NotConsecutive {
+        primitive: &'static str,
+        iteration: String,
+        previous: String,
+        axis: String,
+        span: Span,
+    },
+    /// An axis of a fused group is not the child of the axis before it.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axis `{axis}` is not a \
+         child of `{previous}`",
+        .span.line, .span.col
+    )]
+    NotParentChain {
+        primitive: &'static str,
+        iteration: String,
+        previous: String,
+        axis: String,
+        span: Span,
+    },
+    // ---- end of stage-I sparse variants ----
+}
+
+fn list_coord(errors: &[sparsile_ir::coord::VerifyError]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("  {e}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn list(errors: &[VerifyError]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("  {e}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
