@@ -266,3 +266,67 @@ fn random_sequences_of_calls_match_the_interpreter() {
         compare(&program, &scheduled, &label, &inputs, &options, nonzero);
     }
 }
+
+/// Fused and reordered kernels compiled to C and run natively (1 and 3 threads) against
+/// the interpreter; skipped when no C compiler runs.
+#[test]
+fn fused_kernels_compiled_natively_match_the_interpreter() {
+    use sparsile_ir::settings::Settings;
+    use sparsile_runtime::{CompiledKernel, KernelOptions};
+    let cache = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        cache_dir: Some(cache.path().to_path_buf()),
+        ..Settings::from_env()
+    };
+    let cc = settings.cc.clone().unwrap_or_else(|| "cc".to_string());
+    let runs = std::process::Command::new(cc.split_whitespace().next().unwrap_or("cc"))
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !runs {
+        eprintln!("skipped: no C compiler runs here");
+        return;
+    }
+    for (c, &(text, iteration, reorder, axes)) in FIXED.iter().enumerate() {
+        let (program, inputs, options) = setup(text, &SIZES, Pattern::EmptyRows(0.7), c as u64);
+        let scheduled = if reorder {
+            sparse_reorder(&program, iteration, &names(axes))
+        } else {
+            sparse_fuse(&program, iteration, &names(axes))
+        }
+        .unwrap();
+        let want = interpret(&program, &inputs, &options).unwrap();
+        let lowered = sparsile_transform::compile_to_flat(&scheduled).unwrap();
+        let source = sparsile_codegen::emit_c(&lowered.stage3)
+            .unwrap_or_else(|e| panic!("emit_c: {e}\n{}", lowered.stage3));
+        let kernel = CompiledKernel::build(
+            scheduled.clone(),
+            lowered.stage3.clone(),
+            source.code,
+            &settings,
+        )
+        .unwrap_or_else(|e| panic!("build: {e}\n{}", lowered.stage3));
+        for threads in [1, 3] {
+            let got = kernel
+                .run(
+                    &inputs,
+                    &KernelOptions {
+                        params: options.params.clone(),
+                        threads: Some(threads),
+                        ..KernelOptions::default()
+                    },
+                )
+                .unwrap_or_else(|e| panic!("run: {e}\n{scheduled}"));
+            for (name, t) in &want {
+                let (w, g) = (t.values.to_f64_vec(), got[name].values.to_f64_vec());
+                assert_eq!(w.len(), g.len(), "{name}\n{scheduled}");
+                for (a, b) in w.iter().zip(&g) {
+                    assert!(
+                        (a - b).abs() <= 1e-9 * (1.0 + a.abs()),
+                        "{threads} threads: {name}: native {b}, interpreter {a}\n{scheduled}"
+                    );
+                }
+            }
+        }
+    }
+}
