@@ -124,7 +124,7 @@ fn reorder_refuses_an_invalid_program() {
     };
     it.axes.swap(1, 2);
     let e = sparse_reorder(&p, "T", &s(&["I", "J", "K", "D"])).unwrap_err();
-    assert!(matches!(e, ScheduleError::InvalidProgram { .. }), "{e}");
+    assert!(matches!(e, ScheduleError::InputNotVerified { .. }), "{e}");
     assert!(e.to_string().contains("needs its parent `J`"), "{e}");
 }
 
@@ -206,7 +206,7 @@ fn fuse_refuses_an_invalid_program() {
     let j = p.axis_by_name("J").unwrap();
     p.axes[j].parent = None;
     let e = sparse_fuse(&p, "T", &s(&["I", "J"])).unwrap_err();
-    assert!(matches!(e, ScheduleError::InvalidProgram { .. }), "{e}");
+    assert!(matches!(e, ScheduleError::InputNotVerified { .. }), "{e}");
 }
 
 #[test]

@@ -10,12 +10,13 @@
 //! `hi_{k} = start(hi_{k-1})`.
 //!
 //! Inside, the position of each `A_{k-1}` is recovered from that of `A_k`, from the leaf
-//! up: `p / k` under a `sparse_fixed` axis; under a variable axis, the largest `r` in
-//! `lo_{k-1}..hi_{k-1}` with `indptr[r] <= p` (so empty rows are skipped), found by a
-//! binary search written with the loop IR's own constructs: `let` bounds, then
-//! `for t in 0..64 { if l < h { mid = (l + h + 1) / 2; if indptr[mid] <= p { l = mid }
-//! else { h = mid - 1 } } }` (64 halvings cover every range an `i64` position can span;
-//! finished searches skip the body). Nothing is precomputed outside the kernel.
+//! up: `p / k` under a `sparse_fixed` axis (`p` itself when `k` is 1); under a variable
+//! axis, the largest `r` in `lo_{k-1}..hi_{k-1}` with `indptr[r] <= p` (so empty rows are
+//! skipped), found by a binary search written with the loop IR's own constructs: `let`
+//! bounds, then `for t in 0..64 { if l < h { mid = (l + h + 1) / 2; if indptr[mid] <= p
+//! { l = mid } else { h = mid - 1 } } }` (64 halvings cover every range an `i64`
+//! position can span; finished searches skip the body). Nothing is precomputed outside
+//! the kernel.
 //! Coordinates are then recovered as in [`super::nest`].
 //!
 //! The points are visited in the same order as by the unfused loops (positions are
@@ -204,6 +205,10 @@ impl Lowerer<'_> {
         let decl = &self.program.axes[child];
         if decl.kind == AxisKind::SparseFixed {
             let k = extent(decl.nnz_per_parent.expect("verified"));
+            if k == Expr::Int(1) {
+                // One position per parent position (COO): the same position.
+                return child_pos;
+            }
             let v = self.fresh_var(&format!("{name}_p"), VarType::Index);
             out.push(Stmt::Let {
                 var: v,

@@ -101,18 +101,26 @@ pub enum ScheduleError {
         primitive: &'static str,
         errors: Vec<VerifyError>,
     },
+    /// A stage-I primitive's output does not pass the stage-I verifier (a compiler bug).
+    #[error("internal error: the output of `{primitive}` does not verify:\n{}", list_coord(.errors))]
+    InvalidProgram {
+        primitive: &'static str,
+        errors: Vec<sparsile_ir::coord::VerifyError>,
+    },
     /// Lowering (stage I → II, or II → III) failed.
     #[error("{0}")]
     Lower(#[from] LowerError),
     /// A trace could not be read from JSON.
     #[error("trace JSON: {0}")]
     TraceJson(String),
+    /// A recorded step names a primitive this build does not provide.
+    #[error("{primitive}: this primitive is not available")]
+    NotAvailable { primitive: &'static str },
     // ---- end of core variants ----
     // ---- stage-I sparse primitives (sparse_reorder, sparse_fuse) ----
-    /// The input program does not pass `coord::verify`, or a primitive's stage-I output
-    /// does not (then a compiler bug).
-    #[error("{primitive}: the program does not verify:\n{}", list_coord(.errors))]
-    InvalidProgram {
+    /// The input program does not pass `coord::verify`.
+    #[error("{primitive}: the input program does not verify:\n{}", list_coord(.errors))]
+    InputNotVerified {
         primitive: &'static str,
         errors: Vec<sparsile_ir::coord::VerifyError>,
     },
@@ -205,7 +213,7 @@ pub enum ScheduleError {
     // ---- end of stage-I sparse variants ----
 }
 
-fn list_coord(errors: &[sparsile_ir::coord::VerifyError]) -> String {
+fn list(errors: &[VerifyError]) -> String {
     errors
         .iter()
         .map(|e| format!("  {e}"))
@@ -213,7 +221,7 @@ fn list_coord(errors: &[sparsile_ir::coord::VerifyError]) -> String {
         .join("\n")
 }
 
-fn list(errors: &[VerifyError]) -> String {
+fn list_coord(errors: &[sparsile_ir::coord::VerifyError]) -> String {
     errors
         .iter()
         .map(|e| format!("  {e}"))

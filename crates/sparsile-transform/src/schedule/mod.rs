@@ -1,7 +1,7 @@
 //! Schedules: composable, recorded transformations of stage-I programs and stage-II
 //! functions.
 
-mod error;
+pub mod error;
 pub mod sparse_fuse;
 pub mod sparse_reorder;
 

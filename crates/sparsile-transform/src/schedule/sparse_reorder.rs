@@ -131,18 +131,19 @@ pub(super) fn find_iteration_mut<'a>(
     None
 }
 
-/// The input must verify.
+/// The input must verify ([`ScheduleError::InputNotVerified`]).
 pub(super) fn check_program(
     primitive: &'static str,
     program: &Program,
 ) -> Result<(), ScheduleError> {
-    coord::verify(program).map_err(|errors| ScheduleError::InvalidProgram { primitive, errors })
+    coord::verify(program).map_err(|errors| ScheduleError::InputNotVerified { primitive, errors })
 }
 
-/// The output must verify (a failure is a bug in the primitive).
+/// The output must verify (a failure, [`ScheduleError::InvalidProgram`], is a bug in the
+/// primitive).
 pub(super) fn check_result(
     primitive: &'static str,
     program: &Program,
 ) -> Result<(), ScheduleError> {
-    check_program(primitive, program)
+    coord::verify(program).map_err(|errors| ScheduleError::InvalidProgram { primitive, errors })
 }
