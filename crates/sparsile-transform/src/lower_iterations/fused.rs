@@ -16,20 +16,19 @@
 //! bounds, then `for t in 0..64 { if l < h { mid = (l + h + 1) / 2; if indptr[mid] <= p
 //! { l = mid } else { h = mid - 1 } } }` (64 halvings cover every range an `i64`
 //! position can span; finished searches skip the body). Nothing is precomputed outside
-//! the kernel.
-//! Coordinates are then recovered as in [`super::nest`].
+//! the kernel. Coordinates are then recovered as in [`super::nest`].
 //!
 //! The points are visited in the same order as by the unfused loops (positions are
 //! increasing along each level), so the results are identical.
 //!
 //! Example (SDDMM over CSR, `tests/schedule/sparse_fuse/sddmm_csr.pos`):
 //! ```text
-//! for j_p in A_J_indptr[0]..A_J_indptr[m] {
-//!   let i_l: idx = 0
+//! for j_p_2 in A_J_indptr[0]..A_J_indptr[m] {
+//!   let i_p: idx = 0
 //!   let i_h: idx = m - 1
-//!   for i_t in 0..64 { if i_l < i_h { ... } }
-//!   let j: idx = A_J_indices[j_p]
-//!   ...
+//!   for i_t in 0..64 { if i_p < i_h { ... } }
+//!   let j_2: idx = A_J_indices[j_p_2]
+//!   for k in 0..w { ... C[i_p, j_p_2] ... }
 //! }
 //! ```
 
