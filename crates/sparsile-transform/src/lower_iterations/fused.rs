@@ -1,5 +1,5 @@
 //! Fused groups of axes (`fuse(I, J)`, made by
-//! [`sparse_fuse`](crate::schedule::sparse_fuse)) → one position loop with position
+//! [`sparse_fuse`](crate::schedule::sparse_fuse())) → one position loop with position
 //! recovery.
 //!
 //! For a group `A_0, ..., A_n` (each the parent of the next) the loop runs over the

@@ -3,7 +3,7 @@
 //!
 //! The group is recorded in [`SparseIteration::fused`](sparsile_ir::coord::SparseIteration)
 //! (`fuse(I, J)` in the text IR). The points visited and their order are unchanged; the
-//! lowering ([`crate::lower_iterations`]) then emits one position loop over the positions
+//! lowering ([`crate::lower_iterations()`]) then emits one position loop over the positions
 //! of the group's last axis under the group's first axis's parent, and recovers the
 //! position of every other axis of the group from it (see
 //! [`crate::lower_iterations::fused`]). For SDDMM over CSR this is one loop over all
