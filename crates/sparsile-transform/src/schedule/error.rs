@@ -117,6 +117,100 @@ pub enum ScheduleError {
     #[error("{primitive}: this primitive is not available")]
     NotAvailable { primitive: &'static str },
     // ---- end of core variants ----
+    // ---- stage-I sparse primitives (sparse_reorder, sparse_fuse) ----
+    /// The input program does not pass `coord::verify`.
+    #[error("{primitive}: the input program does not verify:\n{}", list_coord(.errors))]
+    InputNotVerified {
+        primitive: &'static str,
+        errors: Vec<sparsile_ir::coord::VerifyError>,
+    },
+    /// An axis named in the arguments is not an axis of the iteration.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}) has no axis `{axis}`",
+        .span.line, .span.col
+    )]
+    AxisNotInIteration {
+        primitive: &'static str,
+        iteration: String,
+        axis: String,
+        span: Span,
+    },
+    /// The axis list is not a permutation of the iteration's axes (an axis repeated or
+    /// left out).
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): {what}",
+        .span.line, .span.col
+    )]
+    NotAPermutation {
+        primitive: &'static str,
+        iteration: String,
+        what: String,
+        span: Span,
+    },
+    /// The new order puts an axis before its parent.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axis `{axis}` would come \
+         before its parent `{parent}`",
+        .span.line, .span.col
+    )]
+    ChildBeforeParent {
+        primitive: &'static str,
+        iteration: String,
+        axis: String,
+        parent: String,
+        span: Span,
+    },
+    /// The iteration already has a fused group that the primitive would break or overlap.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axes `{axes}` are already \
+         fused",
+        .span.line, .span.col
+    )]
+    AlreadyFused {
+        primitive: &'static str,
+        iteration: String,
+        axes: String,
+        span: Span,
+    },
+    /// Fewer than two axes to fuse.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): fusing needs at least two \
+         axes, found {count}",
+        .span.line, .span.col
+    )]
+    TooFewAxes {
+        primitive: &'static str,
+        iteration: String,
+        count: usize,
+        span: Span,
+    },
+    /// The axes to fuse are not consecutive in the iteration, in the given order.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axis `{axis}` does not \
+         directly follow `{previous}` in the iteration",
+        .span.line, .span.col
+    )]
+    NotConsecutive {
+        primitive: &'static str,
+        iteration: String,
+        previous: String,
+        axis: String,
+        span: Span,
+    },
+    /// An axis of a fused group is not the child of the axis before it.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axis `{axis}` is not a \
+         child of `{previous}`",
+        .span.line, .span.col
+    )]
+    NotParentChain {
+        primitive: &'static str,
+        iteration: String,
+        previous: String,
+        axis: String,
+        span: Span,
+    },
+    // ---- end of stage-I sparse variants ----
 }
 
 fn list(errors: &[VerifyError]) -> String {

@@ -30,6 +30,8 @@ pub mod error;
 pub mod fuse;
 pub mod loop_ref;
 pub mod reorder;
+pub mod sparse_fuse;
+pub mod sparse_reorder;
 pub mod split;
 pub mod trace;
 
@@ -37,6 +39,8 @@ pub use error::ScheduleError;
 pub use fuse::fuse;
 pub use loop_ref::LoopRef;
 pub use reorder::reorder;
+pub use sparse_fuse::sparse_fuse;
+pub use sparse_reorder::sparse_reorder;
 pub use split::{split, SplitTail};
 pub use trace::{Step, Trace};
 
@@ -107,9 +111,9 @@ impl Schedule {
             } => self.split(target, *factor, *tail).map(|_| ()),
             Step::Fuse { outer, inner } => self.fuse(outer, inner).map(|_| ()),
             Step::Reorder { loops } => self.reorder(loops),
-            Step::SparseReorder { .. }
-            | Step::SparseFuse { .. }
-            | Step::Parallel { .. }
+            Step::SparseReorder { iteration, order } => self.sparse_reorder(iteration, order),
+            Step::SparseFuse { iteration, axes } => self.sparse_fuse(iteration, axes),
+            Step::Parallel { .. }
             | Step::Vectorize { .. }
             | Step::Unroll { .. }
             | Step::Bound { .. } => Err(ScheduleError::NotAvailable {
@@ -133,7 +137,6 @@ impl Schedule {
     }
 
     /// Runs a stage-I primitive on the program and records `step` on success.
-    #[allow(dead_code)]
     fn stage1(
         &mut self,
         primitive: &'static str,
@@ -153,6 +156,32 @@ impl Schedule {
         self.program = program;
         self.trace.steps.push(step);
         Ok(())
+    }
+
+    /// [`sparse_reorder()`]: visits the axes of `iteration` in `order` (axis names).
+    /// Only before the first stage-II call.
+    pub fn sparse_reorder(
+        &mut self,
+        iteration: &str,
+        order: &[String],
+    ) -> Result<(), ScheduleError> {
+        let step = Step::SparseReorder {
+            iteration: iteration.to_string(),
+            order: order.to_vec(),
+        };
+        self.stage1("sparse_reorder", step, |p| {
+            sparse_reorder(p, iteration, order)
+        })
+    }
+
+    /// [`sparse_fuse()`]: iterates the non-zeros of the axes `axes` of `iteration`
+    /// directly. Only before the first stage-II call.
+    pub fn sparse_fuse(&mut self, iteration: &str, axes: &[String]) -> Result<(), ScheduleError> {
+        let step = Step::SparseFuse {
+            iteration: iteration.to_string(),
+            axes: axes.to_vec(),
+        };
+        self.stage1("sparse_fuse", step, |p| sparse_fuse(p, iteration, axes))
     }
 
     /// [`split()`]: returns the outer and inner loops.
