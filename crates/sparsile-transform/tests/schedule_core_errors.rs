@@ -178,3 +178,20 @@ fn malformed_trace_json() {
         "{e}"
     );
 }
+
+#[test]
+fn stage_one_primitive_after_lowering_is_wrong_stage() {
+    let program = sparsile::compile_notation(
+        "tensor A: f64[m, n] csr\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n",
+    )
+    .unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    let order = vec!["A_J".to_string(), "I_m".to_string()];
+    let e = sch.sparse_reorder("y", &order).unwrap_err();
+    assert!(matches!(e, ScheduleError::WrongStage { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "sparse_reorder: expects stage I, but the schedule is at stage II"
+    );
+}

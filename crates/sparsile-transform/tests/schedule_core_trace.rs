@@ -98,3 +98,36 @@ fn replay_on_another_program_reports_where_it_fails() {
     let e = sch.trace().replay(&other).unwrap_err();
     assert_eq!(e.to_string(), "split: no block `C` in the function");
 }
+
+#[test]
+fn stage_one_and_stage_two_steps_replay_together() {
+    let text = harness::sddmm("csr");
+    let c = case(&text, &[("m", 9), ("n", 7), ("k", 2)], 0.4, 21);
+    let mut sch = Schedule::new(&c.program);
+    let fuse_axes = vec!["I_m".to_string(), "A_J".to_string()];
+    sch.sparse_fuse("C", &fuse_axes).unwrap();
+    let func = sch.func_or_lower().unwrap().clone();
+    let body = func
+        .body
+        .iter()
+        .find_map(|s| match s {
+            sparsile_ir::loops::Stmt::Block { name, body, .. } if name == "C" => Some(body),
+            _ => None,
+        })
+        .unwrap();
+    let sparsile_ir::loops::Stmt::For(f) = &body[0] else {
+        panic!("block C does not start with a loop:\n{func}")
+    };
+    let outer = LoopRef::new("C", func.vars[f.var].name.clone());
+    sch.split(&outer, 4, SplitTail::InnerFixed).unwrap();
+    check_func(&c, sch.func().unwrap());
+    let trace = Trace::from_json(&sch.trace().to_json()).unwrap();
+    assert!(matches!(trace.steps[0], Step::SparseFuse { .. }));
+    assert_eq!(trace.steps[1], Step::Lower);
+    let replayed = trace.replay(&c.program).unwrap();
+    assert_eq!(replayed.program().to_string(), sch.program().to_string());
+    assert_eq!(
+        replayed.func().unwrap().to_string(),
+        sch.func().unwrap().to_string()
+    );
+}
