@@ -13,6 +13,7 @@ pub mod index_expr;
 pub mod lower_buffers;
 pub mod lower_iterations;
 pub mod pipeline;
+pub mod schedule;
 
 pub use default_schedule::default_schedule;
 pub use error::LowerError;

@@ -1,0 +1,75 @@
+//! `unroll`: marks a loop with a small constant trip count [`ForKind::Unrolled`].
+//!
+//! Purpose: an unroll hint (the C backend emits `#pragma GCC unroll`); the loop keeps
+//! serial semantics, so no dependence check is needed. Unrolling pays off, and is
+//! allowed, only for loops whose trip count is known: loops over a parameter extent get
+//! a constant one from [`super::bound`] first.
+//!
+//! Preconditions (each its own [`ScheduleError`], naming the loop and its block):
+//! - the loop is serial ([`ScheduleError::LoopNotSerial`]);
+//! - its trip count is a constant: `lo..hi` with both integer literals, or
+//!   `lo..lo + c` ([`ScheduleError::TripCountNotConstant`]);
+//! - the trip count is at most [`MAX_UNROLL`] ([`ScheduleError::TripCountTooLarge`]).
+//!
+//! Postcondition: the same function with the loop marked `unrolled`.
+//!
+//! Example (`tests/schedule/unroll/spmm_bsr.before` → `.after`):
+//! ```text
+//! for ii in 0..4 {          →   for ii in 0..4 unrolled {
+//! ```
+
+use sparsile_ir::coord::BinaryOp;
+use sparsile_ir::loops::{Expr, ExprDisplay, ForKind, Func};
+
+use super::parallel::{find_loop, not_serial, with_loop};
+use super::{LoopRef, ScheduleError};
+
+/// The largest trip count `unroll` accepts.
+pub const MAX_UNROLL: i64 = 64;
+
+/// Marks `target` unrolled after checking the preconditions in the module docs.
+pub fn unroll(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
+    let found = find_loop(func, target)?;
+    let f = found.for_;
+    if f.kind != ForKind::Serial {
+        return Err(not_serial("unroll", target, f));
+    }
+    let Some(count) = constant_trip_count(&f.lo, &f.hi) else {
+        return Err(ScheduleError::TripCountNotConstant {
+            block: target.block.clone(),
+            var: target.var.clone(),
+            lo: ExprDisplay::new(func, &f.lo).to_string(),
+            hi: ExprDisplay::new(func, &f.hi).to_string(),
+            span: f.span,
+        });
+    };
+    if count > MAX_UNROLL {
+        return Err(ScheduleError::TripCountTooLarge {
+            block: target.block.clone(),
+            var: target.var.clone(),
+            count,
+            max: MAX_UNROLL,
+            span: f.span,
+        });
+    }
+    Ok(with_loop(func, target, |f| f.kind = ForKind::Unrolled))
+}
+
+/// `hi - lo` when it is a constant (never negative: a loop with `hi <= lo` runs 0 times).
+pub(crate) fn constant_trip_count(lo: &Expr, hi: &Expr) -> Option<i64> {
+    match (lo, hi) {
+        (Expr::Int(a), Expr::Int(b)) => Some((b - a).max(0)),
+        (
+            lo,
+            Expr::Binary {
+                op: BinaryOp::Add,
+                lhs,
+                rhs,
+            },
+        ) if **lhs == *lo => match &**rhs {
+            Expr::Int(c) => Some((*c).max(0)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
