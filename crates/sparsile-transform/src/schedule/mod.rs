@@ -36,17 +36,9 @@ pub enum ScheduleError {
         kind: &'static str,
         span: Span,
     },
-    #[error("{primitive}: loop `{var}` in block `{block}` ({span}): different iterations may access the same element of `{buffer}` through `{access}` ({access_span}): {reason}")]
-    LoopCarriedAccess {
-        primitive: &'static str,
-        block: String,
-        var: String,
-        buffer: String,
-        access: String,
-        access_span: Span,
-        reason: String,
-        span: Span,
-    },
+    /// Iterations of a loop that must be independent may access one element.
+    #[error("{0}")]
+    LoopCarriedAccess(Box<crate::schedule::parallel::CarriedAccess>),
     #[error("{primitive}: loop `{var}` in block `{block}` ({span}) assigns local `{local}`, declared outside the loop, in every iteration (a reduction across iterations)")]
     LoopCarriedLocal {
         primitive: &'static str,

@@ -77,6 +77,40 @@ pub fn parallel(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
     Ok(with_loop(func, target, |f| f.kind = ForKind::Parallel))
 }
 
+/// The details of [`ScheduleError::LoopCarriedAccess`]: the loop, and the access of
+/// `buffer` that different iterations may share.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CarriedAccess {
+    pub primitive: &'static str,
+    pub block: String,
+    pub var: String,
+    pub buffer: String,
+    /// The access as text (`C[i, k2]`).
+    pub access: String,
+    /// The statement holding the access.
+    pub access_span: Span,
+    pub reason: String,
+    /// The loop.
+    pub span: Span,
+}
+
+impl std::fmt::Display for CarriedAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: loop `{}` in block `{}` ({}): different iterations may access the same element of `{}` through `{}` ({}): {}",
+            self.primitive,
+            self.var,
+            self.block,
+            self.span,
+            self.buffer,
+            self.access,
+            self.access_span,
+            self.reason
+        )
+    }
+}
+
 /// A loop found by [`find_loop`] and what surrounds it.
 pub(crate) struct Found<'a> {
     pub for_: &'a For,
@@ -155,6 +189,9 @@ pub(crate) fn find_loop<'a>(func: &'a Func, target: &LoopRef) -> Result<Found<'a
     })
 }
 
+/// A pending edit of one loop.
+type Edit<'e> = Option<Box<dyn FnOnce(&mut For) + 'e>>;
+
 /// A copy of `func` with `edit` applied to the loop `target` (which must exist).
 pub(crate) fn with_loop(func: &Func, target: &LoopRef, edit: impl FnOnce(&mut For)) -> Func {
     fn walk(
@@ -162,7 +199,7 @@ pub(crate) fn with_loop(func: &Func, target: &LoopRef, edit: impl FnOnce(&mut Fo
         stmts: &mut [Stmt],
         target: &LoopRef,
         block: Option<&str>,
-        edit: &mut Option<Box<dyn FnOnce(&mut For) + '_>>,
+        edit: &mut Edit<'_>,
     ) {
         for s in stmts {
             if edit.is_none() {
@@ -196,7 +233,7 @@ pub(crate) fn with_loop(func: &Func, target: &LoopRef, edit: impl FnOnce(&mut Fo
     }
     let mut out = func.clone();
     let mut body = std::mem::take(&mut out.body);
-    let mut edit: Option<Box<dyn FnOnce(&mut For) + '_>> = Some(Box::new(edit));
+    let mut edit: Edit<'_> = Some(Box::new(edit));
     walk(func, &mut body, target, None, &mut edit);
     assert!(
         edit.is_none(),
@@ -219,6 +256,7 @@ pub(crate) fn not_serial(primitive: &'static str, target: &LoopRef, f: &For) -> 
 /// One access of a buffer inside the loop.
 struct Access {
     buffer: BufferId,
+    is_store: bool,
     /// `None` for a `search`, whose position is unknown.
     indices: Option<Vec<Expr>>,
     span: Span,
@@ -240,6 +278,7 @@ struct Body {
     /// Inner loop variables in order (for [`Body::inner_loops`]).
     inner_loops: Vec<VarId>,
     stores: HashSet<BufferId>,
+    /// Stores, loads and searches in program order (`check_independent` puts stores first).
     accesses: Vec<Access>,
 }
 
@@ -280,8 +319,8 @@ fn collect_stmts(stmts: &[Stmt], v: VarId, b: &mut Body) {
             Stmt::For(f) => {
                 b.variant.insert(f.var);
                 b.inner_loops.push(f.var);
-                collect_expr(&f.lo, b);
-                collect_expr(&f.hi, b);
+                collect_expr(&f.lo, f.span, b);
+                collect_expr(&f.hi, f.span, b);
                 if let (Expr::Int(lo), Expr::Int(hi)) = (&f.lo, &f.hi) {
                     b.bounded.insert(f.var, (*lo, (*hi - 1).max(*lo)));
                 }
@@ -294,23 +333,23 @@ fn collect_stmts(stmts: &[Stmt], v: VarId, b: &mut Body) {
                 cond,
                 then_body,
                 else_body,
-                ..
+                span,
             } => {
-                collect_expr(cond, b);
+                collect_expr(cond, *span, b);
                 collect_stmts(then_body, v, b);
                 collect_stmts(else_body, v, b);
             }
-            Stmt::Let { var, value, .. } => {
+            Stmt::Let { var, value, span } => {
                 b.variant.insert(*var);
                 b.declared.insert(*var);
-                collect_expr(value, b);
+                collect_expr(value, *span, b);
             }
             Stmt::Assign { var, value, span } => {
                 b.variant.insert(*var);
                 if !b.assigned.iter().any(|(a, _)| a == var) {
                     b.assigned.push((*var, *span));
                 }
-                collect_expr(value, b);
+                collect_expr(value, *span, b);
             }
             Stmt::Store {
                 buffer,
@@ -319,10 +358,11 @@ fn collect_stmts(stmts: &[Stmt], v: VarId, b: &mut Body) {
                 span,
             } => {
                 b.stores.insert(*buffer);
-                indices.iter().for_each(|e| collect_expr(e, b));
-                collect_expr(value, b);
+                indices.iter().for_each(|e| collect_expr(e, *span, b));
+                collect_expr(value, *span, b);
                 b.accesses.push(Access {
                     buffer: *buffer,
+                    is_store: true,
                     indices: Some(indices.clone()),
                     span: *span,
                 });
@@ -332,17 +372,20 @@ fn collect_stmts(stmts: &[Stmt], v: VarId, b: &mut Body) {
     }
 }
 
-fn collect_expr(e: &Expr, b: &mut Body) {
+/// Records the loads and searches of `e`, located at the statement `span`.
+fn collect_expr(e: &Expr, span: Span, b: &mut Body) {
     e.visit(&mut |x| match x {
         Expr::Load { buffer, indices } => b.accesses.push(Access {
             buffer: *buffer,
+            is_store: false,
             indices: Some(indices.clone()),
-            span: Span::default(),
+            span,
         }),
         Expr::Search { buffer, .. } => b.accesses.push(Access {
             buffer: *buffer,
+            is_store: false,
             indices: None,
-            span: Span::default(),
+            span,
         }),
         _ => {}
     });
@@ -490,6 +533,7 @@ pub(crate) fn check_independent(
     let v = f.var;
     let mut b = Body::default();
     collect_stmts(&f.body, v, &mut b);
+    b.accesses.sort_by_key(|a| !a.is_store);
     if !allow_local_reductions {
         if let Some((local, _)) = b.assigned.iter().find(|(a, _)| !b.declared.contains(a)) {
             return Err(ScheduleError::LoopCarriedLocal {
@@ -507,15 +551,17 @@ pub(crate) fn check_independent(
     for buffer in written {
         let accesses: Vec<&Access> = b.accesses.iter().filter(|a| a.buffer == buffer).collect();
         let name = &func.buffers[buffer].name;
-        let err = |a: &Access, reason: String| ScheduleError::LoopCarriedAccess {
-            primitive,
-            block: target.block.clone(),
-            var: target.var.clone(),
-            buffer: name.clone(),
-            access: access_text(func, a),
-            access_span: a.span,
-            reason,
-            span: f.span,
+        let err = |a: &Access, reason: String| {
+            ScheduleError::LoopCarriedAccess(Box::new(CarriedAccess {
+                primitive,
+                block: target.block.clone(),
+                var: target.var.clone(),
+                buffer: name.clone(),
+                access: access_text(func, a),
+                access_span: a.span,
+                reason,
+                span: f.span,
+            }))
         };
         if let Some(a) = accesses.iter().find(|a| a.indices.is_none()) {
             return Err(err(a, format!("the loop writes `{name}` and searches it")));
