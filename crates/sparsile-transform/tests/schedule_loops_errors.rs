@@ -71,7 +71,7 @@ fn parallel_refuses_a_vectorized_loop() {
     assert!(
         matches!(
             &e,
-            ScheduleError::LoopNotSerial {
+            ScheduleError::NotSerial {
                 primitive: "parallel",
                 kind: "vectorized",
                 ..
@@ -136,7 +136,7 @@ fn schedules_refuse_an_unknown_loop() {
         unroll(&f, &at("y", "i")).unwrap_err(),
         bound(&f, &at("y", "q"), 4).unwrap_err(),
     ] {
-        assert!(matches!(e, ScheduleError::LoopNotFound { .. }), "{e:?}");
+        assert!(matches!(e, ScheduleError::UnknownLoop { .. }), "{e:?}");
     }
 }
 
@@ -147,7 +147,7 @@ fn vectorize_refuses_a_parallel_loop() {
     assert!(
         matches!(
             &e,
-            ScheduleError::LoopNotSerial {
+            ScheduleError::NotSerial {
                 primitive: "vectorize",
                 kind: "parallel",
                 ..
@@ -184,7 +184,7 @@ fn unroll_refuses_a_parallel_loop() {
     assert!(
         matches!(
             &e,
-            ScheduleError::LoopNotSerial {
+            ScheduleError::NotSerial {
                 primitive: "unroll",
                 ..
             }
@@ -270,4 +270,22 @@ fn first_loop(f: &Func, block: &str) -> String {
         }
     }
     panic!("no loop in block {block}\n{f}")
+}
+
+#[test]
+fn parallel_accepts_position_ranges_only_over_indptr_arrays() {
+    let body = |kind: &str| {
+        format!(
+            "pos func main(m, nnz) {{\n  axis I_m = dense_fixed(m)\n  axis I_nnz = dense_fixed(nnz)\n  buffer v: f64[I_nnz] output values\n  buffer P: i32[m + 1] input {kind}\n  block s {{\n    for i in 0..m {{\n      for p in P[i]..P[i + 1] {{\n        v[p] = 1.0\n      }}\n    }}\n  }}\n}}\n"
+        )
+    };
+    let indptr: Func = body("indptr(v, 0)").parse().unwrap();
+    parallel(&indptr, &at("s", "i")).unwrap();
+    // A scratch array need not be non-decreasing: its ranges may overlap.
+    let scratch: Func = body("scratch").parse().unwrap();
+    let e = parallel(&scratch, &at("s", "i")).unwrap_err();
+    assert!(
+        matches!(&e, ScheduleError::LoopCarriedAccess(a) if a.access == "v[p]" && a.access_span.line == 9),
+        "{e:?}"
+    );
 }

@@ -35,7 +35,7 @@ use super::{LoopRef, ScheduleError};
 
 /// Gives `target` the constant extent `extent` (see the module docs).
 pub fn bound(func: &Func, target: &LoopRef, extent: i64) -> Result<Func, ScheduleError> {
-    let found = find_loop(func, target)?;
+    let found = find_loop(func, target, "bound")?;
     let f = found.for_;
     if extent <= 0 {
         return Err(ScheduleError::BoundExtentNotPositive {

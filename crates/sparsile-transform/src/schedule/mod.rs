@@ -17,8 +17,20 @@ pub struct LoopRef {
 /// Interim error type.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ScheduleError {
-    #[error("no loop `{var}` in block `{block}`")]
-    LoopNotFound { block: String, var: String },
+    #[error("{primitive}: no loop `{var}` in block `{block}`")]
+    UnknownLoop {
+        primitive: &'static str,
+        block: String,
+        var: String,
+    },
+    #[error("{primitive}: loop `{var}` in block `{block}` ({span}) is {kind}, only serial loops can be transformed")]
+    NotSerial {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        kind: &'static str,
+        span: Span,
+    },
     // ---- loop-kind primitives: parallel, vectorize, unroll, bound ----
     #[error("{primitive}: loop `{var}` in block `{block}` ({span}) is not the outermost loop of a top-level block: it is inside {enclosing} (inner parallel loops are not supported yet)")]
     NotOutermostLoop {
@@ -26,14 +38,6 @@ pub enum ScheduleError {
         block: String,
         var: String,
         enclosing: String,
-        span: Span,
-    },
-    #[error("{primitive}: loop `{var}` in block `{block}` ({span}) is already {kind}")]
-    LoopNotSerial {
-        primitive: &'static str,
-        block: String,
-        var: String,
-        kind: &'static str,
         span: Span,
     },
     /// Iterations of a loop that must be independent may access one element.

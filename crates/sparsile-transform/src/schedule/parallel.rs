@@ -10,7 +10,7 @@
 //!   block encloses it ([`ScheduleError::NotOutermostLoop`]; the kernel ABI hands only
 //!   those loops to the runtime's thread pool — inner parallel loops are not supported
 //!   yet);
-//! - the loop is serial or already parallel ([`ScheduleError::LoopNotSerial`]);
+//! - the loop is serial or already parallel ([`ScheduleError::NotSerial`]);
 //! - no local declared outside the loop is assigned inside it
 //!   ([`ScheduleError::LoopCarriedLocal`]);
 //! - its iterations are independent ([`ScheduleError::LoopCarriedAccess`], naming the
@@ -51,7 +51,7 @@ use super::{LoopRef, ScheduleError};
 
 /// Marks `target` parallel after checking the preconditions in the module docs.
 pub fn parallel(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
-    let found = find_loop(func, target)?;
+    let found = find_loop(func, target, "parallel")?;
     if let Some(enclosing) = &found.enclosing_outside_block {
         return Err(ScheduleError::NotOutermostLoop {
             primitive: "parallel",
@@ -122,7 +122,11 @@ pub(crate) struct Found<'a> {
 }
 
 /// Finds the loop `target.var` whose innermost enclosing block is `target.block`.
-pub(crate) fn find_loop<'a>(func: &'a Func, target: &LoopRef) -> Result<Found<'a>, ScheduleError> {
+pub(crate) fn find_loop<'a>(
+    func: &'a Func,
+    target: &LoopRef,
+    primitive: &'static str,
+) -> Result<Found<'a>, ScheduleError> {
     fn walk<'a>(
         func: &'a Func,
         stmts: &'a [Stmt],
@@ -183,7 +187,8 @@ pub(crate) fn find_loop<'a>(func: &'a Func, target: &LoopRef) -> Result<Found<'a
         }
         None
     }
-    walk(func, &func.body, target, None, None, None).ok_or_else(|| ScheduleError::LoopNotFound {
+    walk(func, &func.body, target, None, None, None).ok_or_else(|| ScheduleError::UnknownLoop {
+        primitive,
         block: target.block.clone(),
         var: target.var.clone(),
     })
@@ -244,7 +249,7 @@ pub(crate) fn with_loop(func: &Func, target: &LoopRef, edit: impl FnOnce(&mut Fo
 }
 
 pub(crate) fn not_serial(primitive: &'static str, target: &LoopRef, f: &For) -> ScheduleError {
-    ScheduleError::LoopNotSerial {
+    ScheduleError::NotSerial {
         primitive,
         block: target.block.clone(),
         var: target.var.clone(),
@@ -273,6 +278,8 @@ struct Body {
     assigned: Vec<(VarId, Span)>,
     /// Inner loops with constant bounds: variable → (min, max) value.
     bounded: HashMap<VarId, (i64, i64)>,
+    /// Inner loops with their bounds, in order.
+    ranges: Vec<(VarId, Expr, Expr)>,
     /// Inner loops whose whole range belongs to one iteration: variable → range key.
     owned_range: HashMap<VarId, RangeKey>,
     /// Inner loop variables in order (for [`Body::inner_loops`]).
@@ -309,11 +316,11 @@ enum Owner {
 /// Inner loop variables of the body of `f`, in order (all depths).
 pub(crate) fn inner_loop_vars(f: &For) -> Vec<VarId> {
     let mut b = Body::default();
-    collect_stmts(&f.body, f.var, &mut b);
+    collect_stmts(&f.body, &mut b);
     b.inner_loops
 }
 
-fn collect_stmts(stmts: &[Stmt], v: VarId, b: &mut Body) {
+fn collect_stmts(stmts: &[Stmt], b: &mut Body) {
     for s in stmts {
         match s {
             Stmt::For(f) => {
@@ -324,10 +331,8 @@ fn collect_stmts(stmts: &[Stmt], v: VarId, b: &mut Body) {
                 if let (Expr::Int(lo), Expr::Int(hi)) = (&f.lo, &f.hi) {
                     b.bounded.insert(f.var, (*lo, (*hi - 1).max(*lo)));
                 }
-                if let Some(key) = owned_range_key(&f.lo, &f.hi, v) {
-                    b.owned_range.insert(f.var, key);
-                }
-                collect_stmts(&f.body, v, b);
+                b.ranges.push((f.var, f.lo.clone(), f.hi.clone()));
+                collect_stmts(&f.body, b);
             }
             Stmt::If {
                 cond,
@@ -336,8 +341,8 @@ fn collect_stmts(stmts: &[Stmt], v: VarId, b: &mut Body) {
                 span,
             } => {
                 collect_expr(cond, *span, b);
-                collect_stmts(then_body, v, b);
-                collect_stmts(else_body, v, b);
+                collect_stmts(then_body, b);
+                collect_stmts(else_body, b);
             }
             Stmt::Let { var, value, span } => {
                 b.variant.insert(*var);
@@ -367,7 +372,7 @@ fn collect_stmts(stmts: &[Stmt], v: VarId, b: &mut Body) {
                     span: *span,
                 });
             }
-            Stmt::Block { body, .. } => collect_stmts(body, v, b),
+            Stmt::Block { body, .. } => collect_stmts(body, b),
         }
     }
 }
@@ -391,7 +396,10 @@ fn collect_expr(e: &Expr, span: Span, b: &mut Body) {
     });
 }
 
-fn owned_range_key(lo: &Expr, hi: &Expr, v: VarId) -> Option<RangeKey> {
+/// The key of an inner loop `lo..hi` whose range is disjoint per value of `v`: over a
+/// (non-decreasing) `indptr` array the loop does not write, or strided by an invariant
+/// width.
+fn owned_range_key(func: &Func, lo: &Expr, hi: &Expr, v: VarId, b: &Body) -> Option<RangeKey> {
     if let (
         Expr::Load {
             buffer: p,
@@ -404,7 +412,12 @@ fn owned_range_key(lo: &Expr, hi: &Expr, v: VarId) -> Option<RangeKey> {
     ) = (lo, hi)
     {
         let next = Expr::binary(BinaryOp::Add, Expr::Var(v), Expr::Int(1));
-        if p == q && lo_idx.as_slice() == [Expr::Var(v)] && hi_idx.as_slice() == [next] {
+        if p == q
+            && matches!(func.buffers[*p].kind, BufferKind::Indptr { .. })
+            && !b.stores.contains(p)
+            && lo_idx.as_slice() == [Expr::Var(v)]
+            && hi_idx.as_slice() == [next]
+        {
             return Some(RangeKey::Indptr(*p));
         }
     }
@@ -418,7 +431,7 @@ fn owned_range_key(lo: &Expr, hi: &Expr, v: VarId) -> Option<RangeKey> {
             (Expr::Var(a), w) | (w, Expr::Var(a)) if *a == v => w.clone(),
             _ => return None,
         };
-        if *hi == Expr::binary(BinaryOp::Add, lo.clone(), w.clone()) {
+        if invariant(&w, v, b) && *hi == Expr::binary(BinaryOp::Add, lo.clone(), w.clone()) {
             return Some(RangeKey::Strided(w));
         }
     }
@@ -532,8 +545,13 @@ pub(crate) fn check_independent(
 ) -> Result<(), ScheduleError> {
     let v = f.var;
     let mut b = Body::default();
-    collect_stmts(&f.body, v, &mut b);
+    collect_stmts(&f.body, &mut b);
     b.accesses.sort_by_key(|a| !a.is_store);
+    for (var, lo, hi) in std::mem::take(&mut b.ranges) {
+        if let Some(key) = owned_range_key(func, &lo, &hi, v, &b) {
+            b.owned_range.insert(var, key);
+        }
+    }
     if !allow_local_reductions {
         if let Some((local, _)) = b.assigned.iter().find(|(a, _)| !b.declared.contains(a)) {
             return Err(ScheduleError::LoopCarriedLocal {

@@ -6,7 +6,7 @@
 //! a constant one from [`super::bound`] first.
 //!
 //! Preconditions (each its own [`ScheduleError`], naming the loop and its block):
-//! - the loop is serial ([`ScheduleError::LoopNotSerial`]);
+//! - the loop is serial ([`ScheduleError::NotSerial`]);
 //! - its trip count is a constant: `lo..hi` with both integer literals, or
 //!   `lo..lo + c` ([`ScheduleError::TripCountNotConstant`]);
 //! - the trip count is at most [`MAX_UNROLL`] ([`ScheduleError::TripCountTooLarge`]).
@@ -29,7 +29,7 @@ pub const MAX_UNROLL: i64 = 64;
 
 /// Marks `target` unrolled after checking the preconditions in the module docs.
 pub fn unroll(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
-    let found = find_loop(func, target)?;
+    let found = find_loop(func, target, "unroll")?;
     let f = found.for_;
     if f.kind != ForKind::Serial {
         return Err(not_serial("unroll", target, f));

@@ -5,7 +5,7 @@
 //! dependence through memory. The preconditions make that promise true.
 //!
 //! Preconditions (each its own [`ScheduleError`], naming the loop and its block):
-//! - the loop is serial ([`ScheduleError::LoopNotSerial`]): a parallel loop is the
+//! - the loop is serial ([`ScheduleError::NotSerial`]): a parallel loop is the
 //!   runtime's, an unrolled one already has its hint;
 //! - the loop is innermost: its body contains no loop
 //!   ([`ScheduleError::NotInnermostLoop`]);
@@ -34,7 +34,7 @@ use super::{LoopRef, ScheduleError};
 
 /// Marks `target` vectorized after checking the preconditions in the module docs.
 pub fn vectorize(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
-    let found = find_loop(func, target)?;
+    let found = find_loop(func, target, "vectorize")?;
     let f = found.for_;
     if f.kind != ForKind::Serial {
         return Err(not_serial("vectorize", target, f));
