@@ -22,6 +22,19 @@
 //!   C[i_2, k2_2] = …         →       if k2_2 < k {
 //!                                      C[i_2, k2_2] = …
 //! ```
+//!
+//! ```
+//! use sparsile_transform::schedule::{bound::bound, LoopRef};
+//! let program = sparsile::compile_notation(
+//!     "tensor A: f64[m, n] csr\ntensor B: f64[n, k]\ntensor C: f64[m, k]\nC[i,k] = A[i,j] * B[j,k]\n",
+//! )
+//! .unwrap();
+//! let func = sparsile_transform::lower_iterations(&program).unwrap();
+//! let cols = LoopRef { block: "C".into(), var: "k2_2".into() };
+//! let text = bound(&func, &cols, 8).unwrap().to_string();
+//! assert!(text.contains("for k2_2 in 0..8 {"));
+//! assert!(text.contains("if k2_2 < k {"));
+//! ```
 
 use std::collections::HashSet;
 

@@ -39,6 +39,22 @@
 //!     for j_p in P[i_2]..P[i_2 + 1] {          ...
 //!       y[i_2] = y[i_2] + ...
 //! ```
+//!
+//! ```
+//! use sparsile_transform::schedule::parallel::parallel;
+//! use sparsile_transform::schedule::LoopRef;
+//! let program = sparsile::compile_notation(
+//!     "tensor A: f64[m, n] csr\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n",
+//! )
+//! .unwrap();
+//! let func = sparsile_transform::lower_iterations(&program).unwrap();
+//! let rows = LoopRef { block: "y".into(), var: "i_2".into() };
+//! let scheduled = parallel(&func, &rows).unwrap();
+//! assert!(scheduled.to_string().contains("for i_2 in 0..m parallel {"));
+//! // The position loop inside is refused: only outermost loops may be parallel.
+//! let inner = LoopRef { block: "y".into(), var: "j_p".into() };
+//! assert!(parallel(&func, &inner).is_err());
+//! ```
 
 use std::collections::{HashMap, HashSet};
 

@@ -17,6 +17,21 @@
 //! ```text
 //! for ii in 0..4 {          →   for ii in 0..4 unrolled {
 //! ```
+//!
+//! ```
+//! use sparsile_transform::schedule::{bound::bound, unroll::unroll, LoopRef};
+//! let program = sparsile::compile_notation(
+//!     "tensor A: f64[m, n] csr\ntensor B: f64[n, k]\ntensor C: f64[m, k]\nC[i,k] = A[i,j] * B[j,k]\n",
+//! )
+//! .unwrap();
+//! let func = sparsile_transform::lower_iterations(&program).unwrap();
+//! let cols = LoopRef { block: "C".into(), var: "k2_2".into() };
+//! // `0..k` has no constant trip count until it is bounded.
+//! assert!(unroll(&func, &cols).is_err());
+//! let bounded = bound(&func, &cols, 4).unwrap();
+//! let scheduled = unroll(&bounded, &cols).unwrap();
+//! assert!(scheduled.to_string().contains("for k2_2 in 0..4 unrolled {"));
+//! ```
 
 use sparsile_ir::coord::BinaryOp;
 use sparsile_ir::loops::{Expr, ExprDisplay, ForKind, Func};

@@ -26,6 +26,19 @@
 //! for k2_2 in 0..k {                     for k2_2 in 0..k vectorized {
 //!   C[i_2, k2_2] = C[i_2, k2_2] + …  →     C[i_2, k2_2] = C[i_2, k2_2] + …
 //! ```
+//!
+//! ```
+//! use sparsile_transform::schedule::vectorize::vectorize;
+//! use sparsile_transform::schedule::LoopRef;
+//! let program = sparsile::compile_notation(
+//!     "tensor A: f64[m, n] csr\ntensor B: f64[n, k]\ntensor C: f64[m, k]\nC[i,k] = A[i,j] * B[j,k]\n",
+//! )
+//! .unwrap();
+//! let func = sparsile_transform::lower_iterations(&program).unwrap();
+//! let cols = LoopRef { block: "C".into(), var: "k2_2".into() };
+//! let scheduled = vectorize(&func, &cols).unwrap();
+//! assert!(scheduled.to_string().contains("for k2_2 in 0..k vectorized {"));
+//! ```
 
 use sparsile_ir::loops::{ForKind, Func};
 
