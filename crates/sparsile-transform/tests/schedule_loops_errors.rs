@@ -289,3 +289,18 @@ fn parallel_accepts_position_ranges_only_over_indptr_arrays() {
         "{e:?}"
     );
 }
+
+#[test]
+fn vectorize_refuses_a_load_of_the_next_iterations_element() {
+    let shifted =
+        parsed("  block s {\n    for i in 0..m - 1 {\n      y[i] = y[i + 1] * 0.5\n    }\n  }\n");
+    let e = vectorize(&shifted, &at("s", "i")).unwrap_err();
+    assert!(
+        matches!(&e, ScheduleError::LoopCarriedAccess(a) if a.primitive == "vectorize" && a.buffer == "y"),
+        "{e:?}"
+    );
+    let same = parsed(
+        "  block s {\n    for i in 0..m {\n      y[i] = y[i] * 0.5 + x[i + 1 - 1]\n    }\n  }\n",
+    );
+    vectorize(&same, &at("s", "i")).unwrap();
+}
