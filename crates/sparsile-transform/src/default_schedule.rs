@@ -11,7 +11,8 @@
 //!
 //! Postconditions: the outermost loop of a top-level block is
 //! [`ForKind::Parallel`] when the first axis of the block's iteration is spatial (an init
-//! block iterates spatial axes only); every other loop is unchanged.
+//! block iterates spatial axes only), or, when the iteration's first axes are a fused
+//! group (one loop), when all of them are spatial; every other loop is unchanged.
 //!
 //! Example: `block spmm { for i in 0..m { ... } }` over `[I: S, J: R, K: S]` becomes
 //! `block spmm { for i in 0..m parallel { ... } }`; SpMV transposed (`y[j] += A[i,j] *
@@ -29,7 +30,18 @@ pub fn default_schedule(program: &Program, mut func: Func) -> Result<Func, Lower
     let mut outer_spatial: HashMap<String, bool> = HashMap::new();
     for stmt in &program.body {
         if let CoordStmt::Iteration(it) = stmt {
-            let spatial = it.axes.first().is_some_and(|a| a.kind == IterKind::Spatial);
+            // A fused group at the front is one loop: parallel only if all its axes are
+            // spatial.
+            let outer = match it.fused.first() {
+                Some(&(0, end)) => end,
+                _ => 1,
+            };
+            let spatial = !it.axes.is_empty()
+                && it
+                    .axes
+                    .iter()
+                    .take(outer)
+                    .all(|a| a.kind == IterKind::Spatial);
             outer_spatial.insert(it.name.clone(), spatial);
             // The init nest iterates the spatial axes alone: its first one is spatial.
             let init_has_axis = it.axes.iter().any(|a| a.kind == IterKind::Spatial);

@@ -13,10 +13,10 @@ pub mod index_expr;
 pub mod lower_buffers;
 pub mod lower_iterations;
 pub mod pipeline;
-pub mod schedule;
 
 pub use default_schedule::default_schedule;
 pub use error::LowerError;
 pub use lower_buffers::lower_buffers;
 pub use lower_iterations::lower_iterations;
 pub use pipeline::{compile_to_flat, Lowered};
+pub mod schedule;

@@ -284,3 +284,63 @@ fn kernels_specialise_to_i64_indices() {
         );
     }
 }
+
+#[test]
+fn sparse_convolution_as_rgms_and_as_a_gather() {
+    if !have_compiler() {
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(14);
+    // A 1-D convolution over 10 points with 3 kernel offsets: output o reads input o + r - 1.
+    let (points, offsets, cin, cout) = (10usize, 3usize, 2usize, 3usize);
+    let mut map = CooTensor::empty(vec![offsets, points, points]);
+    let mut nbr = Vec::new();
+    for o in 0..points {
+        for r in 0..offsets {
+            let i = o as i64 + r as i64 - 1;
+            nbr.push(if (0..points as i64).contains(&i) {
+                i as f64
+            } else {
+                -1.0
+            });
+        }
+    }
+    for r in 0..offsets {
+        for o in 0..points {
+            let i = o as i64 + r as i64 - 1;
+            if (0..points as i64).contains(&i) {
+                map.coords.extend([r, o, i as usize]);
+                map.values.push(1.0);
+            }
+        }
+    }
+    let x = dense(&[points, cin], DType::F64, &mut rng);
+    let w = dense(&[offsets, cin, cout], DType::F64, &mut rng);
+    for format in ["coo", "csf"] {
+        let m = SparseTensor::from_coo_with(&map, &format.parse::<Format>().unwrap(), DType::F64)
+            .unwrap();
+        let rgms = format!(
+            "tensor M: f64[kk, outs, ins] {format}\ntensor X: f64[ins, ci]\ntensor W: f64[kk, ci, co]\ntensor Y: f64[outs, co]\nY[o,c] = M[r,o,i] * X[i,d] * W[r,d,c]\n"
+        );
+        let inputs = HashMap::from([
+            ("M".to_string(), m),
+            ("X".to_string(), x.clone()),
+            ("W".to_string(), w.clone()),
+        ]);
+        check(
+            &rgms,
+            &inputs,
+            DType::F64,
+            &format!("convolution as rgms ({format})"),
+        );
+    }
+    // The gather form: an integer neighbour map, -1 where the input point is outside.
+    let nbr = SparseTensor::dense_from_f64(&[points, offsets], &nbr, DType::F64).unwrap();
+    let gather = "tensor X: f64[ins, ci]\ntensor nbr: i32[outs, kk]\ntensor W: f64[kk, ci, co]\ntensor Y: f64[outs, co]\nY[o,c] = X[nbr[o,r], d] * W[r,d,c]\n";
+    let inputs = HashMap::from([
+        ("nbr".to_string(), nbr),
+        ("X".to_string(), x),
+        ("W".to_string(), w),
+    ]);
+    check(gather, &inputs, DType::F64, "convolution as a gather");
+}

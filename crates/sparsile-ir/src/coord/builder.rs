@@ -321,6 +321,7 @@ impl BodyBuilder<'_> {
             init,
             body,
             span: Span::default(),
+            fused: Vec::new(),
         }));
     }
 

@@ -203,7 +203,24 @@ fn write_iteration(
         }
         write!(f, "{}: {}", names.axis(a.axis), a.kind.letter())?;
     }
-    f.write_str("] as (")?;
+    f.write_str("]")?;
+    for &(start, end) in &it.fused {
+        f.write_str(" fuse(")?;
+        for (k, a) in it
+            .axes
+            .get(start..end)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(&names.axis(a.axis))?;
+        }
+        f.write_str(")")?;
+    }
+    f.write_str(" as (")?;
     for (k, a) in it.axes.iter().enumerate() {
         if k > 0 {
             f.write_str(", ")?;

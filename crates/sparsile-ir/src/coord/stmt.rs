@@ -41,6 +41,14 @@ pub struct SparseIteration {
     pub init: Vec<Stmt>,
     pub body: Vec<Stmt>,
     pub span: Span,
+    /// Fused groups of axes, as half-open index ranges `start..end` into `axes`, sorted
+    /// and disjoint, each at least two axes long, each axis the parent of the next. A
+    /// fused group is iterated by one loop over the positions of its last axis, the
+    /// positions of the other axes recovered from it (`fuse(I, J)` in the text IR). The
+    /// semantics (the set and order of points visited) are those of the unfused
+    /// iteration; fusion only changes how lowering builds the loops.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fused: Vec<(usize, usize)>,
 }
 
 /// `buffer[indices] = value`.

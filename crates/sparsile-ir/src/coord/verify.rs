@@ -466,6 +466,27 @@ impl Verifier<'_> {
         if in_init == Some(true) && it.axes.iter().any(|a| a.kind == IterKind::Reduction) {
             problems.push("reduction axes are not allowed inside an `init` block".to_string());
         }
+        let mut fused_end = 0;
+        for &(start, end) in &it.fused {
+            if start < fused_end || end < start + 2 || end > it.axes.len() {
+                problems.push(format!(
+                    "fused group {start}..{end} is not a sorted, disjoint range of at least two \
+                     of its {} axes",
+                    it.axes.len()
+                ));
+                continue;
+            }
+            fused_end = end;
+            for pair in it.axes[start..end].windows(2) {
+                if p.axes.get(pair[1].axis).and_then(|a| a.parent) != Some(pair[0].axis) {
+                    problems.push(format!(
+                        "fused axis `{}` is not a child of `{}`",
+                        self.axis_name(pair[1].axis),
+                        self.axis_name(pair[0].axis)
+                    ));
+                }
+            }
+        }
         for m in problems {
             self.err(it.span, format!("iteration `{name}`: {m}"));
         }

@@ -79,6 +79,7 @@
 //!     body: vec![store(Expr::binary(BinaryOp::Add, yi(), Expr::binary(BinaryOp::Mul,
 //!         Expr::load(a, vec![Expr::Var(vi), Expr::Var(vj)]), Expr::load(x, vec![Expr::Var(vj)]))))],
 //!     span: Span::default(),
+//!     fused: Vec::new(),
 //! }));
 //!
 //! let a_coo = CooTensor::from_triplets(vec![2, 3], &[(0, 0, 1.0), (0, 2, 2.0), (1, 1, 3.0)]).unwrap();

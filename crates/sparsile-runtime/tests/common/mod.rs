@@ -118,6 +118,7 @@ impl Builder {
             init,
             body,
             span: Span::default(),
+            fused: Vec::new(),
         })
     }
 }

@@ -5,8 +5,9 @@
 //! `Axes(B's axes)` and the same [`BufferId`](sparsile_ir::BufferId), followed by the
 //! auxiliary structure arrays (see [`aux`]). Each sparse iteration becomes a
 //! [`Stmt::Block`] named like the iteration holding one position loop per axis (see
-//! [`nest`]); its `init` statements get a block `<name>.init` over the spatial axes
-//! alone, placed before. Buffer accesses translate coordinates to positions and make the
+//! [`nest`]), except that a fused group of axes (`fuse(I, J)`) gets one loop over the
+//! positions of its last axis (see [`fused`]); its `init` statements get a block
+//! `<name>.init` over the spatial axes alone (never fused), placed before. Buffer accesses translate coordinates to positions and make the
 //! stage-I rules explicit as guards (see [`access`]).
 //!
 //! Preconditions: the program passes [`sparsile_ir::coord::verify()`] (checked here); no
@@ -46,6 +47,7 @@
 
 pub mod access;
 pub mod aux;
+pub mod fused;
 pub mod nest;
 
 use std::collections::HashSet;

@@ -81,14 +81,14 @@ impl Lowerer<'_> {
                 .filter(|a| a.kind == IterKind::Spatial)
                 .cloned()
                 .collect();
-            let body = self.nest(it, &spatial, &it.init)?;
+            let body = self.nest(it, &spatial, &it.init, false)?;
             out.push(Stmt::Block {
                 name: format!("{}.init", it.name),
                 body,
                 span: it.span,
             });
         }
-        let body = self.nest(it, &it.axes, &it.body)?;
+        let body = self.nest(it, &it.axes, &it.body, true)?;
         out.push(Stmt::Block {
             name: it.name.clone(),
             body,
@@ -97,16 +97,25 @@ impl Lowerer<'_> {
         Ok(out)
     }
 
-    /// The statements `stmts` at every point of `axes`.
-    fn nest(
+    /// The statements `stmts` at every point of `axes`. With `fusion`, `axes` is a
+    /// suffix of the iteration's axes and its fused groups are lowered by
+    /// [`Lowerer::fused_group`]; without, every axis gets its own loop (the `init` nest).
+    pub(super) fn nest(
         &mut self,
         it: &SparseIteration,
         axes: &[IterAxis],
         stmts: &[coord::Stmt],
+        fusion: bool,
     ) -> Result<Vec<Stmt>, LowerError> {
         let Some((ia, rest)) = axes.split_first() else {
             return self.stmts(stmts);
         };
+        if fusion {
+            let offset = it.axes.len() - axes.len();
+            if let Some(&(start, end)) = it.fused.iter().find(|g| g.0 == offset) {
+                return self.fused_group(it, &axes[..end - start], &axes[end - start..], stmts);
+            }
+        }
         let program = self.program;
         let decl = &program.axes[ia.axis];
         let parent_pos = match decl.parent {
@@ -174,7 +183,7 @@ impl Lowerer<'_> {
             crd,
         });
         let saved_pos = self.axis_pos[ia.axis].replace(pos);
-        let inner = self.nest(it, rest, stmts);
+        let inner = self.nest(it, rest, stmts, fusion);
         self.vars[ia.var] = saved_var;
         self.axis_pos[ia.axis] = saved_pos;
         body.extend(inner?);

@@ -617,6 +617,7 @@ impl<'c> Lowerer<'c> {
             init: Vec::new(),
             body: vec![Stmt::Store(store)],
             span: s.span,
+            fused: Vec::new(),
         }));
     }
 
@@ -656,6 +657,7 @@ impl<'c> Lowerer<'c> {
             init,
             body,
             span: s.span,
+            fused: Vec::new(),
         }));
     }
 }

@@ -457,6 +457,33 @@ impl Parser {
             };
             Ok((axis, kind))
         })?;
+        let mut fused: Vec<(usize, usize)> = Vec::new();
+        while self.is_keyword("fuse") {
+            let fuse_span = self.peek().span;
+            self.bump();
+            let group = self.list('(', ')', |p| {
+                let (a, span) = p.expect_name("an axis name")?;
+                Ok((p.resolve_axis(&a, span)?, a, span))
+            })?;
+            let Some((first, first_name, first_span)) = group.first() else {
+                return Err(ParseError::new(fuse_span, "`fuse` needs axes".to_string()));
+            };
+            let Some(start) = axes.iter().position(|(a, _)| a == first) else {
+                return Err(ParseError::new(
+                    *first_span,
+                    format!("axis `{first_name}` is not an axis of iteration `{name}`"),
+                ));
+            };
+            for (k, (axis, aname, span)) in group.iter().enumerate() {
+                if axes.get(start + k).map(|x| x.0) != Some(*axis) {
+                    return Err(ParseError::new(
+                        *span,
+                        format!("fused axis `{aname}` is not the next axis of iteration `{name}`"),
+                    ));
+                }
+            }
+            fused.push((start, start + group.len()));
+        }
         self.expect_keyword("as")?;
         let vars_open = self.peek().span;
         let var_names = self.list('(', ')', |p| p.expect_name("a variable name"))?;
@@ -507,6 +534,7 @@ impl Parser {
             init,
             body,
             span: start.join(self.prev_span()),
+            fused,
         })
     }
 

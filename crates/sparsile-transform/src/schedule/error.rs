@@ -1,0 +1,297 @@
+//! Errors of the schedule primitives. Each variant names the primitive, the violated
+//! precondition and where in the IR it failed (block and loop variable, iteration name,
+//! and the source span when the IR came from text; a span of line 0 means "built, not
+//! parsed").
+
+use sparsile_ir::loops::VerifyError;
+use sparsile_ir::Span;
+use thiserror::Error;
+
+use crate::LowerError;
+
+/// Why a schedule primitive could not be applied.
+#[derive(Debug, Error)]
+pub enum ScheduleError {
+    // ---- core (split, fuse, reorder, Schedule, Trace) ----
+    /// No block of this name contains a loop with this variable.
+    #[error("{primitive}: no loop `{var}` in block `{block}`")]
+    UnknownLoop {
+        primitive: &'static str,
+        block: String,
+        var: String,
+    },
+    /// No block of this name exists in the function.
+    #[error("{primitive}: no block `{block}` in the function")]
+    UnknownBlock {
+        primitive: &'static str,
+        block: String,
+    },
+    /// No sparse iteration of this name exists in the program.
+    #[error("{primitive}: no iteration `{iteration}` in the program")]
+    UnknownIteration {
+        primitive: &'static str,
+        iteration: String,
+    },
+    /// The loops are not perfectly nested: `inner` is not the only statement of `outer`'s
+    /// body.
+    #[error(
+        "{primitive}: in block `{block}`, loop `{inner}` is not the only statement of loop \
+         `{outer}` (line {}, column {}): the loops must be perfectly nested",
+        .span.line, .span.col
+    )]
+    NotPerfectlyNested {
+        primitive: &'static str,
+        block: String,
+        outer: String,
+        inner: String,
+        span: Span,
+    },
+    /// A split factor (or similar constant) is out of range.
+    #[error("{primitive}: loop `{var}` in block `{block}`: factor {factor} must be at least 1")]
+    BadFactor {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        factor: i64,
+    },
+    /// A stage-I primitive was called after the program was lowered to stage II (or a
+    /// function is in the wrong stage).
+    #[error("{primitive}: expects {expected}, but the schedule is at {found}")]
+    WrongStage {
+        primitive: &'static str,
+        expected: &'static str,
+        found: &'static str,
+    },
+    /// A loop bound depends on a variable of a loop the primitive would move inside it (or
+    /// fuse with it).
+    #[error(
+        "{primitive}: in block `{block}`, the bounds of loop `{inner}` (line {}, column {}) \
+         depend on loop `{outer}`",
+        .span.line, .span.col
+    )]
+    DependentBounds {
+        primitive: &'static str,
+        block: String,
+        outer: String,
+        inner: String,
+        span: Span,
+    },
+    /// The same loop is named twice, or loops of different blocks are mixed.
+    #[error("{primitive}: {what}")]
+    BadLoopList {
+        primitive: &'static str,
+        what: String,
+    },
+    /// The primitive only applies to serial loops.
+    #[error(
+        "{primitive}: loop `{var}` in block `{block}` (line {}, column {}) is {kind}, \
+         only serial loops can be transformed",
+        .span.line, .span.col
+    )]
+    NotSerial {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        kind: &'static str,
+        span: Span,
+    },
+    /// The primitive's output does not pass the verifier (a compiler bug).
+    #[error("internal error: the output of `{primitive}` does not verify:\n{}", list(.errors))]
+    InvalidResult {
+        primitive: &'static str,
+        errors: Vec<VerifyError>,
+    },
+    /// A stage-I primitive's output does not pass the stage-I verifier (a compiler bug).
+    #[error("internal error: the output of `{primitive}` does not verify:\n{}", list_coord(.errors))]
+    InvalidProgram {
+        primitive: &'static str,
+        errors: Vec<sparsile_ir::coord::VerifyError>,
+    },
+    /// Lowering (stage I → II, or II → III) failed.
+    #[error("{0}")]
+    Lower(#[from] LowerError),
+    /// A trace could not be read from JSON.
+    #[error("trace JSON: {0}")]
+    TraceJson(String),
+    /// A recorded step names a primitive this build does not provide.
+    #[error("{primitive}: this primitive is not available")]
+    NotAvailable { primitive: &'static str },
+    // ---- end of core variants ----
+    // ---- stage-I sparse primitives (sparse_reorder, sparse_fuse) ----
+    /// The input program does not pass `coord::verify`.
+    #[error("{primitive}: the input program does not verify:\n{}", list_coord(.errors))]
+    InputNotVerified {
+        primitive: &'static str,
+        errors: Vec<sparsile_ir::coord::VerifyError>,
+    },
+    /// An axis named in the arguments is not an axis of the iteration.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}) has no axis `{axis}`",
+        .span.line, .span.col
+    )]
+    AxisNotInIteration {
+        primitive: &'static str,
+        iteration: String,
+        axis: String,
+        span: Span,
+    },
+    /// The axis list is not a permutation of the iteration's axes (an axis repeated or
+    /// left out).
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): {what}",
+        .span.line, .span.col
+    )]
+    NotAPermutation {
+        primitive: &'static str,
+        iteration: String,
+        what: String,
+        span: Span,
+    },
+    /// The new order puts an axis before its parent.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axis `{axis}` would come \
+         before its parent `{parent}`",
+        .span.line, .span.col
+    )]
+    ChildBeforeParent {
+        primitive: &'static str,
+        iteration: String,
+        axis: String,
+        parent: String,
+        span: Span,
+    },
+    /// The iteration already has a fused group that the primitive would break or overlap.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axes `{axes}` are already \
+         fused",
+        .span.line, .span.col
+    )]
+    AlreadyFused {
+        primitive: &'static str,
+        iteration: String,
+        axes: String,
+        span: Span,
+    },
+    /// Fewer than two axes to fuse.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): fusing needs at least two \
+         axes, found {count}",
+        .span.line, .span.col
+    )]
+    TooFewAxes {
+        primitive: &'static str,
+        iteration: String,
+        count: usize,
+        span: Span,
+    },
+    /// The axes to fuse are not consecutive in the iteration, in the given order.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axis `{axis}` does not \
+         directly follow `{previous}` in the iteration",
+        .span.line, .span.col
+    )]
+    NotConsecutive {
+        primitive: &'static str,
+        iteration: String,
+        previous: String,
+        axis: String,
+        span: Span,
+    },
+    /// An axis of a fused group is not the child of the axis before it.
+    #[error(
+        "{primitive}: iteration `{iteration}` (line {}, column {}): axis `{axis}` is not a \
+         child of `{previous}`",
+        .span.line, .span.col
+    )]
+    NotParentChain {
+        primitive: &'static str,
+        iteration: String,
+        previous: String,
+        axis: String,
+        span: Span,
+    },
+    // ---- end of stage-I sparse variants ----
+    // ---- loop-kind primitives: parallel, vectorize, unroll, bound ----
+    #[error("{primitive}: loop `{var}` in block `{block}` ({span}) is not the outermost loop of a top-level block: it is inside {enclosing} (inner parallel loops are not supported yet)")]
+    NotOutermostLoop {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        enclosing: String,
+        span: Span,
+    },
+    /// Iterations of a loop that must be independent may access one element.
+    #[error("{0}")]
+    LoopCarriedAccess(Box<crate::schedule::parallel::CarriedAccess>),
+    #[error("{primitive}: loop `{var}` in block `{block}` ({span}) assigns local `{local}`, declared outside the loop, in every iteration (a reduction across iterations)")]
+    LoopCarriedLocal {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        local: String,
+        span: Span,
+    },
+    #[error("vectorize: loop `{var}` in block `{block}` ({span}) contains loop `{inner}`; only an innermost loop can be vectorized")]
+    NotInnermostLoop {
+        block: String,
+        var: String,
+        inner: String,
+        span: Span,
+    },
+    #[error("unroll: loop `{var}` in block `{block}` ({span}) has no constant trip count (`{lo}..{hi}`); declare one with bound first")]
+    TripCountNotConstant {
+        block: String,
+        var: String,
+        lo: String,
+        hi: String,
+        span: Span,
+    },
+    #[error("unroll: loop `{var}` in block `{block}` ({span}) runs {count} iterations; at most {max} can be unrolled")]
+    TripCountTooLarge {
+        block: String,
+        var: String,
+        count: i64,
+        max: i64,
+        span: Span,
+    },
+    #[error("bound: extent {extent} for loop `{var}` in block `{block}` ({span}) is not positive")]
+    BoundExtentNotPositive {
+        block: String,
+        var: String,
+        extent: i64,
+        span: Span,
+    },
+    #[error("bound: loop `{var}` in block `{block}` ({span}) runs {trip} iterations, more than the declared extent {extent}")]
+    BoundBelowTripCount {
+        block: String,
+        var: String,
+        extent: i64,
+        trip: i64,
+        span: Span,
+    },
+    #[error("bound: the upper bound `{hi}` of loop `{var}` in block `{block}` ({span}) reads `{what}`, which the loop modifies, so the guard `{var} < {hi}` cannot re-evaluate it")]
+    BoundNotInvariant {
+        block: String,
+        var: String,
+        hi: String,
+        what: String,
+        span: Span,
+    },
+    // ---- end of loop-kind primitives ----
+}
+
+fn list(errors: &[VerifyError]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("  {e}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn list_coord(errors: &[sparsile_ir::coord::VerifyError]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("  {e}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
