@@ -26,23 +26,31 @@
 //! assert_eq!(lowered.stage3.stage, sparsile_ir::loops::Stage::Flat);
 //! ```
 
+pub mod bound;
 pub mod error;
 pub mod fuse;
 pub mod loop_ref;
+pub mod parallel;
 pub mod reorder;
 pub mod sparse_fuse;
 pub mod sparse_reorder;
 pub mod split;
 pub mod trace;
+pub mod unroll;
+pub mod vectorize;
 
+pub use bound::bound;
 pub use error::ScheduleError;
 pub use fuse::fuse;
 pub use loop_ref::LoopRef;
+pub use parallel::parallel;
 pub use reorder::reorder;
 pub use sparse_fuse::sparse_fuse;
 pub use sparse_reorder::sparse_reorder;
 pub use split::{split, SplitTail};
 pub use trace::{Step, Trace};
+pub use unroll::unroll;
+pub use vectorize::vectorize;
 
 use sparsile_ir::coord::Program;
 use sparsile_ir::loops::{verify, Func};

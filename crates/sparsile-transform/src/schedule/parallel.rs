@@ -1,0 +1,658 @@
+//! `parallel`: marks a loop [`ForKind::Parallel`].
+//!
+//! Purpose: let the runtime split the loop's iterations into chunks that run on several
+//! threads. Parallel iterations may run in any order at once, so they must not touch
+//! the same element when one of them writes it.
+//!
+//! Preconditions (each violation is its own [`ScheduleError`], naming the loop and its
+//! block):
+//! - the loop is the outermost loop of a top-level block: no loop, conditional or other
+//!   block encloses it ([`ScheduleError::NotOutermostLoop`]; the kernel ABI hands only
+//!   those loops to the runtime's thread pool — inner parallel loops are not supported
+//!   yet);
+//! - the loop is serial or already parallel ([`ScheduleError::NotSerial`]);
+//! - no local declared outside the loop is assigned inside it
+//!   ([`ScheduleError::LoopCarriedLocal`]);
+//! - its iterations are independent ([`ScheduleError::LoopCarriedAccess`], naming the
+//!   access that may race). The check is conservative: for every buffer the loop
+//!   stores to, there must be one index position at which *every* access of that buffer
+//!   in the loop (stores, loads, searches) selects a set of elements owned by the current
+//!   iteration `v` alone. An index owns its elements when it is
+//!   - affine in `v`: `c*v + r + e` with `c != 0`, `e` the same loop-invariant
+//!     expression in every access, and `r` a sum of constants and variables of inner
+//!     loops with constant bounds whose combined range over all accesses spans fewer
+//!     than `|c|` values (so `io * 4 + ii` with `ii in 0..4` is accepted);
+//!   - or the variable of an inner position loop whose range is disjoint per iteration:
+//!     `for p in P[v]..P[v + 1]` over an `indptr` array `P` (non-decreasing), or
+//!     `for p in v * w..v * w + w` with `w` loop-invariant, the same in every access.
+//!
+//!   Anything else — an index read from an `indices` array, a store that does not
+//!   depend on `v` (a reduction: race strategies come later) — is refused. Distinct
+//!   position tuples are distinct elements because stage-II accesses are in bounds.
+//!
+//! Postcondition: the same function with the loop marked `parallel`.
+//!
+//! Example (`tests/schedule/parallel/spmv_csr.before` → `.after`):
+//! ```text
+//! block y {                                block y {
+//!   for i_2 in 0..m {               →        for i_2 in 0..m parallel {
+//!     for j_p in P[i_2]..P[i_2 + 1] {          ...
+//!       y[i_2] = y[i_2] + ...
+//! ```
+//!
+//! ```
+//! use sparsile_transform::schedule::parallel::parallel;
+//! use sparsile_transform::schedule::LoopRef;
+//! let program = sparsile::compile_notation(
+//!     "tensor A: f64[m, n] csr\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n",
+//! )
+//! .unwrap();
+//! let func = sparsile_transform::lower_iterations(&program).unwrap();
+//! let rows = LoopRef { block: "y".into(), var: "i_2".into() };
+//! let scheduled = parallel(&func, &rows).unwrap();
+//! assert!(scheduled.to_string().contains("for i_2 in 0..m parallel {"));
+//! // The position loop inside is refused: only outermost loops may be parallel.
+//! let inner = LoopRef { block: "y".into(), var: "j_p".into() };
+//! assert!(parallel(&func, &inner).is_err());
+//! ```
+
+use std::collections::{HashMap, HashSet};
+
+use sparsile_ir::coord::BinaryOp;
+use sparsile_ir::id::{BufferId, VarId};
+use sparsile_ir::loops::{BufferKind, Expr, ExprDisplay, For, ForKind, Func, Stmt};
+use sparsile_ir::Span;
+
+use super::{LoopRef, ScheduleError};
+
+/// Marks `target` parallel after checking the preconditions in the module docs.
+pub fn parallel(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
+    let found = find_loop(func, target, "parallel")?;
+    if let Some(enclosing) = &found.enclosing_outside_block {
+        return Err(ScheduleError::NotOutermostLoop {
+            primitive: "parallel",
+            block: target.block.clone(),
+            var: target.var.clone(),
+            enclosing: enclosing.clone(),
+            span: found.for_.span,
+        });
+    }
+    if let Some(enclosing) = &found.enclosing_in_block {
+        return Err(ScheduleError::NotOutermostLoop {
+            primitive: "parallel",
+            block: target.block.clone(),
+            var: target.var.clone(),
+            enclosing: enclosing.clone(),
+            span: found.for_.span,
+        });
+    }
+    if !matches!(found.for_.kind, ForKind::Serial | ForKind::Parallel) {
+        return Err(not_serial("parallel", target, found.for_));
+    }
+    check_independent(func, found.for_, target, "parallel", false)?;
+    Ok(with_loop(func, target, |f| f.kind = ForKind::Parallel))
+}
+
+/// The details of [`ScheduleError::LoopCarriedAccess`]: the loop, and the access of
+/// `buffer` that different iterations may share.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CarriedAccess {
+    pub primitive: &'static str,
+    pub block: String,
+    pub var: String,
+    pub buffer: String,
+    /// The access as text (`C[i, k2]`).
+    pub access: String,
+    /// The statement holding the access.
+    pub access_span: Span,
+    pub reason: String,
+    /// The loop.
+    pub span: Span,
+}
+
+impl std::fmt::Display for CarriedAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: loop `{}` in block `{}` ({}): different iterations may access the same element of `{}` through `{}` ({}): {}",
+            self.primitive,
+            self.var,
+            self.block,
+            self.span,
+            self.buffer,
+            self.access,
+            self.access_span,
+            self.reason
+        )
+    }
+}
+
+/// A loop found by [`find_loop`] and what surrounds it.
+pub(crate) struct Found<'a> {
+    pub for_: &'a For,
+    /// The innermost loop or conditional between the loop and its block, described
+    /// (`loop \`i\``), if any.
+    pub enclosing_in_block: Option<String>,
+    /// What encloses the loop's block, described, when the block is not top-level.
+    pub enclosing_outside_block: Option<String>,
+}
+
+/// Finds the loop `target.var` whose innermost enclosing block is `target.block`.
+pub(crate) fn find_loop<'a>(
+    func: &'a Func,
+    target: &LoopRef,
+    primitive: &'static str,
+) -> Result<Found<'a>, ScheduleError> {
+    fn walk<'a>(
+        func: &'a Func,
+        stmts: &'a [Stmt],
+        target: &LoopRef,
+        block: Option<&str>,
+        outside: Option<String>,
+        inside: Option<String>,
+    ) -> Option<Found<'a>> {
+        for s in stmts {
+            match s {
+                Stmt::For(f) => {
+                    if block == Some(target.block.as_str()) && func.vars[f.var].name == target.var {
+                        return Some(Found {
+                            for_: f,
+                            enclosing_in_block: inside,
+                            enclosing_outside_block: outside,
+                        });
+                    }
+                    let here = format!("loop `{}`", func.vars[f.var].name);
+                    let r = if block.is_some() {
+                        walk(func, &f.body, target, block, outside.clone(), Some(here))
+                    } else {
+                        walk(func, &f.body, target, block, Some(here), inside.clone())
+                    };
+                    if r.is_some() {
+                        return r;
+                    }
+                }
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    let here = "a conditional".to_string();
+                    for b in [then_body, else_body] {
+                        let r = if block.is_some() {
+                            walk(func, b, target, block, outside.clone(), Some(here.clone()))
+                        } else {
+                            walk(func, b, target, block, Some(here.clone()), inside.clone())
+                        };
+                        if r.is_some() {
+                            return r;
+                        }
+                    }
+                }
+                Stmt::Block { name, body, .. } => {
+                    let outer = match (block, &outside, &inside) {
+                        (_, _, Some(i)) => Some(i.clone()),
+                        (Some(b), _, None) => Some(format!("block `{b}`")),
+                        (None, o, None) => o.clone(),
+                    };
+                    if let Some(r) = walk(func, body, target, Some(name), outer, None) {
+                        return Some(r);
+                    }
+                }
+                Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Store { .. } => {}
+            }
+        }
+        None
+    }
+    walk(func, &func.body, target, None, None, None).ok_or_else(|| ScheduleError::UnknownLoop {
+        primitive,
+        block: target.block.clone(),
+        var: target.var.clone(),
+    })
+}
+
+/// A pending edit of one loop.
+type Edit<'e> = Option<Box<dyn FnOnce(&mut For) + 'e>>;
+
+/// A copy of `func` with `edit` applied to the loop `target` (which must exist).
+pub(crate) fn with_loop(func: &Func, target: &LoopRef, edit: impl FnOnce(&mut For)) -> Func {
+    fn walk(
+        vars: &Func,
+        stmts: &mut [Stmt],
+        target: &LoopRef,
+        block: Option<&str>,
+        edit: &mut Edit<'_>,
+    ) {
+        for s in stmts {
+            if edit.is_none() {
+                return;
+            }
+            match s {
+                Stmt::For(f) => {
+                    if block == Some(target.block.as_str()) && vars.vars[f.var].name == target.var {
+                        if let Some(e) = edit.take() {
+                            e(f);
+                        }
+                        return;
+                    }
+                    walk(vars, &mut f.body, target, block, edit);
+                }
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    walk(vars, then_body, target, block, edit);
+                    walk(vars, else_body, target, block, edit);
+                }
+                Stmt::Block { name, body, .. } => {
+                    let name = name.clone();
+                    walk(vars, body, target, Some(&name), edit);
+                }
+                Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Store { .. } => {}
+            }
+        }
+    }
+    let mut out = func.clone();
+    let mut body = std::mem::take(&mut out.body);
+    let mut edit: Edit<'_> = Some(Box::new(edit));
+    walk(func, &mut body, target, None, &mut edit);
+    assert!(
+        edit.is_none(),
+        "with_loop: loop {target:?} was found before"
+    );
+    out.body = body;
+    out
+}
+
+pub(crate) fn not_serial(primitive: &'static str, target: &LoopRef, f: &For) -> ScheduleError {
+    ScheduleError::NotSerial {
+        primitive,
+        block: target.block.clone(),
+        var: target.var.clone(),
+        kind: f.kind.name(),
+        span: f.span,
+    }
+}
+
+/// One access of a buffer inside the loop.
+struct Access {
+    buffer: BufferId,
+    is_store: bool,
+    /// `None` for a `search`, whose position is unknown.
+    indices: Option<Vec<Expr>>,
+    span: Span,
+}
+
+/// What the loop body binds and touches.
+#[derive(Default)]
+struct Body {
+    /// Variables that take different values in different iterations.
+    variant: HashSet<VarId>,
+    /// Locals declared inside the loop.
+    declared: HashSet<VarId>,
+    /// Locals assigned inside the loop, with the span of the first assignment.
+    assigned: Vec<(VarId, Span)>,
+    /// Inner loops with constant bounds: variable → (min, max) value.
+    bounded: HashMap<VarId, (i64, i64)>,
+    /// Inner loops with their bounds, in order.
+    ranges: Vec<(VarId, Expr, Expr)>,
+    /// Inner loops whose whole range belongs to one iteration: variable → range key.
+    owned_range: HashMap<VarId, RangeKey>,
+    /// Inner loop variables in order (for [`Body::inner_loops`]).
+    inner_loops: Vec<VarId>,
+    stores: HashSet<BufferId>,
+    /// Stores, loads and searches in program order (`check_independent` puts stores first).
+    accesses: Vec<Access>,
+}
+
+/// How a position loop's range is tied to the iteration.
+#[derive(Debug, Clone, PartialEq)]
+enum RangeKey {
+    /// `P[v]..P[v + 1]` over the `indptr` array `P`.
+    Indptr(BufferId),
+    /// `v * w..v * w + w`.
+    Strided(Expr),
+}
+
+/// `c*v + r + e` (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+struct Affine {
+    coef: i64,
+    range: (i64, i64),
+    invariant: Vec<(i64, Expr)>,
+}
+
+/// Which elements one iteration owns at one index position.
+#[derive(Debug, Clone, PartialEq)]
+enum Owner {
+    Affine(Affine),
+    Range(RangeKey),
+}
+
+/// Inner loop variables of the body of `f`, in order (all depths).
+pub(crate) fn inner_loop_vars(f: &For) -> Vec<VarId> {
+    let mut b = Body::default();
+    collect_stmts(&f.body, &mut b);
+    b.inner_loops
+}
+
+fn collect_stmts(stmts: &[Stmt], b: &mut Body) {
+    for s in stmts {
+        match s {
+            Stmt::For(f) => {
+                b.variant.insert(f.var);
+                b.inner_loops.push(f.var);
+                collect_expr(&f.lo, f.span, b);
+                collect_expr(&f.hi, f.span, b);
+                if let (Expr::Int(lo), Expr::Int(hi)) = (&f.lo, &f.hi) {
+                    b.bounded.insert(f.var, (*lo, (*hi - 1).max(*lo)));
+                }
+                b.ranges.push((f.var, f.lo.clone(), f.hi.clone()));
+                collect_stmts(&f.body, b);
+            }
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+                span,
+            } => {
+                collect_expr(cond, *span, b);
+                collect_stmts(then_body, b);
+                collect_stmts(else_body, b);
+            }
+            Stmt::Let { var, value, span } => {
+                b.variant.insert(*var);
+                b.declared.insert(*var);
+                collect_expr(value, *span, b);
+            }
+            Stmt::Assign { var, value, span } => {
+                b.variant.insert(*var);
+                if !b.assigned.iter().any(|(a, _)| a == var) {
+                    b.assigned.push((*var, *span));
+                }
+                collect_expr(value, *span, b);
+            }
+            Stmt::Store {
+                buffer,
+                indices,
+                value,
+                span,
+            } => {
+                b.stores.insert(*buffer);
+                indices.iter().for_each(|e| collect_expr(e, *span, b));
+                collect_expr(value, *span, b);
+                b.accesses.push(Access {
+                    buffer: *buffer,
+                    is_store: true,
+                    indices: Some(indices.clone()),
+                    span: *span,
+                });
+            }
+            Stmt::Block { body, .. } => collect_stmts(body, b),
+        }
+    }
+}
+
+/// Records the loads and searches of `e`, located at the statement `span`.
+fn collect_expr(e: &Expr, span: Span, b: &mut Body) {
+    e.visit(&mut |x| match x {
+        Expr::Load { buffer, indices } => b.accesses.push(Access {
+            buffer: *buffer,
+            is_store: false,
+            indices: Some(indices.clone()),
+            span,
+        }),
+        Expr::Search { buffer, .. } => b.accesses.push(Access {
+            buffer: *buffer,
+            is_store: false,
+            indices: None,
+            span,
+        }),
+        _ => {}
+    });
+}
+
+/// The key of an inner loop `lo..hi` whose range is disjoint per value of `v`: over a
+/// (non-decreasing) `indptr` array the loop does not write, or strided by an invariant
+/// width.
+fn owned_range_key(func: &Func, lo: &Expr, hi: &Expr, v: VarId, b: &Body) -> Option<RangeKey> {
+    if let (
+        Expr::Load {
+            buffer: p,
+            indices: lo_idx,
+        },
+        Expr::Load {
+            buffer: q,
+            indices: hi_idx,
+        },
+    ) = (lo, hi)
+    {
+        let next = Expr::binary(BinaryOp::Add, Expr::Var(v), Expr::Int(1));
+        if p == q
+            && matches!(func.buffers[*p].kind, BufferKind::Indptr { .. })
+            && !b.stores.contains(p)
+            && lo_idx.as_slice() == [Expr::Var(v)]
+            && hi_idx.as_slice() == [next]
+        {
+            return Some(RangeKey::Indptr(*p));
+        }
+    }
+    if let Expr::Binary {
+        op: BinaryOp::Mul,
+        lhs,
+        rhs,
+    } = lo
+    {
+        let w = match (&**lhs, &**rhs) {
+            (Expr::Var(a), w) | (w, Expr::Var(a)) if *a == v => w.clone(),
+            _ => return None,
+        };
+        if invariant(&w, v, b) && *hi == Expr::binary(BinaryOp::Add, lo.clone(), w.clone()) {
+            return Some(RangeKey::Strided(w));
+        }
+    }
+    None
+}
+
+/// Whether `e` is loop-invariant: no variant variable, no load of a written buffer.
+fn invariant(e: &Expr, v: VarId, b: &Body) -> bool {
+    let mut ok = true;
+    e.visit(&mut |x| match x {
+        Expr::Var(w) if *w == v || b.variant.contains(w) => ok = false,
+        Expr::Load { buffer, .. } | Expr::Search { buffer, .. } if b.stores.contains(buffer) => {
+            ok = false
+        }
+        _ => {}
+    });
+    ok
+}
+
+fn linear(e: &Expr, v: VarId, b: &Body) -> Option<Affine> {
+    let zero = Affine {
+        coef: 0,
+        range: (0, 0),
+        invariant: Vec::new(),
+    };
+    match e {
+        Expr::Int(c) => Some(Affine {
+            range: (*c, *c),
+            ..zero
+        }),
+        Expr::Var(w) if *w == v => Some(Affine { coef: 1, ..zero }),
+        Expr::Var(w) if b.bounded.contains_key(w) => Some(Affine {
+            range: b.bounded[w],
+            ..zero
+        }),
+        _ if invariant(e, v, b) => Some(Affine {
+            invariant: vec![(1, e.clone())],
+            ..zero
+        }),
+        Expr::Binary { op, lhs, rhs } => match op {
+            BinaryOp::Add => Some(add(linear(lhs, v, b)?, linear(rhs, v, b)?)),
+            BinaryOp::Sub => Some(add(linear(lhs, v, b)?, scale(linear(rhs, v, b)?, -1))),
+            BinaryOp::Mul => match (&**lhs, &**rhs) {
+                (Expr::Int(c), x) | (x, Expr::Int(c)) => Some(scale(linear(x, v, b)?, *c)),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn add(a: Affine, b: Affine) -> Affine {
+    let mut invariant = a.invariant;
+    invariant.extend(b.invariant);
+    Affine {
+        coef: a.coef + b.coef,
+        range: (a.range.0 + b.range.0, a.range.1 + b.range.1),
+        invariant,
+    }
+}
+
+fn scale(a: Affine, c: i64) -> Affine {
+    let (x, y) = (a.range.0 * c, a.range.1 * c);
+    Affine {
+        coef: a.coef * c,
+        range: (x.min(y), x.max(y)),
+        invariant: a.invariant.into_iter().map(|(k, e)| (k * c, e)).collect(),
+    }
+}
+
+fn owner(e: &Expr, v: VarId, b: &Body) -> Option<Owner> {
+    if let Expr::Var(w) = e {
+        if let Some(key) = b.owned_range.get(w) {
+            return Some(Owner::Range(key.clone()));
+        }
+    }
+    let a = linear(e, v, b)?;
+    (a.coef != 0).then_some(Owner::Affine(a))
+}
+
+/// Whether the owners of all accesses at one index position are disjoint per iteration.
+fn disjoint(owners: &[Owner]) -> bool {
+    match owners.first() {
+        None => true,
+        Some(Owner::Range(key)) => owners.iter().all(|o| o == &Owner::Range(key.clone())),
+        Some(Owner::Affine(first)) => {
+            let (mut lo, mut hi) = first.range;
+            for o in owners {
+                match o {
+                    Owner::Affine(a) if a.coef == first.coef && a.invariant == first.invariant => {
+                        lo = lo.min(a.range.0);
+                        hi = hi.max(a.range.1);
+                    }
+                    _ => return false,
+                }
+            }
+            hi - lo < first.coef.abs()
+        }
+    }
+}
+
+/// Checks that the iterations of `f` carry no dependence through memory (and, unless
+/// `allow_local_reductions`, none through locals). See the module docs for the rules.
+pub(crate) fn check_independent(
+    func: &Func,
+    f: &For,
+    target: &LoopRef,
+    primitive: &'static str,
+    allow_local_reductions: bool,
+) -> Result<(), ScheduleError> {
+    let v = f.var;
+    let mut b = Body::default();
+    collect_stmts(&f.body, &mut b);
+    b.accesses.sort_by_key(|a| !a.is_store);
+    for (var, lo, hi) in std::mem::take(&mut b.ranges) {
+        if let Some(key) = owned_range_key(func, &lo, &hi, v, &b) {
+            b.owned_range.insert(var, key);
+        }
+    }
+    if !allow_local_reductions {
+        if let Some((local, _)) = b.assigned.iter().find(|(a, _)| !b.declared.contains(a)) {
+            return Err(ScheduleError::LoopCarriedLocal {
+                primitive,
+                block: target.block.clone(),
+                var: target.var.clone(),
+                local: func.vars[*local].name.clone(),
+                span: f.span,
+            });
+        }
+    }
+    let vname = &target.var;
+    let mut written: Vec<BufferId> = b.stores.iter().copied().collect();
+    written.sort();
+    for buffer in written {
+        let accesses: Vec<&Access> = b.accesses.iter().filter(|a| a.buffer == buffer).collect();
+        let name = &func.buffers[buffer].name;
+        let err = |a: &Access, reason: String| {
+            ScheduleError::LoopCarriedAccess(Box::new(CarriedAccess {
+                primitive,
+                block: target.block.clone(),
+                var: target.var.clone(),
+                buffer: name.clone(),
+                access: access_text(func, a),
+                access_span: a.span,
+                reason,
+                span: f.span,
+            }))
+        };
+        if let Some(a) = accesses.iter().find(|a| a.indices.is_none()) {
+            return Err(err(a, format!("the loop writes `{name}` and searches it")));
+        }
+        if matches!(
+            func.buffers[buffer].kind,
+            BufferKind::Indptr { .. } | BufferKind::Indices { .. }
+        ) {
+            return Err(err(
+                accesses[0],
+                format!("the loop writes the structure array `{name}`"),
+            ));
+        }
+        let rank = accesses[0].indices.as_ref().map_or(0, Vec::len);
+        let owned = (0..rank).any(|d| {
+            let owners: Option<Vec<Owner>> = accesses
+                .iter()
+                .map(|a| owner(a.indices.as_ref()?.get(d)?, v, &b))
+                .collect();
+            owners.is_some_and(|o| disjoint(&o))
+        });
+        if !owned {
+            // Name the first access that has no index owned by `v` at all.
+            let culprit = accesses
+                .iter()
+                .find(|a| {
+                    !a.indices
+                        .as_ref()
+                        .is_some_and(|ix| ix.iter().any(|e| owner(e, v, &b).is_some()))
+                })
+                .unwrap_or(&accesses[0]);
+            let reason = if b.stores.contains(&buffer)
+                && culprit
+                    .indices
+                    .as_ref()
+                    .is_some_and(|ix| ix.iter().all(|e| invariant(e, v, &b)))
+            {
+                format!("the element does not depend on `{vname}` (a reduction across iterations; race strategies are not supported yet)")
+            } else {
+                format!("no index position selects elements owned by one value of `{vname}` in every access of `{name}` (an index read from memory, or overlapping affine ranges)")
+            };
+            return Err(err(culprit, reason));
+        }
+    }
+    Ok(())
+}
+
+fn access_text(func: &Func, a: &Access) -> String {
+    let name = &func.buffers[a.buffer].name;
+    match &a.indices {
+        None => format!("search({name}, ..)"),
+        Some(ix) => {
+            let parts: Vec<String> = ix
+                .iter()
+                .map(|e| ExprDisplay::new(func, e).to_string())
+                .collect();
+            format!("{name}[{}]", parts.join(", "))
+        }
+    }
+}
