@@ -46,15 +46,15 @@ fn bad_factor() {
 }
 
 #[test]
-fn split_of_a_parallel_loop() {
+fn split_of_a_vectorized_loop() {
     let text = include_str!("schedule/split/spmm_csr_rows.before.pos")
-        .replace("for i_2 in 0..m {", "for i_2 in 0..m parallel {");
+        .replace("for i_2 in 0..m {", "for i_2 in 0..m vectorized {");
     let func: Func = text.parse().unwrap();
     let e = split(&func, &r("C", "i_2"), 2, SplitTail::InnerFixed).unwrap_err();
     assert!(matches!(e, ScheduleError::NotSerial { .. }), "{e:?}");
     assert_eq!(
         e.to_string(),
-        "split: loop `i_2` in block `C` (line 19, column 5) is parallel, only serial loops can be transformed"
+        "split: loop `i_2` in block `C` (line 19, column 5) is vectorized, only serial loops (and, for split, parallel ones) can be transformed"
     );
 }
 

@@ -131,3 +131,30 @@ fn stage_one_and_stage_two_steps_replay_together() {
         sch.func().unwrap().to_string()
     );
 }
+
+#[test]
+fn loop_kind_steps_replay_and_compute_the_same() {
+    let c = case(&spmm("csr"), &[("m", 10), ("n", 6), ("k", 3)], 0.4, 31);
+    let mut sch = Schedule::new(&c.program);
+    sch.parallel(&LoopRef::new("C", "i_2")).unwrap();
+    // Splitting a parallel loop keeps the tiles parallel.
+    let (rows_o, _rows_i) = sch
+        .split(&LoopRef::new("C", "i_2"), 4, SplitTail::InnerFixed)
+        .unwrap();
+    assert_eq!(rows_o.var, "i_2_o");
+    let cols = LoopRef::new("C", "k2_2");
+    sch.bound(&cols, 4).unwrap();
+    sch.unroll(&cols).unwrap();
+    sch.vectorize(&LoopRef::new("C.init", "k2")).unwrap();
+    check_func(&c, sch.func().unwrap());
+    let trace = Trace::from_json(&sch.trace().to_json()).unwrap();
+    // lower, parallel, split, bound, unroll, vectorize
+    assert_eq!(trace.steps.len(), 6);
+    let replayed = trace.replay(&c.program).unwrap();
+    assert_eq!(
+        replayed.func().unwrap().to_string(),
+        sch.func().unwrap().to_string()
+    );
+    let lowered = replayed.finish().unwrap();
+    assert!(lowered.stage3.to_string().contains("parallel"));
+}

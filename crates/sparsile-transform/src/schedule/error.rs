@@ -85,7 +85,7 @@ pub enum ScheduleError {
     /// The primitive only applies to serial loops.
     #[error(
         "{primitive}: loop `{var}` in block `{block}` (line {}, column {}) is {kind}, \
-         only serial loops can be transformed",
+         only serial loops (and, for split, parallel ones) can be transformed",
         .span.line, .span.col
     )]
     NotSerial {
@@ -113,9 +113,6 @@ pub enum ScheduleError {
     /// A trace could not be read from JSON.
     #[error("trace JSON: {0}")]
     TraceJson(String),
-    /// A recorded step names a primitive this build does not provide.
-    #[error("{primitive}: this primitive is not available")]
-    NotAvailable { primitive: &'static str },
     // ---- end of core variants ----
     // ---- stage-I sparse primitives (sparse_reorder, sparse_fuse) ----
     /// The input program does not pass `coord::verify`.

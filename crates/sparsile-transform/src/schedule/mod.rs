@@ -121,12 +121,10 @@ impl Schedule {
             Step::Reorder { loops } => self.reorder(loops),
             Step::SparseReorder { iteration, order } => self.sparse_reorder(iteration, order),
             Step::SparseFuse { iteration, axes } => self.sparse_fuse(iteration, axes),
-            Step::Parallel { .. }
-            | Step::Vectorize { .. }
-            | Step::Unroll { .. }
-            | Step::Bound { .. } => Err(ScheduleError::NotAvailable {
-                primitive: step.primitive(),
-            }),
+            Step::Parallel { target } => self.parallel(target),
+            Step::Vectorize { target } => self.vectorize(target),
+            Step::Unroll { target } => self.unroll(target),
+            Step::Bound { target, extent } => self.bound(target, *extent),
         }
     }
 
@@ -224,6 +222,39 @@ impl Schedule {
             loops: loops.to_vec(),
         };
         self.stage2(step, |f| reorder(f, loops).map(|f| (f, ())))
+    }
+
+    /// [`parallel()`]: marks the loop parallel.
+    pub fn parallel(&mut self, target: &LoopRef) -> Result<(), ScheduleError> {
+        let step = Step::Parallel {
+            target: target.clone(),
+        };
+        self.stage2(step, |f| parallel(f, target).map(|f| (f, ())))
+    }
+
+    /// [`vectorize()`]: marks the loop vectorized.
+    pub fn vectorize(&mut self, target: &LoopRef) -> Result<(), ScheduleError> {
+        let step = Step::Vectorize {
+            target: target.clone(),
+        };
+        self.stage2(step, |f| vectorize(f, target).map(|f| (f, ())))
+    }
+
+    /// [`unroll()`]: marks the loop unrolled.
+    pub fn unroll(&mut self, target: &LoopRef) -> Result<(), ScheduleError> {
+        let step = Step::Unroll {
+            target: target.clone(),
+        };
+        self.stage2(step, |f| unroll(f, target).map(|f| (f, ())))
+    }
+
+    /// [`bound()`]: declares the loop's constant extent.
+    pub fn bound(&mut self, target: &LoopRef, extent: i64) -> Result<(), ScheduleError> {
+        let step = Step::Bound {
+            target: target.clone(),
+            extent,
+        };
+        self.stage2(step, |f| bound(f, target, extent).map(|f| (f, ())))
     }
 
     /// Lowers to stage II if needed and flattens the function (`lower_buffers`).

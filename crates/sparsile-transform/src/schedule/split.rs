@@ -18,11 +18,13 @@
 //!
 //! The `if` (the tail guard) is left out when `lo` and `hi` are constants and `f` divides
 //! `n`. The loop variable becomes a local of the same name, so `body` is unchanged.
-//! Both new loops are serial; the bounds `lo` and `hi` are evaluated where they were
+//! The outer loop keeps the loop's kind (a parallel loop stays parallel over whole
+//! tiles), the inner one is serial; the bounds `lo` and `hi` are evaluated where they were
 //! (they cannot depend on `v`).
 //!
 //! Preconditions (each a [`ScheduleError`]): the loop exists (`UnknownBlock`,
-//! `UnknownLoop`), `f >= 1` (`BadFactor`), the loop is serial (`NotSerial`).
+//! `UnknownLoop`), `f >= 1` (`BadFactor`), the loop is serial or parallel (`NotSerial`: vectorized and unrolled loops are
+//! refused).
 //!
 //! Returns the new function and the outer and inner loops (`LoopRef`s in the same block,
 //! with fresh names `v_o` and `v_i`). Text-IR examples: `tests/schedule/split/`.
@@ -56,11 +58,11 @@ pub fn split(
 ) -> Result<(Func, LoopRef, LoopRef), ScheduleError> {
     let mut out = func.clone();
     // Validate before declaring new variables.
-    let (var, lo, hi) = {
+    let (var, lo, hi, kind) = {
         let Stmt::For(f) = loop_stmt_mut(&mut out, target, PRIMITIVE)? else {
             unreachable!("a loop statement");
         };
-        if f.kind != ForKind::Serial {
+        if !matches!(f.kind, ForKind::Serial | ForKind::Parallel) {
             return Err(ScheduleError::NotSerial {
                 primitive: PRIMITIVE,
                 block: target.block.clone(),
@@ -69,7 +71,7 @@ pub fn split(
                 span: f.span,
             });
         }
-        (f.var, f.lo.clone(), f.hi.clone())
+        (f.var, f.lo.clone(), f.hi.clone(), f.kind)
     };
     if factor < 1 {
         return Err(ScheduleError::BadFactor {
@@ -137,7 +139,7 @@ pub fn split(
         var: outer,
         lo: Expr::Int(0),
         hi: outer_extent,
-        kind: ForKind::Serial,
+        kind,
         body: vec![Stmt::For(For {
             var: inner,
             lo: Expr::Int(0),
