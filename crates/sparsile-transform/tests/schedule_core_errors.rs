@@ -195,3 +195,22 @@ fn stage_one_primitive_after_lowering_is_wrong_stage() {
         "sparse_reorder: expects stage I, but the schedule is at stage II"
     );
 }
+
+#[test]
+fn split_of_a_loop_whose_bound_its_body_writes() {
+    // The loop over `k2_2` is bounded by `C[i_2, 0]`, which its body stores to.
+    let text = include_str!("schedule/split/spmm_csr_rows.before.pos").replace(
+        "for k2_2 in 0..k {",
+        "for k2_2 in 0..select(C[i_2, 0] < 1.0, k, k) {",
+    );
+    let func: Func = text.parse().unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let e = split(&func, &r("C", "k2_2"), 2, SplitTail::InnerFixed).unwrap_err();
+    assert!(
+        matches!(e, ScheduleError::BoundsNotInvariant { .. }),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "split: the bounds of loop `k2_2` in block `C` (line 22, column 9) read a buffer or local that the loop body writes"
+    );
+}

@@ -76,6 +76,19 @@ pub enum ScheduleError {
         inner: String,
         span: Span,
     },
+    /// The primitive re-evaluates the loop's bounds inside the new loops, but the loop's
+    /// body writes something they read.
+    #[error(
+        "{primitive}: the bounds of loop `{var}` in block `{block}` (line {}, column {}) \
+         read a buffer or local that the loop body writes",
+        .span.line, .span.col
+    )]
+    BoundsNotInvariant {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        span: Span,
+    },
     /// The same loop is named twice, or loops of different blocks are mixed.
     #[error("{primitive}: {what}")]
     BadLoopList {

@@ -14,7 +14,8 @@
 //! (`UnknownBlock`, `UnknownLoop`, `BadLoopList`); the inner loop is the only statement of
 //! the outer loop's body (`NotPerfectlyNested`); the inner loop's bounds do not read the
 //! outer variable (`DependentBounds`: position loops over a sparse axis cannot be fused
-//! with their parent); both loops are serial (`NotSerial`).
+//! with their parent); both loops are serial (`NotSerial`); neither body writes what the
+//! bounds read (`BoundsNotInvariant`: the index recovery re-evaluates them).
 //!
 //! Returns the new function and the fused loop (fresh name `a_b`). Text-IR examples:
 //! `tests/schedule/fuse/`.
@@ -22,7 +23,7 @@
 use sparsile_ir::coord::BinaryOp;
 use sparsile_ir::loops::{Expr, For, ForKind, Func, Stmt};
 
-use super::loop_ref::{fresh_index_var, loop_stmt_mut, uses_var, LoopRef};
+use super::loop_ref::{bounds_invariant, fresh_index_var, loop_stmt_mut, uses_var, LoopRef};
 use super::ScheduleError;
 use crate::index_expr::{add, mul, sub};
 
@@ -68,6 +69,16 @@ pub fn fuse(
                 block: r.block.clone(),
                 var: r.var.clone(),
                 kind: f.kind.name(),
+                span: f.span,
+            });
+        }
+    }
+    for (f, r) in [(&o, outer), (&i, inner)] {
+        if !bounds_invariant(f) {
+            return Err(ScheduleError::BoundsNotInvariant {
+                primitive: PRIMITIVE,
+                block: r.block.clone(),
+                var: r.var.clone(),
                 span: f.span,
             });
         }

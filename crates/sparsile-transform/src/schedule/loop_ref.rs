@@ -187,3 +187,39 @@ pub fn uses_var(expr: &Expr, var: VarId) -> bool {
 pub fn var_name(func: &Func, var: VarId) -> String {
     func.vars[var].name.clone()
 }
+
+/// Whether the bounds of `f` stay the same while its body runs: they load no buffer the
+/// body stores to and read no local the body assigns. Primitives that re-evaluate bounds
+/// inside the new loops (split's guard, fuse's index recovery) require it.
+pub fn bounds_invariant(f: &For) -> bool {
+    fn written(stmts: &[Stmt], bufs: &mut Vec<sparsile_ir::BufferId>, vars: &mut Vec<VarId>) {
+        for s in stmts {
+            match s {
+                Stmt::Store { buffer, .. } => bufs.push(*buffer),
+                Stmt::Assign { var, .. } => vars.push(*var),
+                Stmt::For(g) => written(&g.body, bufs, vars),
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    written(then_body, bufs, vars);
+                    written(else_body, bufs, vars);
+                }
+                Stmt::Block { body, .. } => written(body, bufs, vars),
+                Stmt::Let { .. } => {}
+            }
+        }
+    }
+    let (mut bufs, mut vars) = (Vec::new(), Vec::new());
+    written(&f.body, &mut bufs, &mut vars);
+    let mut ok = true;
+    for e in [&f.lo, &f.hi] {
+        e.visit(&mut |x| match x {
+            Expr::Load { buffer, .. } | Expr::Search { buffer, .. } => ok &= !bufs.contains(buffer),
+            Expr::Var(v) => ok &= !vars.contains(v),
+            _ => {}
+        });
+    }
+    ok
+}

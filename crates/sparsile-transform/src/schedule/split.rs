@@ -24,7 +24,8 @@
 //!
 //! Preconditions (each a [`ScheduleError`]): the loop exists (`UnknownBlock`,
 //! `UnknownLoop`), `f >= 1` (`BadFactor`), the loop is serial or parallel (`NotSerial`: vectorized and unrolled loops are
-//! refused).
+//! refused); the body writes no buffer or local the bounds read
+//! (`BoundsNotInvariant`: the guard re-evaluates `hi`).
 //!
 //! Returns the new function and the outer and inner loops (`LoopRef`s in the same block,
 //! with fresh names `v_o` and `v_i`). Text-IR examples: `tests/schedule/split/`.
@@ -33,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use sparsile_ir::coord::BinaryOp;
 use sparsile_ir::loops::{Expr, For, ForKind, Func, Stmt};
 
-use super::loop_ref::{fresh_index_var, loop_stmt_mut, LoopRef};
+use super::loop_ref::{bounds_invariant, fresh_index_var, loop_stmt_mut, LoopRef};
 use super::ScheduleError;
 use crate::index_expr::{add, lt, mul, sub};
 
@@ -68,6 +69,14 @@ pub fn split(
                 block: target.block.clone(),
                 var: target.var.clone(),
                 kind: f.kind.name(),
+                span: f.span,
+            });
+        }
+        if !bounds_invariant(f) {
+            return Err(ScheduleError::BoundsNotInvariant {
+                primitive: PRIMITIVE,
+                block: target.block.clone(),
+                var: target.var.clone(),
                 span: f.span,
             });
         }
