@@ -1,11 +1,12 @@
-//! Sparsile's lowering passes (and, later, schedules).
+//! Sparsile's lowering passes and schedules.
 //!
 //! Each pass is a pure function in its own module:
 //! - [`lower_iterations()`]: stage I → stage II (position loops, explicit guards);
 //! - [`default_schedule()`]: marks the outermost spatial loop of each top-level block
 //!   parallel;
 //! - [`lower_buffers()`]: stage II → stage III (flat buffers, value offsets);
-//! - [`pipeline::compile_to_flat`] runs them in order and can print the IR after each.
+//! - [`pipeline::compile_to_flat`] runs them in order and can print the IR after each;
+//! - [`schedule`]: schedule primitives (one module each), [`Schedule`] and its [`Trace`].
 
 pub mod default_schedule;
 mod error;
