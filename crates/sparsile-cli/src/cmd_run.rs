@@ -22,6 +22,9 @@ pub struct RunArgs {
     /// Timed runs after one warm-up run; the median is reported.
     #[arg(long, default_value_t = 10)]
     pub repeat: usize,
+    /// A recorded schedule (trace JSON) to apply instead of the default schedule.
+    #[arg(long, value_name = "TRACE.json")]
+    pub schedule: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
@@ -43,7 +46,12 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .map(|(n, t)| (n.clone(), t))
         .collect();
     sparsile::specialize_index_types(&mut program, &by_buffer);
-    let kernel = sparsile::compile_program(program)?;
+    let kernel = match &args.schedule {
+        Some(path) => {
+            sparsile::compile_program_with(program, &crate::cmd_compile::read_trace(path)?)?
+        }
+        None => sparsile::compile_program(program)?,
+    };
     let info = kernel.compile_info().clone();
     // Inputs are keyed by buffer name; the kernel from a stage-I program uses those.
     let options = RunOptions {

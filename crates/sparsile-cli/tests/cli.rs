@@ -383,3 +383,68 @@ fn run_without_a_compiler_says_so_and_eval_still_works() {
     );
     assert!(o.status.success());
 }
+
+#[test]
+fn a_recorded_schedule_is_applied_by_compile_and_run() {
+    use sparsile::transform::schedule::{LoopRef, Schedule, SplitTail};
+    let dir = tempfile::tempdir().unwrap();
+    let text = "tensor A: f64[m, n] csr\ntensor B: f64[n, k]\ntensor C: f64[m, k]\nC[i,k] = A[i,j] * B[j,k]\n";
+    let prog = dir.path().join("spmm.sp");
+    std::fs::write(&prog, text).unwrap();
+    // Rows in parallel, then the row loop split by 16 (the outer part stays parallel).
+    let mut sch = Schedule::new(&sparsile::compile_notation(text).unwrap());
+    sch.parallel(&LoopRef::new("C", "i_2")).unwrap();
+    sch.split(&LoopRef::new("C", "i_2"), 16, SplitTail::InnerFixed)
+        .unwrap();
+    let trace = dir.path().join("trace.json");
+    std::fs::write(&trace, sch.trace().to_json()).unwrap();
+    let (p, t) = (prog.to_str().unwrap(), trace.to_str().unwrap());
+    let stage2 = stdout(&sparsile(&[
+        "compile",
+        p,
+        "--schedule",
+        t,
+        "--emit",
+        "stage2",
+    ]));
+    assert!(
+        stage2.contains("i_2_o") && stage2.contains("parallel"),
+        "{stage2}"
+    );
+    let plain = stdout(&sparsile(&["compile", p, "--emit", "stage2"]));
+    assert!(!plain.contains("i_2_o"));
+    if !have_cc() {
+        eprintln!("skipping the native run: no C compiler");
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let env = [("SPARSILE_CACHE_DIR", cache.path().to_str().unwrap())];
+    let inputs = ["--input", "A=data/cora.mtx", "--dim", "k=4", "--json"];
+    let mut eval_args = vec!["eval", p];
+    eval_args.extend(inputs);
+    let expected = json(&sparsile(&eval_args))["outputs"][0]["checksum"]
+        .as_f64()
+        .unwrap();
+    let mut run_args = vec!["run", p, "--schedule", t, "--threads", "2", "--repeat", "2"];
+    run_args.extend(inputs);
+    let got = json(&sparsile_env(&run_args, &env))["outputs"][0]["checksum"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (got - expected).abs() <= 1e-9 * expected.abs().max(1.0),
+        "{got} vs {expected}"
+    );
+    // A trace naming a loop the program does not have is an error that names it.
+    std::fs::write(
+        &trace,
+        r#"{"steps":[{"step":"lower"},{"step":"parallel","target":{"block":"C","var":"nope"}}]}"#,
+    )
+    .unwrap();
+    let o = sparsile(&["compile", p, "--schedule", t, "--emit", "c"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("nope"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -32,6 +32,7 @@ use sparsile_ir::coord::Program;
 use sparsile_ir::loops::Func;
 use sparsile_ir::settings::Settings;
 use sparsile_runtime::{CompileInfo, CompiledKernel, KernelError, KernelOptions, Outputs};
+use sparsile_transform::schedule::{ScheduleError, Trace};
 use sparsile_transform::{compile_to_flat, LowerError};
 use thiserror::Error;
 
@@ -90,6 +91,8 @@ pub enum CompileError {
     Kernel(#[from] KernelError),
     #[error(transparent)]
     Dims(#[from] DimError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
 }
 
 /// The IR of every stage, without compiling the C.
@@ -110,6 +113,41 @@ pub fn lower_program(stage1: Program) -> Result<Lowered, CompileError> {
         stage2: flat.stage2,
         stage3: flat.stage3,
         c,
+    })
+}
+
+/// Lowers a stage-I program with a recorded schedule: the trace is replayed on the
+/// program (its stage-I steps, then its stage-II steps) and the result flattened. The
+/// trace *is* the schedule: the default schedule is not applied on top of it.
+pub fn lower_program_with(stage1: Program, trace: &Trace) -> Result<Lowered, CompileError> {
+    let schedule = trace.replay(&stage1)?;
+    let stage1 = schedule.program().clone();
+    let flat = schedule.finish()?;
+    let c = sparsile_codegen::emit_c(&flat.stage3)?.code;
+    Ok(Lowered {
+        stage1,
+        stage2: flat.stage2,
+        stage3: flat.stage3,
+        c,
+    })
+}
+
+/// Compiles a stage-I program with a recorded schedule (see [`lower_program_with`]).
+pub fn compile_program_with(stage1: Program, trace: &Trace) -> Result<Kernel, CompileError> {
+    build(lower_program_with(stage1, trace)?)
+}
+
+fn build(lowered: Lowered) -> Result<Kernel, CompileError> {
+    let compiled = CompiledKernel::build(
+        lowered.stage1.clone(),
+        lowered.stage3.clone(),
+        lowered.c.clone(),
+        &Settings::from_env(),
+    )?;
+    Ok(Kernel {
+        ast: None,
+        lowered,
+        compiled,
     })
 }
 
@@ -177,18 +215,7 @@ pub fn specialize_index_types(program: &mut Program, inputs: &HashMap<String, &S
 
 /// Compiles a stage-I program.
 pub fn compile_program(stage1: Program) -> Result<Kernel, CompileError> {
-    let lowered = lower_program(stage1)?;
-    let compiled = CompiledKernel::build(
-        lowered.stage1.clone(),
-        lowered.stage3.clone(),
-        lowered.c.clone(),
-        &Settings::from_env(),
-    )?;
-    Ok(Kernel {
-        ast: None,
-        lowered,
-        compiled,
-    })
+    build(lower_program(stage1)?)
 }
 
 impl Kernel {

@@ -20,8 +20,8 @@ mod evaluate;
 pub mod notation;
 
 pub use compile::{
-    compile, compile_for, compile_program, lower_program, specialize_index_types, CompileError,
-    Kernel, Lowered, RunOptions, Stage,
+    compile, compile_for, compile_program, compile_program_with, lower_program, lower_program_with,
+    specialize_index_types, CompileError, Kernel, Lowered, RunOptions, Stage,
 };
 pub use dims::{bind_dims, DimError};
 pub use evaluate::{dim_params, evaluate, EvaluateError};
@@ -29,6 +29,7 @@ pub use notation::{compile_notation, lower, NotationError};
 pub use sparsile_formats as formats;
 pub use sparsile_ir as ir;
 pub use sparsile_runtime as runtime;
+pub use sparsile_transform as transform;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]

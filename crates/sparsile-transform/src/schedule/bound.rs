@@ -1,7 +1,7 @@
 //! `bound`: declares a constant extent for a loop.
 //!
 //! Purpose: `for v in lo..hi` becomes `for v in lo..lo + extent { if v < hi { body } }`,
-//! a loop with a constant trip count that [`super::unroll`] accepts and that the C
+//! a loop with a constant trip count that [`unroll()`](super::unroll()) accepts and that the C
 //! compiler can vectorise without a remainder loop. The declared extent is a promise
 //! by the user that the loop never runs more than `extent` iterations (as TACO's
 //! `bound`); fewer are fine, the guard skips the rest. There is no run-time check of

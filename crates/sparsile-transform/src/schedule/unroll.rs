@@ -3,7 +3,7 @@
 //! Purpose: an unroll hint (the C backend emits `#pragma GCC unroll`); the loop keeps
 //! serial semantics, so no dependence check is needed. Unrolling pays off, and is
 //! allowed, only for loops whose trip count is known: loops over a parameter extent get
-//! a constant one from [`super::bound`] first.
+//! a constant one from [`bound()`](super::bound()) first.
 //!
 //! Preconditions (each its own [`ScheduleError`], naming the loop and its block):
 //! - the loop is serial ([`ScheduleError::NotSerial`]);

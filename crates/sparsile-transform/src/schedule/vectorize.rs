@@ -12,7 +12,7 @@
 //! - its iterations carry no dependence through memory
 //!   ([`ScheduleError::LoopCarriedAccess`]): every buffer stored to inside the loop is
 //!   accessed, at one index position, only at elements owned by the current iteration —
-//!   the same conservative rule as [`super::parallel`] (an affine index `c*v + r + e`
+//!   the same conservative rule as [`parallel()`](super::parallel()) (an affine index `c*v + r + e`
 //!   whose other terms stay within one step, `e` the same loop-invariant expression in
 //!   every access). A store whose element does not depend on the loop variable — a
 //!   reduction into memory such as `y[i] = y[i] + …` in the innermost loop of SpMV — is
