@@ -92,7 +92,13 @@ pub enum CompileError {
     #[error(transparent)]
     Dims(#[from] DimError),
     #[error(transparent)]
-    Schedule(#[from] ScheduleError),
+    Schedule(Box<ScheduleError>),
+}
+
+impl From<ScheduleError> for CompileError {
+    fn from(e: ScheduleError) -> Self {
+        CompileError::Schedule(Box::new(e))
+    }
 }
 
 /// The IR of every stage, without compiling the C.
