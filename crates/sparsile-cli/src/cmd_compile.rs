@@ -1,12 +1,9 @@
 //! `sparsile compile`: prints the IR of a stage, or the generated C, for a program.
 
-use std::collections::HashMap;
-
 use anyhow::{anyhow, Context, Result};
 use sparsile::Stage;
 
 use crate::cmd_eval::{self, EvalArgs};
-use crate::load;
 use crate::output::out;
 
 #[derive(clap::Args)]
@@ -31,13 +28,7 @@ pub fn read_trace(path: &std::path::Path) -> Result<sparsile::transform::schedul
 
 pub fn run(args: &CompileArgs) -> Result<()> {
     let stage: Stage = args.emit.parse().map_err(anyhow::Error::msg)?;
-    let mut files = HashMap::new();
-    for s in &args.program.inputs {
-        let (name, path) = s
-            .split_once('=')
-            .ok_or_else(|| anyhow!("--input `{s}` must look like NAME=FILE"))?;
-        files.insert(name.trim().to_string(), load::read(path.trim().as_ref())?);
-    }
+    let files = cmd_eval::load_inputs(&args.program)?;
     let formats = cmd_eval::format_overrides(&args.program)?;
     let (_, ast) = cmd_eval::read_program(&args.program, &files, &formats)?;
     let stage1 = sparsile::lower(&ast).map_err(|e| anyhow!("{e}"))?;

@@ -160,13 +160,19 @@ pub fn read_program(
     Ok((text, ast))
 }
 
-pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
-    let t0 = Instant::now();
+/// Reads the files named by `--input NAME=FILE`.
+pub fn load_inputs(args: &EvalArgs) -> Result<HashMap<String, load::Loaded>> {
     let mut files = HashMap::new();
     for s in &args.inputs {
         let (name, path) = split_pair(s, "--input")?;
         files.insert(name.to_string(), load::read(path.as_ref())?);
     }
+    Ok(files)
+}
+
+pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
+    let t0 = Instant::now();
+    let files = load_inputs(args)?;
     let load_secs = t0.elapsed().as_secs_f64();
     let formats = format_overrides(args)?;
     let (text, ast) = read_program(args, &files, &formats)?;
@@ -184,8 +190,12 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
         }
     }
 
-    // Bind dimension names: --dim first, then the shapes of the given inputs.
-    let mut dims: HashMap<String, (usize, String)> = HashMap::new();
+    // Bind dimension names from the shapes of the given inputs, then --dim.
+    let shapes = files.iter().map(|(n, l)| (n.clone(), l.shape())).collect();
+    let mut dims: HashMap<String, (usize, String)> = sparsile::bind_dims(&ast, &shapes)?
+        .into_iter()
+        .map(|(name, size)| (name, (size, "the inputs".to_string())))
+        .collect();
     for s in &args.dims {
         let (name, v) = split_pair(s, "--dim")?;
         let v: usize = v
@@ -196,36 +206,12 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
         } else {
             name.to_string()
         };
-        dims.insert(name, (v, "--dim".into()));
-    }
-    for decl in &ast.tensors {
-        if let Some(l) = files.get(&decl.name) {
-            let shape = l.shape();
-            if shape.len() != decl.dims.len() {
-                bail!(
-                    "input {} has order {} but is declared with {} dimensions",
-                    decl.name,
-                    shape.len(),
-                    decl.dims.len()
-                );
+        match dims.get(&name) {
+            Some((prev, from)) if *prev != v => {
+                bail!("--dim {s} contradicts dimension {name} = {prev} from {from}")
             }
-            for (d, &n) in decl.dims.iter().zip(&shape) {
-                match d {
-                    Dim::Const(c) if *c as usize != n => {
-                        bail!("input {} has size {n} where the declaration says {c}", decl.name)
-                    }
-                    Dim::Const(_) => {}
-                    Dim::Named(dn) => match dims.get(dn) {
-                        Some((prev, from)) if *prev != n => bail!(
-                            "dimension {dn} is {prev} (from {from}) but input {} has size {n} there",
-                            decl.name
-                        ),
-                        Some(_) => {}
-                        None => {
-                            dims.insert(dn.clone(), (n, format!("input {}", decl.name)));
-                        }
-                    },
-                }
+            _ => {
+                dims.insert(name, (v, "--dim".into()));
             }
         }
     }

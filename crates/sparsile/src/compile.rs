@@ -23,7 +23,7 @@
 //! assert_eq!(y.to_dense_f64(), vec![2.0, 3.0]);
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -36,8 +36,9 @@ use sparsile_transform::schedule::{ScheduleError, Trace};
 use sparsile_transform::{compile_to_flat, LowerError};
 use thiserror::Error;
 
+use crate::evaluate::{by_buffer, by_tensor, declared_dim_params};
 use crate::notation::{self, NotationError};
-use crate::{bind_dims, dim_params, DimError};
+use crate::DimError;
 
 /// A stage of the pipeline whose IR can be shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,36 +252,18 @@ impl Kernel {
         inputs: &HashMap<String, SparseTensor<'_>>,
         options: &RunOptions,
     ) -> Result<Outputs, CompileError> {
-        let buffer_name = crate::evaluate::buffer_name;
-        let bound: HashMap<String, SparseTensor<'_>> = inputs
-            .iter()
-            .map(|(n, t)| (buffer_name(n), t.view()))
-            .collect();
         let mut params = options.params.clone();
         if let Some(ast) = &self.ast {
-            let shapes = inputs
-                .iter()
-                .map(|(n, t)| (n.clone(), t.shape().to_vec()))
-                .collect();
-            let dims: BTreeMap<String, usize> = bind_dims(ast, &shapes)?;
-            params.extend(dim_params(&self.lowered.stage1, &dims));
+            params.extend(declared_dim_params(ast, &self.lowered.stage1, inputs)?);
         }
         let options = KernelOptions {
             params,
             threads: options.threads,
             ..KernelOptions::default()
         };
-        let mut outputs = self.compiled.run(&bound, &options)?;
+        let outputs = self.compiled.run(&by_buffer(inputs), &options)?;
         Ok(match &self.ast {
-            Some(ast) => ast
-                .tensors
-                .iter()
-                .filter_map(|decl| {
-                    outputs
-                        .remove(&buffer_name(&decl.name))
-                        .map(|t| (decl.name.clone(), t))
-                })
-                .collect(),
+            Some(ast) => by_tensor(ast, outputs),
             None => outputs,
         })
     }

@@ -21,13 +21,13 @@ use crate::notation::ast::{Dim, Program};
 /// A tensor whose shape disagrees with its declaration or with another tensor.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum DimError {
-    #[error("tensor {tensor} has order {found} but is declared with {declared} dimensions")]
+    #[error("input {tensor} has order {found} but is declared with {declared} dimensions")]
     Order {
         tensor: String,
         found: usize,
         declared: usize,
     },
-    #[error("dimension {dim} of {tensor} is {found} but is declared as {declared}")]
+    #[error("dimension {dim} of input {tensor} is {found} but is declared as {declared}")]
     Const {
         tensor: String,
         dim: usize,

@@ -27,6 +27,7 @@ use sparsile_formats::SparseTensor;
 use sparsile_runtime::{interpret, InterpError, InterpOptions, Outputs};
 use thiserror::Error;
 
+use crate::notation::ast::Program as Ast;
 use crate::notation::{lower, parse, NotationError};
 use crate::{bind_dims, DimError};
 
@@ -58,28 +59,47 @@ pub fn evaluate(
 ) -> Result<Outputs, EvaluateError> {
     let ast = parse(program)?;
     let stage1 = lower(&ast)?;
-    let bound: HashMap<String, SparseTensor<'_>> = inputs
+    let options = InterpOptions {
+        params: declared_dim_params(&ast, &stage1, inputs)?,
+        ..InterpOptions::default()
+    };
+    let outputs = interpret(&stage1, &by_buffer(inputs), &options)?;
+    Ok(by_tensor(&ast, outputs))
+}
+
+/// The inputs keyed by the buffers that carry them (views, no copies).
+pub(crate) fn by_buffer<'a>(
+    inputs: &'a HashMap<String, SparseTensor<'_>>,
+) -> HashMap<String, SparseTensor<'a>> {
+    inputs
         .iter()
         .map(|(n, t)| (buffer_name(n), t.view()))
-        .collect();
+        .collect()
+}
+
+/// Parameter values of the declared dimensions, bound from the inputs' shapes.
+pub(crate) fn declared_dim_params(
+    ast: &Ast,
+    stage1: &sparsile_ir::coord::Program,
+    inputs: &HashMap<String, SparseTensor<'_>>,
+) -> Result<HashMap<String, i64>, DimError> {
     let shapes = inputs
         .iter()
         .map(|(n, t)| (n.clone(), t.shape().to_vec()))
         .collect();
-    let options = InterpOptions {
-        params: dim_params(&stage1, &bind_dims(&ast, &shapes)?),
-        ..InterpOptions::default()
-    };
-    let mut outputs = interpret(&stage1, &bound, &options)?;
-    Ok(ast
-        .tensors
+    Ok(dim_params(stage1, &bind_dims(ast, &shapes)?))
+}
+
+/// The outputs keyed by their declared tensor names.
+pub(crate) fn by_tensor(ast: &Ast, mut outputs: Outputs) -> Outputs {
+    ast.tensors
         .iter()
         .filter_map(|decl| {
             outputs
                 .remove(&buffer_name(&decl.name))
                 .map(|t| (decl.name.clone(), t))
         })
-        .collect())
+        .collect()
 }
 
 /// The bound dimensions that are parameters of `program`, as interpreter parameters.
