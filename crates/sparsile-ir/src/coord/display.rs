@@ -19,9 +19,9 @@
 use std::fmt::{self, Display, Formatter, Write};
 
 use super::expr::Expr;
-use super::program::{AxisStructure, Extent, Program};
+use super::program::{AxisDecl, AxisStructure, Extent, Param, Program};
 use super::stmt::{SparseIteration, Stmt, Store};
-use crate::id::{AxisId, BufferId, IterVarId, ParamId};
+use crate::id::{AxisId, BufferId, IdVec, IterVarId, ParamId};
 use crate::{AxisKind, IndexType};
 
 impl Display for Program {
@@ -35,41 +35,7 @@ impl Display for Program {
             f.write_str(&p.name)?;
         }
         f.write_str(") {\n")?;
-        for axis in self.axes.values() {
-            write!(f, "  axis {} = {}(", axis.name, axis.kind)?;
-            let mut args: Vec<String> = Vec::new();
-            if axis.kind != AxisKind::DenseFixed || axis.parent.is_some() {
-                args.push(match axis.parent {
-                    Some(p) => names.axis(p),
-                    None => "none".to_string(),
-                });
-            }
-            args.push(names.extent(axis.length));
-            if let Some(nnz) = axis.nnz {
-                args.push(format!("nnz={}", names.extent(nnz)));
-            }
-            if let Some(per) = axis.nnz_per_parent {
-                args.push(format!("per={}", names.extent(per)));
-            }
-            if axis.kind != AxisKind::DenseFixed || axis.index_type != IndexType::I32 {
-                args.push(format!("idx={}", axis.index_type));
-            }
-            if !axis.unique {
-                args.push("nonunique".to_string());
-            }
-            f.write_str(&args.join(", "))?;
-            f.write_str(")")?;
-            let (op, operands) = match &axis.structure {
-                AxisStructure::Bound => ("", &[][..]),
-                AxisStructure::Union(a) => ("union", &a[..]),
-                AxisStructure::Intersect(a) => ("intersect", &a[..]),
-            };
-            if !op.is_empty() {
-                let list: Vec<String> = operands.iter().map(|&a| names.axis(a)).collect();
-                write!(f, " = {op}({})", list.join(", "))?;
-            }
-            f.write_str("\n")?;
-        }
+        write_axis_decls(f, &self.params, &self.axes)?;
         for buffer in self.buffers.values() {
             let axes: Vec<String> = buffer.axes.iter().map(|&a| names.axis(a)).collect();
             writeln!(
@@ -124,6 +90,61 @@ pub fn float_literal(x: f64) -> String {
     }
 }
 
+/// Prints the `axis` declaration lines, as stage I and the loop-level stages share them.
+/// Dangling ids print as their debug names.
+pub(crate) fn write_axis_decls(
+    f: &mut Formatter<'_>,
+    params: &IdVec<ParamId, Param>,
+    axes: &IdVec<AxisId, AxisDecl>,
+) -> fmt::Result {
+    let axis_name = |id: AxisId| {
+        axes.get(id)
+            .map_or_else(|| id.to_string(), |a| a.name.clone())
+    };
+    let extent = |e: Extent| match e {
+        Extent::Const(c) => c.to_string(),
+        Extent::Param(p) => params
+            .get(p)
+            .map_or_else(|| p.to_string(), |p| p.name.clone()),
+    };
+    for axis in axes.values() {
+        write!(f, "  axis {} = {}(", axis.name, axis.kind)?;
+        let mut args: Vec<String> = Vec::new();
+        if axis.kind != AxisKind::DenseFixed || axis.parent.is_some() {
+            args.push(match axis.parent {
+                Some(p) => axis_name(p),
+                None => "none".to_string(),
+            });
+        }
+        args.push(extent(axis.length));
+        if let Some(nnz) = axis.nnz {
+            args.push(format!("nnz={}", extent(nnz)));
+        }
+        if let Some(per) = axis.nnz_per_parent {
+            args.push(format!("per={}", extent(per)));
+        }
+        if axis.kind != AxisKind::DenseFixed || axis.index_type != IndexType::I32 {
+            args.push(format!("idx={}", axis.index_type));
+        }
+        if !axis.unique {
+            args.push("nonunique".to_string());
+        }
+        f.write_str(&args.join(", "))?;
+        f.write_str(")")?;
+        let (op, operands) = match &axis.structure {
+            AxisStructure::Bound => ("", &[][..]),
+            AxisStructure::Union(a) => ("union", &a[..]),
+            AxisStructure::Intersect(a) => ("intersect", &a[..]),
+        };
+        if !op.is_empty() {
+            let list: Vec<String> = operands.iter().map(|&a| axis_name(a)).collect();
+            write!(f, " = {op}({})", list.join(", "))?;
+        }
+        f.write_str("\n")?;
+    }
+    Ok(())
+}
+
 /// Name lookups that never panic.
 #[derive(Clone, Copy)]
 struct Names<'a>(&'a Program);
@@ -152,12 +173,6 @@ impl Names<'_> {
             .params
             .get(id)
             .map_or_else(|| id.to_string(), |p| p.name.clone())
-    }
-    fn extent(self, e: Extent) -> String {
-        match e {
-            Extent::Const(c) => c.to_string(),
-            Extent::Param(p) => self.param(p),
-        }
     }
 }
 

@@ -22,9 +22,8 @@ use super::expr::{CmpOp, Expr, LogicOp};
 use super::func::{Buffer, BufferKind, BufferLayout, Func, VarType};
 use super::stmt::{ForKind, Stmt};
 use crate::coord::display::float_literal;
-use crate::coord::{AxisStructure, BinaryOp, Extent};
+use crate::coord::BinaryOp;
 use crate::id::{AxisId, BufferId, ParamId, VarId};
-use crate::{AxisKind, IndexType};
 
 impl Display for Func {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
@@ -37,41 +36,7 @@ impl Display for Func {
             f.write_str(&p.name)?;
         }
         f.write_str(") {\n")?;
-        for axis in self.axes.values() {
-            write!(f, "  axis {} = {}(", axis.name, axis.kind)?;
-            let mut args: Vec<String> = Vec::new();
-            if axis.kind != AxisKind::DenseFixed || axis.parent.is_some() {
-                args.push(match axis.parent {
-                    Some(p) => names.axis(p),
-                    None => "none".to_string(),
-                });
-            }
-            args.push(names.extent(axis.length));
-            if let Some(nnz) = axis.nnz {
-                args.push(format!("nnz={}", names.extent(nnz)));
-            }
-            if let Some(per) = axis.nnz_per_parent {
-                args.push(format!("per={}", names.extent(per)));
-            }
-            if axis.kind != AxisKind::DenseFixed || axis.index_type != IndexType::I32 {
-                args.push(format!("idx={}", axis.index_type));
-            }
-            if !axis.unique {
-                args.push("nonunique".to_string());
-            }
-            f.write_str(&args.join(", "))?;
-            f.write_str(")")?;
-            let (op, operands) = match &axis.structure {
-                AxisStructure::Bound => ("", &[][..]),
-                AxisStructure::Union(a) => ("union", &a[..]),
-                AxisStructure::Intersect(a) => ("intersect", &a[..]),
-            };
-            if !op.is_empty() {
-                let list: Vec<String> = operands.iter().map(|&a| names.axis(a)).collect();
-                write!(f, " = {op}({})", list.join(", "))?;
-            }
-            f.write_str("\n")?;
-        }
+        crate::coord::display::write_axis_decls(f, &self.params, &self.axes)?;
         for buffer in self.buffers.values() {
             write_buffer(f, names, buffer)?;
         }
@@ -156,12 +121,6 @@ impl Names<'_> {
             .params
             .get(id)
             .map_or_else(|| id.to_string(), |p| p.name.clone())
-    }
-    fn extent(self, e: Extent) -> String {
-        match e {
-            Extent::Const(c) => c.to_string(),
-            Extent::Param(p) => self.param(p),
-        }
     }
 }
 
