@@ -139,7 +139,7 @@ pub(crate) fn plan(program: &Program, func: &Func) -> Result<Plan, KernelError> 
                     index_type: index_type(&fb.name, fb.dtype)?,
                 }
             }
-            BufferKind::Scratch => Slot::Scratch,
+            BufferKind::Scratch | BufferKind::Local => Slot::Scratch,
         };
         let len = match &fb.layout {
             BufferLayout::Flat(e) => Some(e.clone()),

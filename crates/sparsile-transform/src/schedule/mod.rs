@@ -27,10 +27,12 @@
 //! ```
 
 pub mod bound;
+pub mod cache_write;
 pub mod error;
 pub mod fuse;
 pub mod loop_ref;
 pub mod parallel;
+pub mod partition;
 pub mod reorder;
 pub mod sparse_fuse;
 pub mod sparse_reorder;
@@ -40,10 +42,12 @@ pub mod unroll;
 pub mod vectorize;
 
 pub use bound::bound;
+pub use cache_write::cache_write;
 pub use error::ScheduleError;
 pub use fuse::fuse;
 pub use loop_ref::LoopRef;
 pub use parallel::parallel;
+pub use partition::{parallel_with, LoopPartition};
 pub use reorder::reorder;
 pub use sparse_fuse::sparse_fuse;
 pub use sparse_reorder::sparse_reorder;
@@ -125,6 +129,8 @@ impl Schedule {
             Step::Vectorize { target } => self.vectorize(target),
             Step::Unroll { target } => self.unroll(target),
             Step::Bound { target, extent } => self.bound(target, *extent),
+            Step::ParallelWith { target, partition } => self.parallel_with(target, partition),
+            Step::CacheWrite { target, buffer } => self.cache_write(target, buffer).map(|_| ()),
         }
     }
 
@@ -255,6 +261,30 @@ impl Schedule {
             extent,
         };
         self.stage2(step, |f| bound(f, target, extent).map(|f| (f, ())))
+    }
+
+    /// [`parallel_with()`]: marks the loop parallel with this partition.
+    pub fn parallel_with(
+        &mut self,
+        target: &LoopRef,
+        partition: &LoopPartition,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::ParallelWith {
+            target: target.clone(),
+            partition: partition.clone(),
+        };
+        self.stage2(step, |f| {
+            parallel_with(f, target, partition).map(|f| (f, ()))
+        })
+    }
+
+    /// [`cache_write()`]: returns the name of the local buffer.
+    pub fn cache_write(&mut self, target: &LoopRef, buffer: &str) -> Result<String, ScheduleError> {
+        let step = Step::CacheWrite {
+            target: target.clone(),
+            buffer: buffer.to_string(),
+        };
+        self.stage2(step, |f| cache_write(f, target, buffer))
     }
 
     /// Lowers to stage II if needed and flattens the function (`lower_buffers`).

@@ -86,7 +86,7 @@ pub fn parallel(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
             span: found.for_.span,
         });
     }
-    if !matches!(found.for_.kind, ForKind::Serial | ForKind::Parallel) {
+    if !(found.for_.kind == ForKind::Serial || found.for_.kind.is_parallel()) {
         return Err(not_serial("parallel", target, found.for_));
     }
     check_independent(func, found.for_, target, "parallel", false)?;
@@ -198,7 +198,10 @@ pub(crate) fn find_loop<'a>(
                         return Some(r);
                     }
                 }
-                Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Store { .. } => {}
+                Stmt::Let { .. }
+                | Stmt::Assign { .. }
+                | Stmt::Store { .. }
+                | Stmt::AtomicAdd { .. } => {}
             }
         }
         None
@@ -248,7 +251,10 @@ pub(crate) fn with_loop(func: &Func, target: &LoopRef, edit: impl FnOnce(&mut Fo
                     let name = name.clone();
                     walk(vars, body, target, Some(&name), edit);
                 }
-                Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Store { .. } => {}
+                Stmt::Let { .. }
+                | Stmt::Assign { .. }
+                | Stmt::Store { .. }
+                | Stmt::AtomicAdd { .. } => {}
             }
         }
     }
@@ -278,6 +284,8 @@ pub(crate) fn not_serial(primitive: &'static str, target: &LoopRef, f: &For) -> 
 struct Access {
     buffer: BufferId,
     is_store: bool,
+    /// An atomic add (which never races with another atomic add).
+    atomic: bool,
     /// `None` for a `search`, whose position is unknown.
     indices: Option<Vec<Expr>>,
     span: Span,
@@ -384,6 +392,24 @@ fn collect_stmts(stmts: &[Stmt], b: &mut Body) {
                 b.accesses.push(Access {
                     buffer: *buffer,
                     is_store: true,
+                    atomic: false,
+                    indices: Some(indices.clone()),
+                    span: *span,
+                });
+            }
+            Stmt::AtomicAdd {
+                buffer,
+                indices,
+                value,
+                span,
+            } => {
+                b.stores.insert(*buffer);
+                indices.iter().for_each(|e| collect_expr(e, *span, b));
+                collect_expr(value, *span, b);
+                b.accesses.push(Access {
+                    buffer: *buffer,
+                    is_store: true,
+                    atomic: true,
                     indices: Some(indices.clone()),
                     span: *span,
                 });
@@ -399,12 +425,14 @@ fn collect_expr(e: &Expr, span: Span, b: &mut Body) {
         Expr::Load { buffer, indices } => b.accesses.push(Access {
             buffer: *buffer,
             is_store: false,
+            atomic: false,
             indices: Some(indices.clone()),
             span,
         }),
         Expr::Search { buffer, .. } => b.accesses.push(Access {
             buffer: *buffer,
             is_store: false,
+            atomic: false,
             indices: None,
             span,
         }),
@@ -583,6 +611,10 @@ pub(crate) fn check_independent(
     let mut written: Vec<BufferId> = b.stores.iter().copied().collect();
     written.sort();
     for buffer in written {
+        if func.buffers[buffer].kind == BufferKind::Local {
+            // Private to each iteration.
+            continue;
+        }
         let accesses: Vec<&Access> = b.accesses.iter().filter(|a| a.buffer == buffer).collect();
         let name = &func.buffers[buffer].name;
         let err = |a: &Access, reason: String| {
@@ -599,6 +631,17 @@ pub(crate) fn check_independent(
         };
         if let Some(a) = accesses.iter().find(|a| a.indices.is_none()) {
             return Err(err(a, format!("the loop writes `{name}` and searches it")));
+        }
+        if accesses.iter().all(|a| a.atomic) {
+            // Atomic adds only: they never race with each other.
+            continue;
+        }
+        if accesses.iter().any(|a| a.atomic) {
+            let plain = accesses.iter().find(|a| !a.atomic).expect("not all atomic");
+            return Err(err(
+                plain,
+                format!("the loop adds to `{name}` atomically and also accesses it plainly"),
+            ));
         }
         if matches!(
             func.buffers[buffer].kind,

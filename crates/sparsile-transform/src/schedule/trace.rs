@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use sparsile_ir::coord::Program;
 
 use super::loop_ref::LoopRef;
+use super::partition::LoopPartition;
 use super::split::SplitTail;
 use super::{Schedule, ScheduleError};
 
@@ -65,6 +66,16 @@ pub enum Step {
         target: LoopRef,
         extent: i64,
     },
+    /// `parallel` with a partition of the iterations between threads.
+    ParallelWith {
+        target: LoopRef,
+        partition: LoopPartition,
+    },
+    /// Accumulate `buffer`'s elements written by one iteration in a local array.
+    CacheWrite {
+        target: LoopRef,
+        buffer: String,
+    },
 }
 
 impl Step {
@@ -81,6 +92,8 @@ impl Step {
             Step::Vectorize { .. } => "vectorize",
             Step::Unroll { .. } => "unroll",
             Step::Bound { .. } => "bound",
+            Step::ParallelWith { .. } => "parallel_with",
+            Step::CacheWrite { .. } => "cache_write",
         }
     }
 }
