@@ -360,6 +360,46 @@ impl Plan {
     /// (0 where the element does not exist) when `load` is set, the second copies the
     /// local array back.
     pub(crate) fn copy_loops(&self, func: &mut Func, local: BufferId, load: bool) -> (Stmt, Stmt) {
+        let fill = self.copy_nest(func, local, "in", |buf, local, indices, offset| {
+            let zero = Stmt::Store {
+                buffer: local,
+                indices: vec![offset.clone()],
+                value: Expr::Float(0.0),
+                span: Span::default(),
+            };
+            if !load {
+                return (zero, None);
+            }
+            let copy = Stmt::Store {
+                buffer: local,
+                indices: vec![offset],
+                value: Expr::load(buf, indices),
+                span: Span::default(),
+            };
+            (copy, Some(zero))
+        });
+        let back = self.copy_nest(func, local, "out", |buf, local, indices, offset| {
+            let copy = Stmt::Store {
+                buffer: buf,
+                indices,
+                value: Expr::load(local, vec![offset]),
+                span: Span::default(),
+            };
+            (copy, None)
+        });
+        (fill, back)
+    }
+
+    /// A loop nest over the cached elements with fresh variables `<buffer>_<tag><d>`;
+    /// `make` gives the statement for an existing element and the one for a missing
+    /// element (if any).
+    fn copy_nest(
+        &self,
+        func: &mut Func,
+        local: BufferId,
+        tag: &str,
+        make: impl FnOnce(BufferId, BufferId, Vec<Expr>, Expr) -> (Stmt, Option<Stmt>),
+    ) -> Stmt {
         let mut vars = Vec::new();
         let mut indices = Vec::new();
         let mut conds = Vec::new();
@@ -368,7 +408,7 @@ impl Plan {
             match dim {
                 Dim::Fixed(e) => indices.push(e.clone()),
                 Dim::Cached { lo, hi, len } => {
-                    let (v, _) = fresh_index_var(func, &format!("c_{base}_{d}"));
+                    let (v, _) = fresh_index_var(func, &format!("{base}_{tag}{d}"));
                     vars.push((v, *lo, *hi));
                     indices.push(Expr::Var(v));
                     if *lo < 0 {
@@ -381,63 +421,27 @@ impl Plan {
             }
         }
         let offset = self.offset(&indices);
-        let cond = all(conds);
-        let guarded = |then: Stmt, otherwise: Option<Stmt>| match &cond {
+        let (then, otherwise) = make(self.buffer, local, indices, offset);
+        let mut body = match all(conds) {
             None => vec![then],
             Some(c) => vec![Stmt::If {
-                cond: c.clone(),
+                cond: c,
                 then_body: vec![then],
                 else_body: otherwise.into_iter().collect(),
                 span: Span::default(),
             }],
         };
-        let nest = |body: Vec<Stmt>| {
-            let mut body = body;
-            for &(v, lo, hi) in vars.iter().rev() {
-                body = vec![Stmt::For(For {
-                    var: v,
-                    lo: Expr::Int(lo),
-                    hi: Expr::Int(hi),
-                    kind: ForKind::Serial,
-                    body,
-                    span: Span::default(),
-                })];
-            }
-            body
-        };
-        let fill = if load {
-            guarded(
-                Stmt::Store {
-                    buffer: local,
-                    indices: vec![offset.clone()],
-                    value: Expr::load(self.buffer, indices.clone()),
-                    span: Span::default(),
-                },
-                Some(Stmt::Store {
-                    buffer: local,
-                    indices: vec![offset.clone()],
-                    value: Expr::Float(0.0),
-                    span: Span::default(),
-                }),
-            )
-        } else {
-            vec![Stmt::Store {
-                buffer: local,
-                indices: vec![offset.clone()],
-                value: Expr::Float(0.0),
+        for &(v, lo, hi) in vars.iter().rev() {
+            body = vec![Stmt::For(For {
+                var: v,
+                lo: Expr::Int(lo),
+                hi: Expr::Int(hi),
+                kind: ForKind::Serial,
+                body,
                 span: Span::default(),
-            }]
-        };
-        let back = guarded(
-            Stmt::Store {
-                buffer: self.buffer,
-                indices,
-                value: Expr::load(local, vec![offset]),
-                span: Span::default(),
-            },
-            None,
-        );
-        (unwrap_one(nest(fill)), unwrap_one(nest(back)))
+            })];
+        }
+        unwrap_one(body)
     }
 
     /// `s` with every access of the buffer redirected to `local`.
