@@ -340,6 +340,15 @@ pub enum ScheduleError {
         size: i64,
         max: i64,
     },
+    #[error("{primitive}: loop `{var}` in block `{block}`: the iterations share `{buffer}` ({span}) but not as a sum: {reason}")]
+    NotAReduction {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+        reason: String,
+        span: Span,
+    },
     // ---- end of loop-IR feature primitives ----
 }
 

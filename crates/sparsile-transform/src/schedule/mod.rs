@@ -33,6 +33,7 @@ pub mod fuse;
 pub mod loop_ref;
 pub mod parallel;
 pub mod partition;
+pub mod reduction;
 pub mod reorder;
 pub mod sparse_fuse;
 pub mod sparse_reorder;
@@ -48,6 +49,7 @@ pub use fuse::fuse;
 pub use loop_ref::LoopRef;
 pub use parallel::parallel;
 pub use partition::{parallel_with, LoopPartition};
+pub use reduction::{parallel_reduce, ReductionStrategy};
 pub use reorder::reorder;
 pub use sparse_fuse::sparse_fuse;
 pub use sparse_reorder::sparse_reorder;
@@ -131,6 +133,7 @@ impl Schedule {
             Step::Bound { target, extent } => self.bound(target, *extent),
             Step::ParallelWith { target, partition } => self.parallel_with(target, partition),
             Step::CacheWrite { target, buffer } => self.cache_write(target, buffer).map(|_| ()),
+            Step::ParallelReduce { target, strategy } => self.parallel_reduce(target, *strategy),
         }
     }
 
@@ -285,6 +288,22 @@ impl Schedule {
             buffer: buffer.to_string(),
         };
         self.stage2(step, |f| cache_write(f, target, buffer))
+    }
+
+    /// [`parallel_reduce()`]: marks the loop parallel, resolving shared `+=` updates with
+    /// `strategy`.
+    pub fn parallel_reduce(
+        &mut self,
+        target: &LoopRef,
+        strategy: ReductionStrategy,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::ParallelReduce {
+            target: target.clone(),
+            strategy,
+        };
+        self.stage2(step, |f| {
+            parallel_reduce(f, target, strategy).map(|f| (f, ()))
+        })
     }
 
     /// Lowers to stage II if needed and flattens the function (`lower_buffers`).

@@ -22,6 +22,7 @@ use sparsile_ir::coord::Program;
 
 use super::loop_ref::LoopRef;
 use super::partition::LoopPartition;
+use super::reduction::ReductionStrategy;
 use super::split::SplitTail;
 use super::{Schedule, ScheduleError};
 
@@ -76,6 +77,11 @@ pub enum Step {
         target: LoopRef,
         buffer: String,
     },
+    /// `parallel` on a loop whose iterations add into shared elements.
+    ParallelReduce {
+        target: LoopRef,
+        strategy: ReductionStrategy,
+    },
 }
 
 impl Step {
@@ -94,6 +100,7 @@ impl Step {
             Step::Bound { .. } => "bound",
             Step::ParallelWith { .. } => "parallel_with",
             Step::CacheWrite { .. } => "cache_write",
+            Step::ParallelReduce { .. } => "parallel_reduce",
         }
     }
 }
