@@ -106,6 +106,7 @@ pub const RESERVED: &[&str] = &[
     "union",
     "intersect",
     "nonunique",
+    "nopad",
     "inf",
     "nan",
 ];
