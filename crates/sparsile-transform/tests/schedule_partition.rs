@@ -152,3 +152,37 @@ fn partitions_keep_the_parallel_preconditions() {
         .collect();
     assert!(kinds.contains(&ForKind::ParallelDynamic), "{kinds:?}");
 }
+
+#[test]
+fn parallel_sees_through_the_let_split_leaves() {
+    let cache = tempfile::tempdir().unwrap();
+    let native = native_settings(cache.path());
+    for (seed, rows) in ALL_ROWS.into_iter().enumerate() {
+        let case = spmm(10, 5, 3, rows, 40 + seed as u64);
+        let mut sch = Schedule::new(&case.program);
+        let (outer, _) = sch
+            .split(
+                &LoopRef::new("C", "i_2"),
+                4,
+                sparsile_transform::schedule::SplitTail::InnerFixed,
+            )
+            .unwrap();
+        // `let i_2 = i_2_o * 4 + i_2_i` opens the body: the rows of one outer iteration
+        // are its own.
+        sch.parallel_with(&outer, &LoopPartition::Dynamic)
+            .unwrap_or_else(|e| panic!("{e}\n{}", sch.func().unwrap()));
+        check(&case, &sch, native.as_ref());
+    }
+}
+
+#[test]
+fn reorder_refuses_loops_with_a_kind() {
+    let case = spmm(4, 4, 2, features::Rows::Random, 1);
+    let mut sch = Schedule::new(&case.program);
+    sch.parallel_with(&LoopRef::new("C.init", "i"), &LoopPartition::Dynamic)
+        .unwrap();
+    let err = sch
+        .reorder(&[LoopRef::new("C.init", "k2"), LoopRef::new("C.init", "i")])
+        .unwrap_err();
+    assert!(matches!(err, ScheduleError::NotSerial { .. }), "{err}");
+}

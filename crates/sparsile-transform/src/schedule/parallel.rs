@@ -26,6 +26,9 @@
 //!     `for p in P[v]..P[v + 1]` over an `indptr` array `P` (non-decreasing), or
 //!     `for p in v * w..v * w + w` with `w` loop-invariant, the same in every access.
 //!
+//!   A `let` local declared in the loop and never assigned (the original variable
+//!   after `split` or `fuse`) stands for its value.
+//!
 //!   Anything else — an index read from an `indices` array, a store that does not
 //!   depend on `v` (a reduction: race strategies come later) — is refused. Distinct
 //!   position tuples are distinct elements because stage-II accesses are in bounds.
@@ -308,6 +311,9 @@ struct Body {
     owned_range: HashMap<VarId, RangeKey>,
     /// Inner loop variables in order (for [`Body::inner_loops`]).
     inner_loops: Vec<VarId>,
+    /// The values of the `let`s declared in the loop that nothing assigns (split and fuse
+    /// leave the original loop variable as one), seen through by the analysis.
+    let_values: HashMap<VarId, Expr>,
     stores: HashSet<BufferId>,
     /// Stores, loads and searches in program order (`check_independent` puts stores first).
     accesses: Vec<Access>,
@@ -371,6 +377,7 @@ fn collect_stmts(stmts: &[Stmt], b: &mut Body) {
             Stmt::Let { var, value, span } => {
                 b.variant.insert(*var);
                 b.declared.insert(*var);
+                b.let_values.insert(*var, value.clone());
                 collect_expr(value, *span, b);
             }
             Stmt::Assign { var, value, span } => {
@@ -511,6 +518,7 @@ fn linear(e: &Expr, v: VarId, b: &Body) -> Option<Affine> {
             range: b.bounded[w],
             ..zero
         }),
+        Expr::Var(w) if b.let_values.contains_key(w) => linear(&b.let_values[w], v, b),
         _ if invariant(e, v, b) => Some(Affine {
             invariant: vec![(1, e.clone())],
             ..zero
@@ -591,6 +599,9 @@ pub(crate) fn check_independent(
     let mut b = Body::default();
     collect_stmts(&f.body, &mut b);
     b.accesses.sort_by_key(|a| !a.is_store);
+    for (var, _) in &b.assigned {
+        b.let_values.remove(var);
+    }
     for (var, lo, hi) in std::mem::take(&mut b.ranges) {
         if let Some(key) = owned_range_key(func, &lo, &hi, v, &b) {
             b.owned_range.insert(var, key);
