@@ -95,14 +95,20 @@ pub fn cache_write(
     Ok((out, name))
 }
 
-pub(crate) fn cache_buffer(
+fn cache_buffer(target: &LoopRef, buffer: &str, span: Span, reason: &str) -> ScheduleError {
+    cache_buffer_for(PRIMITIVE, target, buffer, span, reason)
+}
+
+/// [`ScheduleError::CacheBuffer`] of `primitive`.
+pub(crate) fn cache_buffer_for(
+    primitive: &'static str,
     target: &LoopRef,
     buffer: &str,
     span: Span,
     reason: &str,
 ) -> ScheduleError {
     ScheduleError::CacheBuffer {
-        primitive: PRIMITIVE,
+        primitive,
         block: target.block.clone(),
         var: target.var.clone(),
         buffer: buffer.to_string(),

@@ -27,6 +27,7 @@
 //! ```
 
 pub mod bound;
+pub mod cache_read;
 pub mod cache_write;
 pub mod error;
 pub mod fuse;
@@ -44,6 +45,7 @@ pub mod unroll;
 pub mod vectorize;
 
 pub use bound::bound;
+pub use cache_read::cache_read;
 pub use cache_write::cache_write;
 pub use error::ScheduleError;
 pub use fuse::fuse;
@@ -137,6 +139,7 @@ impl Schedule {
             Step::ParallelWith { target, partition } => self.parallel_with(target, partition),
             Step::CacheWrite { target, buffer } => self.cache_write(target, buffer).map(|_| ()),
             Step::ParallelReduce { target, strategy } => self.parallel_reduce(target, *strategy),
+            Step::CacheRead { target, buffer } => self.cache_read(target, buffer).map(|_| ()),
         }
     }
 
@@ -301,6 +304,15 @@ impl Schedule {
             buffer: buffer.to_string(),
         };
         self.stage2(step, |f| cache_write(f, target, buffer))
+    }
+
+    /// [`cache_read()`]: returns the name of the local buffer.
+    pub fn cache_read(&mut self, target: &LoopRef, buffer: &str) -> Result<String, ScheduleError> {
+        let step = Step::CacheRead {
+            target: target.clone(),
+            buffer: buffer.to_string(),
+        };
+        self.stage2(step, |f| cache_read(f, target, buffer))
     }
 
     /// [`parallel_reduce()`]: marks the loop parallel, resolving shared `+=` updates with

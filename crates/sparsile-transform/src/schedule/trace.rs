@@ -87,6 +87,11 @@ pub enum Step {
         target: LoopRef,
         strategy: ReductionStrategy,
     },
+    /// Stage `buffer`'s elements read by one iteration in a local array.
+    CacheRead {
+        target: LoopRef,
+        buffer: String,
+    },
 }
 
 impl Step {
@@ -107,6 +112,7 @@ impl Step {
             Step::ParallelWith { .. } => "parallel_with",
             Step::CacheWrite { .. } => "cache_write",
             Step::ParallelReduce { .. } => "parallel_reduce",
+            Step::CacheRead { .. } => "cache_read",
         }
     }
 }

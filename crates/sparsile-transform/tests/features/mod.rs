@@ -210,3 +210,71 @@ pub fn check(case: &Case, sch: &Schedule, native: Option<&Settings>) {
         );
     }
 }
+
+/// SDDMM `C[i,j] = A[i,j] * X[i,k] * Y[k,j]`, A and C CSR m×n, f64.
+pub fn sddmm(m: usize, n: usize, k: usize, rows: Rows, seed: u64) -> Case {
+    let text = "tensor A: f64[m, n] csr\ntensor X: f64[m, k]\ntensor Y: f64[k, n]\ntensor C: f64[m, n] csr\nC[i,j] = A[i,j] * X[i,k] * Y[k,j]\n";
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let a = sparse(m, n, rows, &mut rng);
+    let x = dense(vec![m, k], &mut rng);
+    let y = dense(vec![k, n], &mut rng);
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo(&a, &Format::Csr).unwrap(),
+        ),
+        (
+            "X".to_string(),
+            SparseTensor::from_coo(&x, &Format::Dense).unwrap(),
+        ),
+        (
+            "Y".to_string(),
+            SparseTensor::from_coo(&y, &Format::Dense).unwrap(),
+        ),
+    ]);
+    Case {
+        program: sparsile::compile_notation(text).unwrap(),
+        inputs,
+        params: HashMap::from([
+            ("m".to_string(), m as i64),
+            ("n".to_string(), n as i64),
+            ("k".to_string(), k as i64),
+        ]),
+        label: format!("sddmm m={m} n={n} k={k} {rows:?} seed {seed}"),
+    }
+}
+
+/// The variables of the loops of `block` whose upper bound is the parameter `param`.
+pub fn loops_to(func: &sparsile_ir::loops::Func, block: &str, param: &str) -> Vec<String> {
+    use sparsile_ir::loops::{Expr, Stmt};
+    fn walk(func: &sparsile_ir::loops::Func, stmts: &[Stmt], param: &str, out: &mut Vec<String>) {
+        for s in stmts {
+            match s {
+                Stmt::For(f) => {
+                    if matches!(&f.hi, Expr::Param(p) if func.params[*p].name == param) {
+                        out.push(func.vars[f.var].name.clone());
+                    }
+                    walk(func, &f.body, param, out);
+                }
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    walk(func, then_body, param, out);
+                    walk(func, else_body, param, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for s in &func.body {
+        if let Stmt::Block { name, body, .. } = s {
+            if name == block {
+                walk(func, body, param, &mut out);
+            }
+        }
+    }
+    out
+}
