@@ -349,6 +349,14 @@ pub enum ScheduleError {
         reason: String,
         span: Span,
     },
+    #[error("rfactor: loop `{var}` in block `{block}`: cannot factor over loop `{inner}` ({span}): {reason}")]
+    RfactorInner {
+        block: String,
+        var: String,
+        inner: String,
+        reason: String,
+        span: Span,
+    },
     // ---- end of loop-IR feature primitives ----
     // ---- specialize ----
     /// The program declares no parameter of this name.

@@ -36,6 +36,7 @@ pub mod parallel;
 pub mod partition;
 pub mod reduction;
 pub mod reorder;
+pub mod rfactor;
 pub mod sparse_fuse;
 pub mod sparse_reorder;
 pub mod specialize;
@@ -54,6 +55,7 @@ pub use parallel::parallel;
 pub use partition::{parallel_with, LoopPartition};
 pub use reduction::{parallel_reduce, ReductionStrategy};
 pub use reorder::reorder;
+pub use rfactor::rfactor;
 pub use sparse_fuse::sparse_fuse;
 pub use sparse_reorder::sparse_reorder;
 pub use specialize::specialize;
@@ -140,6 +142,7 @@ impl Schedule {
             Step::CacheWrite { target, buffer } => self.cache_write(target, buffer).map(|_| ()),
             Step::ParallelReduce { target, strategy } => self.parallel_reduce(target, *strategy),
             Step::CacheRead { target, buffer } => self.cache_read(target, buffer).map(|_| ()),
+            Step::Rfactor { target, inner } => self.rfactor(target, inner).map(|_| ()),
         }
     }
 
@@ -313,6 +316,15 @@ impl Schedule {
             buffer: buffer.to_string(),
         };
         self.stage2(step, |f| cache_read(f, target, buffer))
+    }
+
+    /// [`rfactor()`]: returns the name of the partial-sum buffer.
+    pub fn rfactor(&mut self, target: &LoopRef, inner: &LoopRef) -> Result<String, ScheduleError> {
+        let step = Step::Rfactor {
+            target: target.clone(),
+            inner: inner.clone(),
+        };
+        self.stage2(step, |f| rfactor(f, target, inner))
     }
 
     /// [`parallel_reduce()`]: marks the loop parallel, resolving shared `+=` updates with

@@ -92,6 +92,11 @@ pub enum Step {
         target: LoopRef,
         buffer: String,
     },
+    /// Partial sums of the reduction of `target`, one per iteration of `inner`.
+    Rfactor {
+        target: LoopRef,
+        inner: LoopRef,
+    },
 }
 
 impl Step {
@@ -113,6 +118,7 @@ impl Step {
             Step::CacheWrite { .. } => "cache_write",
             Step::ParallelReduce { .. } => "parallel_reduce",
             Step::CacheRead { .. } => "cache_read",
+            Step::Rfactor { .. } => "rfactor",
         }
     }
 }
