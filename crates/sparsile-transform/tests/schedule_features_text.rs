@@ -1,5 +1,5 @@
 //! Text-IR before/after files of the primitives that need loop-IR features: each
-//! `schedule/{partition,cache_write}/X.before` starts with comment lines naming the calls
+//! `schedule/{partition,cache_write,cache_read,reduction,rfactor}/X.before` starts with comment lines naming the calls
 //! to apply in order (`# parallel_with C i_2 balanced A_A_J_indptr`,
 //! `# cache_write C i_2 C`, `# bound C k2_2 32`, `# vectorize C k2_2`); the function is
 //! parsed, scheduled, verified and printed, and the result compared with `X.after`
@@ -10,10 +10,14 @@ use std::path::{Path, PathBuf};
 use sparsile_ir::loops::{verify, Func};
 use sparsile_ir::settings::Settings;
 use sparsile_transform::schedule::bound::bound;
+use sparsile_transform::schedule::cache_read::cache_read;
 use sparsile_transform::schedule::cache_write::cache_write;
 use sparsile_transform::schedule::partition::parallel_with;
+use sparsile_transform::schedule::reduction::parallel_reduce;
+use sparsile_transform::schedule::rfactor::rfactor;
+use sparsile_transform::schedule::split::split;
 use sparsile_transform::schedule::vectorize::vectorize;
-use sparsile_transform::schedule::{LoopPartition, LoopRef};
+use sparsile_transform::schedule::{LoopPartition, LoopRef, ReductionStrategy, SplitTail};
 
 fn apply(func: &Func, call: &str, file: &Path) -> Func {
     let words: Vec<&str> = call.split_whitespace().collect();
@@ -31,6 +35,25 @@ fn apply(func: &Func, call: &str, file: &Path) -> Func {
             parallel_with(func, &target, &partition)
         }
         "cache_write" => cache_write(func, &target, words[3]).map(|(f, _)| f),
+        "cache_read" => cache_read(func, &target, words[3]).map(|(f, _)| f),
+        "parallel_reduce" => {
+            let strategy = match words[3] {
+                "atomic" => ReductionStrategy::Atomic,
+                "per_thread" => ReductionStrategy::PerThread {
+                    copies: words[4].parse().unwrap(),
+                },
+                other => panic!("{}: unknown strategy {other}", file.display()),
+            };
+            parallel_reduce(func, &target, strategy)
+        }
+        "split" => split(
+            func,
+            &target,
+            words[3].parse().unwrap(),
+            SplitTail::InnerFixed,
+        )
+        .map(|(f, _, _)| f),
+        "rfactor" => rfactor(func, &target, &LoopRef::new(words[1], words[3])).map(|(f, _)| f),
         "bound" => bound(func, &target, words[3].parse().unwrap()),
         "vectorize" => vectorize(func, &target),
         other => panic!("{}: unknown call {other}", file.display()),
@@ -44,7 +67,13 @@ fn apply(func: &Func, call: &str, file: &Path) -> Func {
 fn before_and_after_files() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schedule");
     let mut seen = 0;
-    for dir in ["partition", "cache_write"] {
+    for dir in [
+        "partition",
+        "cache_write",
+        "cache_read",
+        "reduction",
+        "rfactor",
+    ] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -90,5 +119,5 @@ fn before_and_after_files() {
             seen += 1;
         }
     }
-    assert!(seen >= 2);
+    assert!(seen >= 6);
 }
