@@ -288,6 +288,76 @@ pub enum ScheduleError {
         span: Span,
     },
     // ---- end of loop-kind primitives ----
+    // ---- loop-IR feature primitives: parallel_with, cache_write, cache_read, rfactor ----
+    #[error("{primitive}: no buffer `{buffer}` in the function")]
+    UnknownBuffer {
+        primitive: &'static str,
+        buffer: String,
+    },
+    #[error("{primitive}: loop `{var}` in block `{block}` ({span}): the balanced partition needs a flat integer (indptr) buffer, and `{buffer}` is not one")]
+    PartitionBufferNotIndex {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+        span: Span,
+    },
+    #[error("{primitive}: loop `{var}` in block `{block}` ({span}) does not read `{buffer}[{var}]` and `{buffer}[{var} + 1]`, so `{buffer}` does not weigh its iterations")]
+    PartitionBufferNotRead {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+        span: Span,
+    },
+    #[error(
+        "{primitive}: loop `{var}` in block `{block}` ({span}): cannot cache `{buffer}`: {reason}"
+    )]
+    CacheBuffer {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+        reason: String,
+        span: Span,
+    },
+    #[error("{primitive}: loop `{var}` in block `{block}`: access `{access}` ({span}), index position {dim}: {reason}")]
+    CacheAccess {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        access: String,
+        dim: usize,
+        reason: String,
+        span: Span,
+    },
+    #[error("{primitive}: loop `{var}` in block `{block}`: caching `{buffer}` needs {size} elements, more than {max}")]
+    CacheTooLarge {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+        size: i64,
+        max: i64,
+    },
+    #[error("{primitive}: loop `{var}` in block `{block}`: the iterations share `{buffer}` ({span}) but not as a sum: {reason}")]
+    NotAReduction {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+        reason: String,
+        span: Span,
+    },
+    #[error("rfactor: loop `{var}` in block `{block}`: cannot factor over loop `{inner}` ({span}): {reason}")]
+    RfactorInner {
+        block: String,
+        var: String,
+        inner: String,
+        reason: String,
+        span: Span,
+    },
+    // ---- end of loop-IR feature primitives ----
     // ---- specialize ----
     /// The program declares no parameter of this name.
     #[error("{primitive}: the program has no parameter `{param}`")]
@@ -303,13 +373,7 @@ pub enum ScheduleError {
         value: i64,
     },
     // ---- end of specialize ----
-    // ---- prefetch ----
-    /// The function has no buffer of this name.
-    #[error("{primitive}: the function has no buffer `{buffer}`")]
-    UnknownBuffer {
-        primitive: &'static str,
-        buffer: String,
-    },
+    // ---- prefetch (also uses UnknownBuffer) ----
     /// The loop body never loads the buffer.
     #[error("{primitive}: loop `{var}` in block `{block}` does not load buffer `{buffer}`")]
     NoLoadInLoop {

@@ -27,12 +27,17 @@
 //! ```
 
 pub mod bound;
+pub mod cache_read;
+pub mod cache_write;
 pub mod error;
 pub mod fuse;
 pub mod loop_ref;
 pub mod parallel;
+pub mod partition;
 pub mod prefetch;
+pub mod reduction;
 pub mod reorder;
+pub mod rfactor;
 pub mod sparse_fuse;
 pub mod sparse_reorder;
 pub mod specialize;
@@ -42,12 +47,17 @@ pub mod unroll;
 pub mod vectorize;
 
 pub use bound::bound;
+pub use cache_read::cache_read;
+pub use cache_write::cache_write;
 pub use error::ScheduleError;
 pub use fuse::fuse;
 pub use loop_ref::LoopRef;
 pub use parallel::parallel;
+pub use partition::{parallel_with, LoopPartition};
 pub use prefetch::prefetch;
+pub use reduction::{parallel_reduce, ReductionStrategy};
 pub use reorder::reorder;
+pub use rfactor::rfactor;
 pub use sparse_fuse::sparse_fuse;
 pub use sparse_reorder::sparse_reorder;
 pub use specialize::specialize;
@@ -135,6 +145,11 @@ impl Schedule {
                 buffer,
                 distance,
             } => self.prefetch(target, buffer, *distance),
+            Step::ParallelWith { target, partition } => self.parallel_with(target, partition),
+            Step::CacheWrite { target, buffer } => self.cache_write(target, buffer).map(|_| ()),
+            Step::ParallelReduce { target, strategy } => self.parallel_reduce(target, *strategy),
+            Step::CacheRead { target, buffer } => self.cache_read(target, buffer).map(|_| ()),
+            Step::Rfactor { target, inner } => self.rfactor(target, inner).map(|_| ()),
         }
     }
 
@@ -292,6 +307,63 @@ impl Schedule {
         };
         self.stage2(step, |f| {
             prefetch(f, target, buffer, distance).map(|f| (f, ()))
+        })
+    }
+    /// [`parallel_with()`]: marks the loop parallel with this partition.
+    pub fn parallel_with(
+        &mut self,
+        target: &LoopRef,
+        partition: &LoopPartition,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::ParallelWith {
+            target: target.clone(),
+            partition: partition.clone(),
+        };
+        self.stage2(step, |f| {
+            parallel_with(f, target, partition).map(|f| (f, ()))
+        })
+    }
+
+    /// [`cache_write()`]: returns the name of the local buffer.
+    pub fn cache_write(&mut self, target: &LoopRef, buffer: &str) -> Result<String, ScheduleError> {
+        let step = Step::CacheWrite {
+            target: target.clone(),
+            buffer: buffer.to_string(),
+        };
+        self.stage2(step, |f| cache_write(f, target, buffer))
+    }
+
+    /// [`cache_read()`]: returns the name of the local buffer.
+    pub fn cache_read(&mut self, target: &LoopRef, buffer: &str) -> Result<String, ScheduleError> {
+        let step = Step::CacheRead {
+            target: target.clone(),
+            buffer: buffer.to_string(),
+        };
+        self.stage2(step, |f| cache_read(f, target, buffer))
+    }
+
+    /// [`rfactor()`]: returns the name of the partial-sum buffer.
+    pub fn rfactor(&mut self, target: &LoopRef, inner: &LoopRef) -> Result<String, ScheduleError> {
+        let step = Step::Rfactor {
+            target: target.clone(),
+            inner: inner.clone(),
+        };
+        self.stage2(step, |f| rfactor(f, target, inner))
+    }
+
+    /// [`parallel_reduce()`]: marks the loop parallel, resolving shared `+=` updates with
+    /// `strategy`.
+    pub fn parallel_reduce(
+        &mut self,
+        target: &LoopRef,
+        strategy: ReductionStrategy,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::ParallelReduce {
+            target: target.clone(),
+            strategy,
+        };
+        self.stage2(step, |f| {
+            parallel_reduce(f, target, strategy).map(|f| (f, ()))
         })
     }
 
