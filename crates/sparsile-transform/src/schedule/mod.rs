@@ -27,8 +27,10 @@
 //! ```
 
 pub mod bound;
+pub mod decompose_format;
 pub mod error;
 pub mod fuse;
+pub mod horizontal_fuse;
 pub mod loop_ref;
 pub mod parallel;
 pub mod reorder;
@@ -40,8 +42,10 @@ pub mod unroll;
 pub mod vectorize;
 
 pub use bound::bound;
+pub use decompose_format::decompose_format;
 pub use error::ScheduleError;
 pub use fuse::fuse;
+pub use horizontal_fuse::horizontal_fuse;
 pub use loop_ref::LoopRef;
 pub use parallel::parallel;
 pub use reorder::reorder;
@@ -52,6 +56,7 @@ pub use trace::{Step, Trace};
 pub use unroll::unroll;
 pub use vectorize::vectorize;
 
+use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
 use sparsile_ir::loops::{verify, Func};
 
@@ -125,6 +130,8 @@ impl Schedule {
             Step::Vectorize { target } => self.vectorize(target),
             Step::Unroll { target } => self.unroll(target),
             Step::Bound { target, extent } => self.bound(target, *extent),
+            Step::DecomposeFormat { buffer, rule } => self.decompose_format(buffer, rule.clone()),
+            Step::HorizontalFuse { blocks } => self.horizontal_fuse(blocks).map(|_| ()),
         }
     }
 
@@ -255,6 +262,32 @@ impl Schedule {
             extent,
         };
         self.stage2(step, |f| bound(f, target, extent).map(|f| (f, ())))
+    }
+
+    /// [`decompose_format()`]: rewrites the iterations reading input `buffer` into one
+    /// iteration per part of `rule`; the parts become derived input buffers. Only before
+    /// the first stage-II call.
+    pub fn decompose_format(
+        &mut self,
+        buffer: &str,
+        rule: DecomposeRule,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::DecomposeFormat {
+            buffer: buffer.to_string(),
+            rule: rule.clone(),
+        };
+        self.stage1("decompose_format", step, |p| {
+            decompose_format(p, buffer, &rule)
+        })
+    }
+
+    /// [`horizontal_fuse()`]: runs the top-level blocks `blocks` as one loop over their
+    /// concatenated iterations; returns that loop.
+    pub fn horizontal_fuse(&mut self, blocks: &[String]) -> Result<LoopRef, ScheduleError> {
+        let step = Step::HorizontalFuse {
+            blocks: blocks.to_vec(),
+        };
+        self.stage2(step, |f| horizontal_fuse(f, blocks))
     }
 
     /// Lowers to stage II if needed and flattens the function (`lower_buffers`).

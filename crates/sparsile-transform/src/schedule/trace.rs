@@ -18,6 +18,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
 
 use super::loop_ref::LoopRef;
@@ -65,6 +66,15 @@ pub enum Step {
         target: LoopRef,
         extent: i64,
     },
+    /// Stage I: decompose input `buffer` by `rule` into derived parts.
+    DecomposeFormat {
+        buffer: String,
+        rule: DecomposeRule,
+    },
+    /// Stage II: run these top-level blocks as one loop over their tasks.
+    HorizontalFuse {
+        blocks: Vec<String>,
+    },
 }
 
 impl Step {
@@ -81,6 +91,8 @@ impl Step {
             Step::Vectorize { .. } => "vectorize",
             Step::Unroll { .. } => "unroll",
             Step::Bound { .. } => "bound",
+            Step::DecomposeFormat { .. } => "decompose_format",
+            Step::HorizontalFuse { .. } => "horizontal_fuse",
         }
     }
 }
