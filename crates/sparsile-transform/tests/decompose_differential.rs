@@ -119,7 +119,10 @@ fn check(text: &str, rule: DecomposeRule, m: usize, n: usize, pattern: Pattern, 
     let out = if text == SPMM { "C" } else { "y" };
     let want = expected[out].to_dense_f64();
     if !matches!(pattern, Pattern::Empty) {
-        assert!(want.iter().any(|v| *v != 0.0), "{what}: a zero result cannot fail");
+        assert!(
+            want.iter().any(|v| *v != 0.0),
+            "{what}: a zero result cannot fail"
+        );
     }
 
     let mut sch = Schedule::new(&program);
@@ -127,8 +130,9 @@ fn check(text: &str, rule: DecomposeRule, m: usize, n: usize, pattern: Pattern, 
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let scheduled = sch.program().clone();
     assert_eq!(scheduled.derived.len(), rule.num_parts(), "{what}");
-    let got = interpret(&scheduled, &inputs, &options)
-        .unwrap_or_else(|e| panic!("{what}: interpreter on the decomposed program: {e}\n{scheduled}"));
+    let got = interpret(&scheduled, &inputs, &options).unwrap_or_else(|e| {
+        panic!("{what}: interpreter on the decomposed program: {e}\n{scheduled}")
+    });
     close(&got[out].to_dense_f64(), &want, &format!("{what}: stage I"));
 
     // Stage II: fuse the part blocks (every block after the init block).
@@ -150,11 +154,7 @@ fn check(text: &str, rule: DecomposeRule, m: usize, n: usize, pattern: Pattern, 
     for (label, func) in [("stage II", &stage2), ("stage III", &stage3)] {
         let got = sparsile_runtime::flat_interp::run(func, &scheduled, &all, &options)
             .unwrap_or_else(|e| panic!("{what}: {label}: {e}\n{func}"));
-        close(
-            &got[out].to_dense_f64(),
-            &want,
-            &format!("{what}: {label}"),
-        );
+        close(&got[out].to_dense_f64(), &want, &format!("{what}: {label}"));
     }
 
     // The trace replays to the identical program and function.
@@ -163,7 +163,11 @@ fn check(text: &str, rule: DecomposeRule, m: usize, n: usize, pattern: Pattern, 
         .unwrap()
         .replay(&program)
         .unwrap();
-    assert_eq!(replayed.program(), sch.program(), "{what}: replayed program");
+    assert_eq!(
+        replayed.program(),
+        sch.program(),
+        "{what}: replayed program"
+    );
     assert_eq!(
         replayed.func().unwrap().to_string(),
         stage2.to_string(),
@@ -205,7 +209,14 @@ fn hyb_spmm_matches_the_interpreter() {
 fn hyb_spmv_matches_the_interpreter() {
     for (seed, (c, k)) in [(1, 1), (2, 3), (4, 0)].into_iter().enumerate() {
         check(SPMV, hyb(c, k), 17, 23, Pattern::HugeRow, seed as u64);
-        check(SPMV, hyb(c, k), 9, 6, Pattern::Random(0.5), seed as u64 + 10);
+        check(
+            SPMV,
+            hyb(c, k),
+            9,
+            6,
+            Pattern::Random(0.5),
+            seed as u64 + 10,
+        );
     }
 }
 
@@ -218,16 +229,44 @@ fn empty_matrix_decomposes_to_empty_parts() {
 #[test]
 fn dbsr_conversion_matches_the_interpreter() {
     for (seed, (m, n)) in [(8, 8), (7, 9), (10, 3)].into_iter().enumerate() {
-        check(SPMM, convert("dbsr:2x2"), m, n, Pattern::Random(0.3), seed as u64);
-        check(SPMM, convert("dbsr:3x2"), m, n, Pattern::HugeRow, seed as u64 + 5);
+        check(
+            SPMM,
+            convert("dbsr:2x2"),
+            m,
+            n,
+            Pattern::Random(0.3),
+            seed as u64,
+        );
+        check(
+            SPMM,
+            convert("dbsr:3x2"),
+            m,
+            n,
+            Pattern::HugeRow,
+            seed as u64 + 5,
+        );
     }
 }
 
 #[test]
 fn srbcrs_conversion_matches_the_interpreter() {
     for (seed, (m, n)) in [(8, 8), (7, 9), (10, 3)].into_iter().enumerate() {
-        check(SPMM, convert("srbcrs:2x2"), m, n, Pattern::Random(0.3), seed as u64);
-        check(SPMM, convert("srbcrs:4x3"), m, n, Pattern::HugeRow, seed as u64 + 5);
+        check(
+            SPMM,
+            convert("srbcrs:2x2"),
+            m,
+            n,
+            Pattern::Random(0.3),
+            seed as u64,
+        );
+        check(
+            SPMM,
+            convert("srbcrs:4x3"),
+            m,
+            n,
+            Pattern::HugeRow,
+            seed as u64 + 5,
+        );
     }
 }
 

@@ -208,6 +208,31 @@ fn hyb_layout(ndim: usize, w: usize) -> Layout {
     }
 }
 
+impl std::str::FromStr for DecomposeRule {
+    type Err = DecomposeError;
+
+    /// Reads the text form `name(arg, …)`: `hyb(2, 3)`, `convert(dbsr, 2, 2)`.
+    fn from_str(text: &str) -> Result<DecomposeRule, DecomposeError> {
+        let bad = |reason: &str| DecomposeError::BadRule {
+            text: text.to_string(),
+            reason: reason.to_string(),
+        };
+        let (name, rest) = text
+            .trim()
+            .split_once('(')
+            .ok_or_else(|| bad("expected `name(arg, …)`"))?;
+        let args = rest
+            .strip_suffix(')')
+            .ok_or_else(|| bad("expected a closing `)`"))?;
+        let args: Vec<String> = args
+            .split(',')
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        DecomposeRule::from_spec(&RuleSpec::new(name.trim(), args))
+    }
+}
+
 impl std::fmt::Display for DecomposeRule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.to_spec())
