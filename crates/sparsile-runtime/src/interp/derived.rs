@@ -16,11 +16,34 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use sparsile_formats::decompose::{DecomposeCache, DecomposePlan, DecomposeRule};
-use sparsile_formats::SparseTensor;
+use sparsile_formats::{MapExpr, SparseTensor};
 use sparsile_ir::coord::Program;
 use sparsile_ir::BufferId;
 
 use super::InterpError;
+
+/// Whether the tensor's axis `d` holds logical coordinate `d`, for `ndim` axes.
+fn identity_layout(tensor: &SparseTensor<'_>, ndim: usize) -> Result<(), String> {
+    let format = tensor.format();
+    if tensor.shape().len() != ndim || tensor.structure.axes.len() != ndim {
+        return Err(format!(
+            "the tensor has order {} and {} axes, the buffer {ndim} axes",
+            tensor.shape().len(),
+            tensor.structure.axes.len()
+        ));
+    }
+    let layout = format.layout(ndim).map_err(|e| e.to_string())?;
+    let identity = layout
+        .to_logical
+        .iter()
+        .enumerate()
+        .all(|(d, e)| *e == MapExpr::Axis(d));
+    if identity {
+        Ok(())
+    } else {
+        Err(format!("the tensor is stored as `{format}`"))
+    }
+}
 
 /// The tensors of the derived buffers of `program` that `inputs` (by buffer name) does
 /// not already hold, by buffer name.
@@ -54,6 +77,12 @@ pub fn derive_inputs(
                 buffer: source_name.clone(),
             })?;
         let rule = DecomposeRule::from_spec(&d.rule).map_err(|e| fail(e.to_string()))?;
+        identity_layout(source, source_decl.axes.len()).map_err(|why| {
+            fail(format!(
+                "its source `{source_name}` must be stored with one axis per logical dimension, \
+                 in order (csr, dcsr, csf, coo, ell, dense): {why}"
+            ))
+        })?;
         let k = match done
             .iter()
             .position(|(s, r, _)| *s == d.source && *r == rule)
