@@ -32,14 +32,19 @@ use crate::{IndexArray, Structure};
 struct Key {
     rule: DecomposeRule,
     shape: Vec<usize>,
-    /// Per axis: kind name, parent, length, positions, positions per parent.
-    axes: Vec<(&'static str, Option<usize>, usize, usize, Option<usize>)>,
+    axes: Vec<AxisKey>,
 }
+
+/// Per axis: kind name, parent, length, positions, positions per parent.
+type AxisKey = (&'static str, Option<usize>, usize, usize, Option<usize>);
+
+/// Plans with the checksum of the pattern they were made for, by key.
+type Entries = HashMap<Key, Vec<(u64, Arc<DecomposePlan>)>>;
 
 /// Plans by pattern; safe to share between threads.
 #[derive(Debug, Default)]
 pub struct DecomposeCache {
-    entries: Mutex<HashMap<Key, Vec<(u64, Arc<DecomposePlan>)>>>,
+    entries: Mutex<Entries>,
 }
 
 impl DecomposeCache {
@@ -93,7 +98,7 @@ impl DecomposeCache {
         self.lock().clear();
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Vec<(u64, Arc<DecomposePlan>)>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         // A panic while holding the lock cannot leave the map half-updated (every
         // update is a single insertion), so a poisoned lock is still usable.
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
