@@ -180,3 +180,46 @@ fn rgms_with_a_3d_hyb() {
         "rgms hyb(1, 2)",
     );
 }
+
+#[test]
+fn hyb_and_rgms_hyb_recipes() {
+    use sparsile::recipe::{self, RecipeContext, RecipeError};
+    let spmm = "tensor A: f64[m, n] csr\ntensor B: f64[n, k]\ntensor C: f64[m, k]\nC[i,k] = A[i,j] * B[j,k]\n";
+    let rgms = "tensor M: f64[kk, outs, ins] csf\ntensor X: f64[ins, ci]\ntensor W: f64[kk, ci, co]\ntensor Y: f64[outs, co]\nY[o,c] = M[r,o,i] * X[i,d] * W[r,d,c]\n";
+    let ctx = RecipeContext::default();
+    let steps = |program: &str, spec: &str| {
+        let stage1 = compile_notation(program).unwrap();
+        let trace = recipe::trace(spec, &stage1, &ctx).unwrap();
+        trace
+            .steps
+            .iter()
+            .map(|s| s.primitive())
+            .collect::<Vec<_>>()
+    };
+    let hyb = steps(spmm, "hyb:c=2,k=2");
+    assert_eq!(hyb.first(), Some(&"decompose_format"));
+    assert_eq!(hyb.last(), Some(&"horizontal_fuse"));
+    let r = steps(rgms, "rgms_hyb:k=2");
+    assert_eq!(r.first(), Some(&"decompose_format"));
+    // rgms_hyb needs an order-3 sparse input.
+    let stage1 = compile_notation(spmm).unwrap();
+    assert!(matches!(
+        recipe::trace("rgms_hyb", &stage1, &ctx),
+        Err(RecipeError::NotApplicable { .. })
+    ));
+    if !have_compiler() {
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    let a = SparseTensor::from_coo(&matrix(10, 21, true, &mut rng), &Format::Csr).unwrap();
+    let inputs = HashMap::from([
+        ("A".to_string(), a),
+        ("B".to_string(), dense(&[21, 4], DType::F64, &mut rng)),
+    ]);
+    let kernel = sparsile::compile_recipe(spmm, &inputs, "hyb:c=2,k=2").unwrap();
+    let want = evaluate(spmm, &inputs).unwrap()["C"].to_dense_f64();
+    let got = kernel.run(&inputs, &RunOptions::default()).unwrap()["C"].to_dense_f64();
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-10 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+}

@@ -212,7 +212,16 @@ fn declare_part(
         .map_or(IndexType::I32, |a| a.index_type);
     let buffer_name = names.fresh(&format!("{}_p{p}", src.name));
     let mut axes: Vec<AxisId> = Vec::with_capacity(layout.axes.len());
-    for spec in &layout.axes {
+    for (a, spec) in layout.axes.iter().enumerate() {
+        // Which axes may hold the padding sentinel: the slots of hyb's ELL buckets, or
+        // every sparse axis of a target format that pads.
+        let padded = spec.kind.is_sparse()
+            && match rule {
+                DecomposeRule::Hyb { .. } => a + 1 == layout.axes.len(),
+                DecomposeRule::Convert { format } => format
+                    .parse::<sparsile_formats::Format>()
+                    .is_ok_and(|f| f.pads()),
+            };
         let axis_name = names.fresh(&format!("{buffer_name}_{}", spec.name));
         let mut param = |out: &mut Program, what: &str| {
             let name = names.fresh(&format!("{axis_name}_{what}"));
@@ -242,6 +251,7 @@ fn declare_part(
                 index_type
             },
             unique: spec.unique,
+            padded,
             structure: AxisStructure::Bound,
             span: Span::default(),
         };
