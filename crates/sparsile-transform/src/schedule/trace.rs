@@ -18,6 +18,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
 
 use super::loop_ref::LoopRef;
@@ -103,6 +104,15 @@ pub enum Step {
         target: LoopRef,
         inner: LoopRef,
     },
+    /// Stage I: decompose input `buffer` by `rule` into derived parts.
+    DecomposeFormat {
+        buffer: String,
+        rule: DecomposeRule,
+    },
+    /// Stage II: run these top-level blocks as one loop over their tasks.
+    HorizontalFuse {
+        blocks: Vec<String>,
+    },
 }
 
 impl Step {
@@ -126,6 +136,8 @@ impl Step {
             Step::ParallelReduce { .. } => "parallel_reduce",
             Step::CacheRead { .. } => "cache_read",
             Step::Rfactor { .. } => "rfactor",
+            Step::DecomposeFormat { .. } => "decompose_format",
+            Step::HorizontalFuse { .. } => "horizontal_fuse",
         }
     }
 }
