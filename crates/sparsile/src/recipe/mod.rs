@@ -28,6 +28,7 @@
 //! ```
 
 mod args;
+mod daspmm;
 mod default;
 mod hyb;
 mod nest;
@@ -119,6 +120,7 @@ fn registry() -> Vec<Recipe> {
     vec![
         default::RECIPE,
         rowwise::RECIPE,
+        daspmm::RECIPE,
         hyb::RECIPE,
         rgms_hyb::RECIPE,
     ]
