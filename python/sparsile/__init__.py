@@ -1,0 +1,1 @@
+from sparsile._native import *  # noqa
