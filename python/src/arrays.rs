@@ -103,7 +103,11 @@ pub fn values_to_numpy<'py>(
         Values::F32(v) => build(py, v, shape),
         Values::F64(v) => build(py, v, shape),
         // Half-precision outputs come back as f32.
-        other => build(py, Cow::<[f32]>::Owned(other.to_f64_vec().iter().map(|&x| x as f32).collect()), shape),
+        other => build(
+            py,
+            Cow::<[f32]>::Owned(other.to_f64_vec().iter().map(|&x| x as f32).collect()),
+            shape,
+        ),
     }
 }
 

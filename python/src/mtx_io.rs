@@ -12,11 +12,17 @@ use crate::tensor::{parse_dtype, parse_format, Tensor};
 /// Reads a Matrix Market file into a tensor of `format` with values of `dtype`.
 #[pyfunction]
 #[pyo3(signature = (path, format="csr", dtype="f32"))]
-pub fn load(py: Python<'_>, path: std::path::PathBuf, format: &str, dtype: &str) -> PyResult<Tensor> {
+pub fn load(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    format: &str,
+    dtype: &str,
+) -> PyResult<Tensor> {
     let format = parse_format(format)?;
     let dtype = parse_dtype(dtype)?;
     let inner = py.detach(|| -> Result<SparseTensor<'static>, PyErr> {
-        let data = mtx::read_path(&path, &MtxReadOptions::default()).map_err(|e| value_error(&e))?;
+        let data =
+            mtx::read_path(&path, &MtxReadOptions::default()).map_err(|e| value_error(&e))?;
         let coo = data.into_coo();
         SparseTensor::from_coo_with(&coo, &format, dtype).map_err(|e| value_error(&e))
     })?;

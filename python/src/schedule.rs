@@ -51,7 +51,8 @@ impl Schedule {
             pyo3::exceptions::PyValueError::new_err(format!("schedule step {step}: {e}"))
         })?;
         let inner = &mut self.inner;
-        py.detach(|| inner.apply(&step)).map_err(|e| value_error(&e))
+        py.detach(|| inner.apply(&step))
+            .map_err(|e| value_error(&e))
     }
 
     /// Splits loop `var` of block `block` by `factor`; `tail` is `inner_fixed` (the inner

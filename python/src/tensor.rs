@@ -52,7 +52,10 @@ fn options(sort_indices: bool, sum_duplicates: bool) -> CheckOptions {
     }
 }
 
-fn owned(py: Python<'_>, t: Result<SparseTensor<'_>, sparsile::formats::FormatError>) -> PyResult<Tensor> {
+fn owned(
+    py: Python<'_>,
+    t: Result<SparseTensor<'_>, sparsile::formats::FormatError>,
+) -> PyResult<Tensor> {
     let t = t.map_err(|e| value_error(&e))?;
     let inner = py.detach(move || t.into_owned());
     Ok(Tensor { inner })
@@ -156,7 +159,8 @@ impl Tensor {
         let values = values.borrow("values")?;
         let opts = options(sort_indices, sum_duplicates);
         let t = py.detach(move || {
-            SparseTensor::from_coo_arrays(&shape, coords, values, opts).map(SparseTensor::into_owned)
+            SparseTensor::from_coo_arrays(&shape, coords, values, opts)
+                .map(SparseTensor::into_owned)
         });
         owned(py, t)
     }
@@ -215,7 +219,10 @@ impl Tensor {
         index_type: Option<&str>,
     ) -> PyResult<Tensor> {
         let format = parse_format(format)?;
-        let dtype = dtype.map(parse_dtype).transpose()?.unwrap_or(self.inner.dtype());
+        let dtype = dtype
+            .map(parse_dtype)
+            .transpose()?
+            .unwrap_or(self.inner.dtype());
         let index_type = index_type.map(parse_index_type).transpose()?;
         let inner = py
             .detach(|| {
@@ -229,7 +236,9 @@ impl Tensor {
     /// The canonical COO form: `(coords, values)`, `coords` an int64 array of shape
     /// `(ndim, nnz)` sorted lexicographically, `values` f64; padding is dropped.
     fn to_coo<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-        let coo = py.detach(|| self.inner.to_coo()).map_err(|e| value_error(&e))?;
+        let coo = py
+            .detach(|| self.inner.to_coo())
+            .map_err(|e| value_error(&e))?;
         let ndim = coo.shape.len();
         let nnz = coo.values.len();
         let mut coords = vec![0i64; ndim * nnz];
@@ -304,7 +313,11 @@ impl Tensor {
     }
 }
 
-fn values_like_i64<'py>(py: Python<'py>, v: Vec<i64>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+fn values_like_i64<'py>(
+    py: Python<'py>,
+    v: Vec<i64>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
     use numpy::IntoPyArray;
     let flat = v.into_pyarray(py);
     Ok(flat.reshape(shape.to_vec())?.into_any())
