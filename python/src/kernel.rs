@@ -17,7 +17,9 @@ use sparsile::transform::schedule::Trace;
 use sparsile::{CompileOptions, RunOptions, Stage};
 
 use crate::arrays::{values_to_numpy, ValueArg};
-use crate::errors::{type_error, value_error};
+use pyo3::exceptions::PyValueError;
+
+use crate::errors::{message, type_error, value_error};
 use crate::tensor::{parse_format, Tensor};
 
 /// A compiled program.
@@ -117,8 +119,8 @@ impl Kernel {
             .collect();
         let options = CompileOptions { formats, trace };
         let inner = py
-            .detach(|| sparsile::compile_with(program, &inputs, &options))
-            .map_err(|e| value_error(&e))?;
+            .detach(|| sparsile::compile_with(program, &inputs, &options).map_err(|e| message(&e)))
+            .map_err(PyValueError::new_err)?;
         Ok(Kernel { inner })
     }
 
@@ -156,8 +158,8 @@ impl Kernel {
             params: params.unwrap_or_default(),
         };
         let outputs = py
-            .detach(|| self.inner.run(&views, &options))
-            .map_err(|e| value_error(&e))?;
+            .detach(|| self.inner.run(&views, &options).map_err(|e| message(&e)))
+            .map_err(PyValueError::new_err)?;
         drop(views);
         let result = PyDict::new(py);
         for (name, tensor) in outputs {
