@@ -12,6 +12,7 @@ mod cmd_compile;
 mod cmd_convert;
 mod cmd_eval;
 mod cmd_info;
+mod cmd_recipes;
 mod cmd_run;
 mod expr_decls;
 mod load;
@@ -46,6 +47,8 @@ enum Command {
     Compile(cmd_compile::CompileArgs),
     /// Compile a program to native code and run it.
     Run(cmd_run::RunArgs),
+    /// List the named schedules (`--recipe NAME[:key=value,...]`) and their parameters.
+    Recipes(cmd_recipes::RecipesArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Eval(a) => cmd_eval::run(a),
         Command::Compile(a) => cmd_compile::run(a),
         Command::Run(a) => cmd_run::run(a),
+        Command::Recipes(a) => cmd_recipes::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

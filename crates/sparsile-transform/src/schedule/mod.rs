@@ -31,9 +31,11 @@ pub mod error;
 pub mod fuse;
 pub mod loop_ref;
 pub mod parallel;
+pub mod prefetch;
 pub mod reorder;
 pub mod sparse_fuse;
 pub mod sparse_reorder;
+pub mod specialize;
 pub mod split;
 pub mod trace;
 pub mod unroll;
@@ -44,9 +46,11 @@ pub use error::ScheduleError;
 pub use fuse::fuse;
 pub use loop_ref::LoopRef;
 pub use parallel::parallel;
+pub use prefetch::prefetch;
 pub use reorder::reorder;
 pub use sparse_fuse::sparse_fuse;
 pub use sparse_reorder::sparse_reorder;
+pub use specialize::specialize;
 pub use split::{split, SplitTail};
 pub use trace::{Step, Trace};
 pub use unroll::unroll;
@@ -121,10 +125,16 @@ impl Schedule {
             Step::Reorder { loops } => self.reorder(loops),
             Step::SparseReorder { iteration, order } => self.sparse_reorder(iteration, order),
             Step::SparseFuse { iteration, axes } => self.sparse_fuse(iteration, axes),
+            Step::Specialize { param, value } => self.specialize(param, *value),
             Step::Parallel { target } => self.parallel(target),
             Step::Vectorize { target } => self.vectorize(target),
             Step::Unroll { target } => self.unroll(target),
             Step::Bound { target, extent } => self.bound(target, *extent),
+            Step::Prefetch {
+                target,
+                buffer,
+                distance,
+            } => self.prefetch(target, buffer, *distance),
         }
     }
 
@@ -188,6 +198,16 @@ impl Schedule {
             axes: axes.to_vec(),
         };
         self.stage1("sparse_fuse", step, |p| sparse_fuse(p, iteration, axes))
+    }
+
+    /// [`specialize()`]: fixes parameter `param` to `value`. Only before the first
+    /// stage-II call.
+    pub fn specialize(&mut self, param: &str, value: i64) -> Result<(), ScheduleError> {
+        let step = Step::Specialize {
+            param: param.to_string(),
+            value,
+        };
+        self.stage1("specialize", step, |p| specialize(p, param, value))
     }
 
     /// [`split()`]: returns the outer and inner loops.
@@ -255,6 +275,24 @@ impl Schedule {
             extent,
         };
         self.stage2(step, |f| bound(f, target, extent).map(|f| (f, ())))
+    }
+
+    /// [`prefetch()`]: prefetches the element of `buffer` that loop `target` loads
+    /// `distance` iterations ahead.
+    pub fn prefetch(
+        &mut self,
+        target: &LoopRef,
+        buffer: &str,
+        distance: i64,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::Prefetch {
+            target: target.clone(),
+            buffer: buffer.to_string(),
+            distance,
+        };
+        self.stage2(step, |f| {
+            prefetch(f, target, buffer, distance).map(|f| (f, ()))
+        })
     }
 
     /// Lowers to stage II if needed and flattens the function (`lower_buffers`).

@@ -38,6 +38,11 @@ pub enum Step {
         iteration: String,
         axes: Vec<String>,
     },
+    /// Stage I: fix parameter `param` to `value`.
+    Specialize {
+        param: String,
+        value: i64,
+    },
     /// Stage I → II (`lower_iterations`).
     Lower,
     Split {
@@ -65,6 +70,12 @@ pub enum Step {
         target: LoopRef,
         extent: i64,
     },
+    /// Stage II: prefetch the element of `buffer` loaded `distance` iterations ahead.
+    Prefetch {
+        target: LoopRef,
+        buffer: String,
+        distance: i64,
+    },
 }
 
 impl Step {
@@ -73,6 +84,7 @@ impl Step {
         match self {
             Step::SparseReorder { .. } => "sparse_reorder",
             Step::SparseFuse { .. } => "sparse_fuse",
+            Step::Specialize { .. } => "specialize",
             Step::Lower => "lower",
             Step::Split { .. } => "split",
             Step::Fuse { .. } => "fuse",
@@ -81,6 +93,7 @@ impl Step {
             Step::Vectorize { .. } => "vectorize",
             Step::Unroll { .. } => "unroll",
             Step::Bound { .. } => "bound",
+            Step::Prefetch { .. } => "prefetch",
         }
     }
 }
