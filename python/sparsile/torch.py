@@ -48,12 +48,9 @@ def _transpose_plan(A: Tensor):
     """The transposed CSR pattern of ``A`` and the permutation taking A's value order to
     the transposed one (cached on ``A``)."""
     if "T_perm" not in A._cache:
-        order = np.arange(1, A.nnz + 1, dtype=np.float64)
-        t = A.with_values(order.astype(A.dtype) if A.nnz < 2**24 or A.dtype == np.float64 else order)
-        if t.dtype != np.float64 and A.nnz >= 2**24:
-            t = A.to("csr", dtype=np.float64).with_values(order)
-        t64 = t.to("csr", dtype=np.float64) if t.dtype != np.float64 else t
-        T = t64.transpose()
+        # Number the stored values 1..nnz (exact in f64), transpose, read the numbers back.
+        numbered = A.to("csr", dtype=np.float64).with_values(np.arange(1, A.nnz + 1, dtype=np.float64))
+        T = numbered.transpose()
         perm = T.values.astype(np.int64) - 1
         A._cache["T_perm"] = (T.to("csr", dtype=A.dtype), torch.from_numpy(perm))
     return A._cache["T_perm"]
@@ -61,7 +58,9 @@ def _transpose_plan(A: Tensor):
 
 def _values(A: Tensor, values: Optional[torch.Tensor], X: torch.Tensor) -> torch.Tensor:
     if values is None:
-        return torch.from_numpy(A.values).to(X.dtype)
+        if "torch_values" not in A._cache:
+            A._cache["torch_values"] = torch.from_numpy(A.values)
+        return A._cache["torch_values"]
     if not isinstance(values, torch.Tensor):
         raise TypeError(f"values must be a torch.Tensor, got {type(values).__name__}")
     if values.shape != (A.nnz,):
