@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -153,6 +154,12 @@ class Tensor:
     def to_torch(self, layout: Optional[str] = None):
         """A torch sparse tensor: ``sparse_csr`` for matrices (``sparse_csc`` /
         ``sparse_bsr`` when stored so, or as ``layout`` asks), ``sparse_coo`` otherwise."""
+        with warnings.catch_warnings():
+            # torch warns that its compressed layouts are in beta on every construction.
+            warnings.filterwarnings("ignore", message="Sparse (CSR tensor support is in beta|invariant checks)")
+            return self._to_torch(layout)
+
+    def _to_torch(self, layout: Optional[str]):
         import torch
 
         fmt = self.format
