@@ -23,6 +23,8 @@
 //! assert_eq!(y.to_dense_f64(), vec![2.0, 3.0]);
 //! ```
 
+mod options;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
@@ -41,6 +43,8 @@ use crate::evaluate::{by_buffer, by_tensor, declared_dim_params};
 use crate::notation::{self, NotationError};
 use crate::DimError;
 use sparsile_formats::decompose::DecomposeCache;
+
+pub use options::{compile_with, lower_notation_with, CompileOptions};
 
 /// A stage of the pipeline whose IR can be shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,55 @@
+"""Sparsile: a sparse tensor compiler for NumPy, SciPy and PyTorch.
+
+State *what* to compute in index notation, *how* sparse operands are stored (formats
+composed from axes), and *how* to run it (schedules); Sparsile generates C, compiles it
+into a cache and runs it in parallel. Ready operators (``spmm``, ``sddmm``, ``spmv``,
+``mttkrp``, ``rgms``, batched variants) and PyTorch autograd functions
+(:mod:`sparsile.torch`) are built on the compiler.
+
+Example::
+
+    >>> import numpy as np, scipy.sparse as sp, sparsile
+    >>> A = sparsile.from_scipy(sp.random(100, 80, density=0.05, format="csr", dtype=np.float32))
+    >>> X = np.random.rand(80, 16).astype(np.float32)
+    >>> Y = sparsile.spmm(A, X)          # == A.to_scipy() @ X
+"""
+
+from ._compile import Kernel, Schedule, compile
+from ._native import __version__
+from ._ops import mttkrp, rgms, sddmm, spmm, spmm_batched, spmv, spmv_batched
+from ._tensor import (
+    Tensor,
+    as_tensor,
+    from_coo,
+    from_coords,
+    from_csr,
+    from_dense,
+    from_scipy,
+    from_torch,
+    load,
+    save,
+)
+
+__all__ = [
+    "Kernel",
+    "Schedule",
+    "Tensor",
+    "__version__",
+    "as_tensor",
+    "compile",
+    "from_coo",
+    "from_coords",
+    "from_csr",
+    "from_dense",
+    "from_scipy",
+    "from_torch",
+    "load",
+    "mttkrp",
+    "rgms",
+    "save",
+    "sddmm",
+    "spmm",
+    "spmm_batched",
+    "spmv",
+    "spmv_batched",
+]

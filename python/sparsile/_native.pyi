@@ -1,0 +1,102 @@
+"""Type stubs of the native module ``sparsile._native`` (PyO3). The public API is the
+``sparsile`` package, which wraps these; errors are ``ValueError`` (bad values: malformed
+arrays, shapes, formats, programs, schedules) and ``TypeError`` (bad types)."""
+
+from os import PathLike
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+IndexArray = Union[npt.NDArray[np.int32], npt.NDArray[np.int64]]
+ValueArray = Union[npt.NDArray[np.float32], npt.NDArray[np.float64]]
+
+class Tensor:
+    """A sparse tensor: a format (axes with structure arrays) and values, owned."""
+
+    @staticmethod
+    def from_csr(shape: Tuple[int, int], indptr: IndexArray, indices: IndexArray, values: ValueArray,
+                 sort_indices: bool = False, sum_duplicates: bool = False) -> Tensor:
+        """A CSR matrix from SciPy-style arrays, checked."""
+    @staticmethod
+    def from_csc(shape: Tuple[int, int], indptr: IndexArray, indices: IndexArray, values: ValueArray,
+                 sort_indices: bool = False, sum_duplicates: bool = False) -> Tensor:
+        """A CSC matrix from SciPy-style arrays, checked."""
+    @staticmethod
+    def from_bsr(shape: Tuple[int, int], block: Tuple[int, int], indptr: IndexArray, indices: IndexArray,
+                 values: ValueArray, sort_indices: bool = False, sum_duplicates: bool = False) -> Tensor:
+        """A BSR matrix with ``block = (r, c)``; ``values`` holds r*c values per block."""
+    @staticmethod
+    def from_coo(shape: Sequence[int], coords: Sequence[IndexArray], values: ValueArray,
+                 sort_indices: bool = False, sum_duplicates: bool = False) -> Tensor:
+        """A COO tensor from one coordinate array per dimension, checked."""
+    @staticmethod
+    def from_dense(array: ValueArray) -> Tensor:
+        """A ``dense`` tensor holding a copy of ``array``."""
+    @property
+    def shape(self) -> List[int]: ...
+    @property
+    def format(self) -> str: ...
+    @property
+    def dtype(self) -> str:
+        """``f32``, ``f64``, ``f16`` or ``bf16``."""
+    @property
+    def nnz(self) -> int:
+        """Stored values, padding included."""
+    @property
+    def index_type(self) -> str:
+        """``i32`` or ``i64``."""
+    def convert(self, format: str, dtype: Optional[str] = None, index_type: Optional[str] = None) -> Tensor:
+        """The tensor in another format (and value / index type)."""
+    def to_coo(self) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """``(coords (ndim, nnz), values)``, sorted, padding dropped."""
+    def axes(self) -> List[Dict[str, object]]:
+        """Per axis: ``kind``, ``length``, ``parent``, and copies of ``indptr`` / ``indices``."""
+    def values(self) -> ValueArray:
+        """A copy of the stored values."""
+    def with_values(self, values: ValueArray) -> Tensor:
+        """This structure (shared) with a copy of ``values``."""
+    def to_dense(self) -> npt.NDArray[np.float64]:
+        """Every element as a dense f64 array."""
+
+Input = Union[Tensor, Tuple[Tensor, ValueArray], ValueArray]
+
+class Kernel:
+    """A compiled index-notation program."""
+
+    def __init__(self, program: str, formats: Optional[Mapping[str, str]] = None, trace: Optional[str] = None,
+                 index_like: Optional[Mapping[str, Tensor]] = None) -> None:
+        """Compiles ``program`` (GIL released): ``formats`` replaces declared formats,
+        ``trace`` (JSON) replaces the default schedule, ``index_like`` fixes index types."""
+    def run(self, inputs: Mapping[str, Input], threads: Optional[int] = None,
+            params: Optional[Mapping[str, int]] = None) -> Dict[str, Union[ValueArray, Tensor]]:
+        """Runs on borrowed arrays (GIL released); outputs by tensor name."""
+    def ir(self, stage: str) -> str:
+        """``stage1``, ``stage2``, ``stage3`` or ``c``."""
+    def compile_info(self) -> Tuple[str, float]:
+        """``(hit | miss, seconds)``."""
+
+class Schedule:
+    """A program being scheduled, with its trace."""
+
+    def __init__(self, program: str, formats: Optional[Mapping[str, str]] = None) -> None: ...
+    def apply(self, step: str) -> None:
+        """Applies one trace step given as JSON."""
+    def split(self, block: str, var: str, factor: int, tail: str = "inner_fixed") -> Tuple[Tuple[str, str], Tuple[str, str]]:
+        """Returns the outer and inner loops as ``(block, var)``."""
+    def fuse(self, block: str, outer: str, inner: str) -> Tuple[str, str]:
+        """Returns the fused loop as ``(block, var)``."""
+    def trace(self) -> str:
+        """The trace as JSON."""
+    @staticmethod
+    def replay(program: str, trace: str, formats: Optional[Mapping[str, str]] = None) -> Schedule: ...
+    def ir(self) -> str:
+        """Stage I before the first loop-level step, stage II after."""
+
+def load(path: Union[str, PathLike[str]], format: str = "csr", dtype: str = "f32") -> Tensor:
+    """Reads a Matrix Market file (plain or .gz)."""
+
+def save(path: Union[str, PathLike[str]], tensor: Tensor) -> None:
+    """Writes a Matrix Market ``coordinate real general`` file."""

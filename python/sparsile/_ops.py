@@ -1,0 +1,136 @@
+"""Ready operators, each an index-notation program compiled once per (format, dtype,
+index type) and cached for the process.
+
+=================  ===============================================  =========================
+operator           computes                                         shapes
+=================  ===============================================  =========================
+``spmm(A, X)``     ``Y[i,k] = A[i,j] * X[j,k]``                     (m,n) x (n,k) -> (m,k)
+``spmv(A, x)``     ``y[i] = A[i,j] * x[j]``                         (m,n) x (n,) -> (m,)
+``sddmm(A,X,Y)``   ``C[i,j] = A[i,j] * X[i,k] * Y[k,j]``            pattern of A, sparse
+``spmm_batched``   ``Y[b,i,k] = A[i,j] * X[b,j,k]``                 (m,n) x (b,n,k) -> (b,m,k)
+``spmv_batched``   ``Y[b,i] = A[i,j] * X[b,j]``                     (m,n) x (b,n) -> (b,m)
+``mttkrp(B,C,D)``  ``A[i,r] = B[i,k,l] * C[k,r] * D[l,r]``          3-D sparse B
+``rgms(A,X,W)``    ``Y[i,l] = A[r,i,j] * X[j,k] * W[r,k,l]``        relations r, 3-D sparse A
+=================  ===============================================  =========================
+
+Sparse operands are :class:`~sparsile.Tensor` (or SciPy / torch sparse, converted);
+dense ones NumPy arrays or torch CPU tensors of the sparse operand's dtype, used without
+copies when contiguous. Results are NumPy arrays (torch tensors when a dense input was a
+torch tensor) or :class:`~sparsile.Tensor` for SDDMM.
+
+Example::
+
+    >>> import numpy as np, sparsile
+    >>> A = sparsile.from_coo([0, 1], [1, 0], np.array([2.0, 3.0], dtype=np.float32), shape=(2, 2))
+    >>> sparsile.spmv(A, np.ones(2, dtype=np.float32)).tolist()
+    [2.0, 3.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from ._compile import cached_kernel
+from ._dense import SPARSILE_DTYPE, as_array
+from ._tensor import Tensor, as_tensor
+
+
+def _program(template: str, A: Tensor) -> str:
+    return template.format(d=SPARSILE_DTYPE[A.dtype], f=A.format)
+
+
+def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output: str,
+         threads: Optional[int], values: Optional[Any] = None):
+    key = next(iter(sparse))
+    A = sparse[key]
+    program = _program(template, A)
+    args: Dict[str, Any] = {}
+    to_torch = False
+    for name, value in dense.items():
+        array, tt = as_array(value, name)
+        if array.dtype != A.dtype:
+            raise TypeError(f"{name} is {array.dtype} but {key} is {A.dtype}; pass {name} as {A.dtype}")
+        args[name] = array
+        to_torch |= tt
+    for name, t in sparse.items():
+        if values is not None and name == key:
+            vals, tt = as_array(values, "values")
+            if vals.dtype != A.dtype:
+                raise TypeError(f"values are {vals.dtype} but {key} is {A.dtype}")
+            args[name] = (t, vals)
+            to_torch |= tt
+        else:
+            args[name] = t
+    return cached_kernel(program).run(args, threads, to_torch)[output]
+
+
+def _check_order(A: Tensor, ndim: int, op: str) -> None:
+    if A.ndim != ndim:
+        raise ValueError(f"{op}: the sparse operand must have {ndim} dimensions, got shape {A.shape}")
+
+
+SPMM = "tensor A: {d}[m, n] {f}\ntensor X: {d}[n, k]\ntensor Y: {d}[m, k]\nY[i,k] = A[i,j] * X[j,k]\n"
+SPMV = "tensor A: {d}[m, n] {f}\ntensor x: {d}[n]\ntensor y: {d}[m]\ny[i] = A[i,j] * x[j]\n"
+SDDMM = ("tensor A: {d}[m, n] {f}\ntensor X: {d}[m, k]\ntensor Y: {d}[k, n]\ntensor C: {d}[m, n] {f}\n"
+         "C[i,j] = A[i,j] * X[i,k] * Y[k,j]\n")
+SPMM_BATCHED = ("tensor A: {d}[m, n] {f}\ntensor X: {d}[b, n, k]\ntensor Y: {d}[b, m, k]\n"
+                "Y[b,i,k] = A[i,j] * X[b,j,k]\n")
+SPMV_BATCHED = "tensor A: {d}[m, n] {f}\ntensor X: {d}[b, n]\ntensor Y: {d}[b, m]\nY[b,i] = A[i,j] * X[b,j]\n"
+MTTKRP = ("tensor B: {d}[m, p, q] {f}\ntensor C: {d}[p, r]\ntensor D: {d}[q, r]\ntensor A: {d}[m, r]\n"
+          "A[i,s] = B[i,k,l] * C[k,s] * D[l,s]\n")
+RGMS = ("tensor A: {d}[nr, m, n] {f}\ntensor X: {d}[n, p]\ntensor W: {d}[nr, p, q]\ntensor Y: {d}[m, q]\n"
+        "Y[i,l] = A[r,i,j] * X[j,k] * W[r,k,l]\n")
+
+
+def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None):
+    """``A @ X`` for a sparse matrix ``A`` and a dense matrix ``X``. ``values`` replaces
+    A's stored values (same storage order) without copying them."""
+    A = as_tensor(A)
+    _check_order(A, 2, "spmm")
+    return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values)
+
+
+def spmv(A: Any, x: Any, *, threads: Optional[int] = None, values: Any = None):
+    """``A @ x`` for a sparse matrix ``A`` and a dense vector ``x``."""
+    A = as_tensor(A)
+    _check_order(A, 2, "spmv")
+    return _run(SPMV, {"A": A}, {"x": x}, "y", threads, values)
+
+
+def sddmm(A: Any, X: Any, Y: Any, *, threads: Optional[int] = None, values: Any = None) -> Tensor:
+    """``A * (X @ Y)`` at the stored positions of ``A`` (sampled dense-dense matmul):
+    a :class:`Tensor` with A's pattern and format."""
+    A = as_tensor(A)
+    _check_order(A, 2, "sddmm")
+    return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values)
+
+
+def spmm_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None):
+    """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n, k)``."""
+    A = as_tensor(A)
+    _check_order(A, 2, "spmm_batched")
+    return _run(SPMM_BATCHED, {"A": A}, {"X": X}, "Y", threads, values)
+
+
+def spmv_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None):
+    """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n)``."""
+    A = as_tensor(A)
+    _check_order(A, 2, "spmv_batched")
+    return _run(SPMV_BATCHED, {"A": A}, {"X": X}, "Y", threads, values)
+
+
+def mttkrp(B: Any, C: Any, D: Any, *, threads: Optional[int] = None):
+    """Matricized tensor times Khatri-Rao product of a 3-D sparse ``B`` (e.g. ``csf``)
+    with dense ``C`` (p, r) and ``D`` (q, r): ``A[i,s] = sum B[i,k,l] C[k,s] D[l,s]``."""
+    B = as_tensor(B, "B")
+    _check_order(B, 3, "mttkrp")
+    return _run(MTTKRP, {"B": B}, {"C": C, "D": D}, "A", threads)
+
+
+def rgms(A: Any, X: Any, W: Any, *, threads: Optional[int] = None):
+    """Relational gather-matmul-scatter (RGCN layers): ``A`` holds one sparse adjacency
+    per relation (shape ``(relations, m, n)``), ``W`` one weight per relation
+    (``(relations, p, q)``): ``Y = sum_r A[r] @ X @ W[r]``."""
+    A = as_tensor(A)
+    _check_order(A, 3, "rgms")
+    return _run(RGMS, {"A": A}, {"X": X, "W": W}, "Y", threads)

@@ -1,0 +1,386 @@
+"""Sparse tensors: construction from SciPy, PyTorch and plain arrays; conversion back.
+
+A :class:`Tensor` holds a format (a list of axes: ``csr``, ``bsr:4x4``, ``ell``, ``csf``,
+...) with its structure arrays and values, owned by Sparsile. Constructors check the
+arrays (``ValueError`` naming the problem and its position otherwise) and copy them once;
+kernels then run on the tensor without further copies.
+
+Example::
+
+    >>> import numpy as np, sparsile
+    >>> A = sparsile.from_coo([0, 1, 1], [2, 0, 2], np.array([1.0, 2.0, 3.0]), shape=(2, 3))
+    >>> A.format, A.shape, A.nnz
+    ('csr', (2, 3), 3)
+    >>> A.to("ell").to_dense().tolist()
+    [[0.0, 0.0, 1.0], [2.0, 0.0, 3.0]]
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _native
+from ._dense import NUMPY_DTYPE, SPARSILE_DTYPE, as_index_array, as_values, is_torch_tensor
+
+
+def _dtype_name(dtype: Any) -> str:
+    if dtype is None:
+        raise TypeError("dtype must be given")
+    if isinstance(dtype, str) and dtype in NUMPY_DTYPE:
+        return dtype
+    if is_torch_tensor_dtype(dtype):
+        dtype = str(dtype).replace("torch.", "")
+    d = np.dtype(dtype)
+    if d not in SPARSILE_DTYPE:
+        raise TypeError(f"values must be float32 or float64, not {d}")
+    return SPARSILE_DTYPE[d]
+
+
+def is_torch_tensor_dtype(dtype: Any) -> bool:
+    return type(dtype).__module__ == "torch" and type(dtype).__name__ == "dtype"
+
+
+class Tensor:
+    """A sparse tensor in a Sparsile format.
+
+    Build one with :func:`from_scipy`, :func:`from_torch`, :func:`from_coo`,
+    :func:`from_csr`, :func:`from_dense` or :func:`load`.
+    """
+
+    __slots__ = ("_native", "_cache")
+
+    def __init__(self, native: "_native.Tensor") -> None:
+        if not isinstance(native, _native.Tensor):
+            raise TypeError(
+                "Tensor wraps a native tensor; build one with sparsile.from_scipy, "
+                "from_torch, from_coo, from_csr, from_dense or load"
+            )
+        self._native = native
+        self._cache: Dict[str, Any] = {}
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """The logical shape."""
+        return tuple(self._native.shape)
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self._native.shape)
+
+    @property
+    def format(self) -> str:
+        """The format string (``csr``, ``bsr:4x4``, ``ell:8``, ``csf``, ...)."""
+        return self._native.format
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The value type (float32 or float64)."""
+        return NUMPY_DTYPE[self._native.dtype]
+
+    @property
+    def index_type(self) -> np.dtype:
+        """The type of the structure arrays (int32 or int64)."""
+        return np.dtype(np.int32 if self._native.index_type == "i32" else np.int64)
+
+    @property
+    def nnz(self) -> int:
+        """Stored values, padding included (as SciPy counts BSR blocks)."""
+        return self._native.nnz
+
+    @property
+    def values(self) -> np.ndarray:
+        """A copy of the stored values in storage order (padding included)."""
+        return self._native.values()
+
+    def with_values(self, values: Any) -> "Tensor":
+        """This structure (shared) with other values, one per stored position."""
+        return Tensor(self._native.with_values(as_values(values, "values")))
+
+    def to(self, format: str, dtype: Any = None, index_type: Any = None) -> "Tensor":
+        """The same tensor in ``format``, optionally with other value / index types.
+
+        ``dtype``: float32 or float64; ``index_type``: int32 or int64 (default: the
+        narrowest that fits)."""
+        d = None if dtype is None else _dtype_name(dtype)
+        it = None
+        if index_type is not None:
+            it = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}.get(np.dtype(index_type))
+            if it is None:
+                raise TypeError(f"index_type must be int32 or int64, not {index_type}")
+        if d is None and it is None and format == self.format:
+            return self
+        return Tensor(self._native.convert(format, d, it))
+
+    def coo(self) -> Tuple[np.ndarray, np.ndarray]:
+        """``(coords, values)``: int64 coordinates of shape ``(ndim, nnz)`` sorted
+        lexicographically, and the values (in this tensor's dtype); padding dropped."""
+        coords, values = self._native.to_coo()
+        return coords, values.astype(self.dtype, copy=False)
+
+    def to_dense(self) -> np.ndarray:
+        """Every element, as a dense array of this tensor's dtype."""
+        return self._native.to_dense().astype(self.dtype, copy=False)
+
+    def axes(self) -> list:
+        """The axes: dicts with ``kind``, ``length``, ``parent`` and, where the axis has
+        them, copies of its ``indptr`` and ``indices`` arrays."""
+        return self._native.axes()
+
+    def to_scipy(self):
+        """A SciPy sparse array: CSR, CSC or BSR when this tensor is stored so (same
+        arrays), else CSR."""
+        import scipy.sparse as sp
+
+        fmt = self.format
+        if self.ndim != 2:
+            raise ValueError(f"to_scipy needs a matrix; this tensor has shape {self.shape}")
+        if fmt in ("csr", "csc"):
+            axes = self.axes()
+            cls = sp.csr_array if fmt == "csr" else sp.csc_array
+            return cls((self.values, axes[1]["indices"], axes[1]["indptr"]), shape=self.shape)
+        if fmt.startswith("bsr:"):
+            r, c = (int(v) for v in fmt[4:].split("x"))
+            if self.shape[0] % r == 0 and self.shape[1] % c == 0:
+                axes = self.axes()
+                data = self.values.reshape(-1, r, c)
+                return sp.bsr_array((data, axes[1]["indices"], axes[1]["indptr"]), shape=self.shape)
+        return self.to("csr").to_scipy()
+
+    def to_torch(self, layout: Optional[str] = None):
+        """A torch sparse tensor: ``sparse_csr`` for matrices (``sparse_csc`` /
+        ``sparse_bsr`` when stored so, or as ``layout`` asks), ``sparse_coo`` otherwise."""
+        with warnings.catch_warnings():
+            # torch warns that its compressed layouts are in beta on every construction.
+            warnings.filterwarnings("ignore", message="Sparse (CSR tensor support is in beta|invariant checks)")
+            return self._to_torch(layout)
+
+    def _to_torch(self, layout: Optional[str]):
+        import torch
+
+        fmt = self.format
+        if layout is None:
+            layout = "coo" if self.ndim != 2 else ("csc" if fmt == "csc" else "bsr" if fmt.startswith("bsr:") else "csr")
+        if layout == "coo":
+            coords, values = self.coo()
+            return torch.sparse_coo_tensor(
+                torch.from_numpy(coords), torch.from_numpy(values), self.shape
+            ).coalesce()
+        if self.ndim != 2:
+            raise ValueError(f"layout {layout} needs a matrix; this tensor has shape {self.shape}")
+        if layout == "csr":
+            t = self.to("csr")
+            a = t.axes()[1]
+            return torch.sparse_csr_tensor(
+                torch.from_numpy(a["indptr"]), torch.from_numpy(a["indices"]),
+                torch.from_numpy(t.values), self.shape,
+            )
+        if layout == "csc":
+            t = self.to("csc")
+            a = t.axes()[1]
+            return torch.sparse_csc_tensor(
+                torch.from_numpy(a["indptr"]), torch.from_numpy(a["indices"]),
+                torch.from_numpy(t.values), self.shape,
+            )
+        if layout == "bsr":
+            if not fmt.startswith("bsr:"):
+                raise ValueError(f"layout bsr needs a tensor stored as bsr:RxC, not {fmt}")
+            b = self.to_scipy()
+            if b.format != "bsr":
+                raise ValueError(f"torch BSR needs the block size to divide the shape {self.shape}")
+            return torch.sparse_bsr_tensor(
+                torch.from_numpy(b.indptr), torch.from_numpy(b.indices),
+                torch.from_numpy(b.data), self.shape,
+            )
+        raise ValueError(f"unknown layout {layout!r} (expected coo, csr, csc or bsr)")
+
+    def transpose(self) -> "Tensor":
+        """The transposed matrix, in CSR (cached)."""
+        if "T" not in self._cache:
+            if self.ndim != 2:
+                raise ValueError(f"transpose needs a matrix; this tensor has shape {self.shape}")
+            coords, values = self._native.to_coo()
+            t = _native.Tensor.from_coo(
+                [self.shape[1], self.shape[0]], [coords[1], coords[0]],
+                values.astype(self.dtype), sort_indices=True,
+            )
+            self._cache["T"] = Tensor(t).to("csr")
+        return self._cache["T"]
+
+    @property
+    def T(self) -> "Tensor":
+        """The transposed matrix (see :meth:`transpose`)."""
+        return self.transpose()
+
+    def __matmul__(self, other: Any):
+        from ._ops import spmm, spmv
+
+        ndim = getattr(other, "ndim", None)
+        return spmv(self, other) if ndim == 1 else spmm(self, other)
+
+    def __repr__(self) -> str:
+        return (
+            f"sparsile.Tensor(shape={self.shape}, format={self.format}, "
+            f"dtype={self.dtype}, nnz={self.nnz})"
+        )
+
+
+def _opts(sort_indices: bool, sum_duplicates: bool) -> Dict[str, bool]:
+    return {"sort_indices": sort_indices, "sum_duplicates": sum_duplicates}
+
+
+def _shape2(shape: Any) -> Tuple[int, int]:
+    try:
+        m, n = (int(s) for s in shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"shape must be two non-negative integers, got {shape!r}") from None
+    if m < 0 or n < 0:
+        raise ValueError(f"shape must be non-negative, got {shape!r}")
+    return m, n
+
+
+def from_csr(indptr: Any, indices: Any, values: Any, shape: Sequence[int], *,
+             sort_indices: bool = False, sum_duplicates: bool = False) -> Tensor:
+    """A CSR matrix from SciPy-style arrays (int32 or int64 indices, float32/float64
+    values). Unsorted or duplicate indices are errors unless asked to be fixed."""
+    return Tensor(_native.Tensor.from_csr(
+        _shape2(shape), as_index_array(indptr, "indptr"), as_index_array(indices, "indices"),
+        as_values(values, "values"), **_opts(sort_indices, sum_duplicates)))
+
+
+def from_coo(rows: Any, cols: Any, values: Any, shape: Sequence[int], *,
+             format: str = "csr", sum_duplicates: bool = True) -> Tensor:
+    """A matrix from coordinates (any order; duplicates summed unless
+    ``sum_duplicates=False``, then an error), stored in ``format`` (default CSR)."""
+    t = _native.Tensor.from_coo(
+        list(_shape2(shape)), [as_index_array(rows, "rows"), as_index_array(cols, "cols")],
+        as_values(values, "values"), sort_indices=True, sum_duplicates=sum_duplicates)
+    return Tensor(t).to(format)
+
+
+def from_coords(coords: Sequence[Any], values: Any, shape: Sequence[int], *,
+                format: str = "coo", sum_duplicates: bool = True) -> Tensor:
+    """A tensor of any order from one coordinate array per dimension, in ``format``
+    (e.g. ``csf`` for MTTKRP / RGMS operands)."""
+    t = _native.Tensor.from_coo(
+        [int(s) for s in shape], [as_index_array(c, f"coordinate array {d}") for d, c in enumerate(coords)],
+        as_values(values, "values"), sort_indices=True, sum_duplicates=sum_duplicates)
+    return Tensor(t).to(format)
+
+
+def from_dense(array: Any, format: str = "csr") -> Tensor:
+    """The nonzeros of a dense array, stored in ``format``."""
+    a, _ = _dense_array(array)
+    idx = np.nonzero(a)
+    t = _native.Tensor.from_coo(list(a.shape), [i.astype(np.int64) for i in idx],
+                                np.ascontiguousarray(a[idx]))
+    return Tensor(t).to(format)
+
+
+def _dense_array(array: Any):
+    from ._dense import as_array
+
+    return as_array(array, "array")
+
+
+def from_scipy(A: Any, format: Optional[str] = None) -> Tensor:
+    """A SciPy sparse matrix or array (CSR, CSC, BSR, COO, or anything ``tocsr()``
+    converts) as a Sparsile tensor, in its own format or in ``format``. Like SciPy,
+    unsorted indices are sorted and duplicates summed."""
+    import scipy.sparse as sp
+
+    if not sp.issparse(A):
+        raise TypeError(f"from_scipy expects a scipy.sparse matrix or array, got {type(A).__name__}")
+    if A.dtype not in (np.float32, np.float64):
+        raise TypeError(f"values must be float32 or float64, got {A.dtype} (convert with A.astype)")
+    fix = _opts(True, True)
+    shape = _shape2(A.shape)
+    if A.format == "csr":
+        t = _native.Tensor.from_csr(shape, as_index_array(A.indptr, "indptr"),
+                                    as_index_array(A.indices, "indices"), as_values(A.data, "data"), **fix)
+    elif A.format == "csc":
+        t = _native.Tensor.from_csc(shape, as_index_array(A.indptr, "indptr"),
+                                    as_index_array(A.indices, "indices"), as_values(A.data, "data"), **fix)
+    elif A.format == "bsr":
+        t = _native.Tensor.from_bsr(shape, tuple(A.blocksize), as_index_array(A.indptr, "indptr"),
+                                    as_index_array(A.indices, "indices"),
+                                    np.ascontiguousarray(A.data).reshape(-1), **fix)
+    elif A.format == "coo":
+        rows, cols = (A.row, A.col) if hasattr(A, "row") else A.coords
+        t = _native.Tensor.from_coo(list(shape), [as_index_array(rows, "row"), as_index_array(cols, "col")],
+                                    as_values(A.data, "data"), **fix)
+    else:
+        return from_scipy(A.tocsr(), format)
+    out = Tensor(t)
+    return out.to(format) if format is not None else out
+
+
+def from_torch(t: Any, format: Optional[str] = None) -> Tensor:
+    """A torch sparse tensor (``sparse_coo``, ``sparse_csr``, ``sparse_csc`` or
+    ``sparse_bsr``, on the CPU) as a Sparsile tensor, in its own format or ``format``."""
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"from_torch expects a torch.Tensor, got {type(t).__name__}")
+    if t.device.type != "cpu":
+        raise ValueError(f"the tensor is on device {t.device}; Sparsile reads CPU tensors")
+    t = t.detach()
+    if t.layout == torch.strided:
+        raise TypeError("from_torch expects a sparse tensor; use sparsile.from_dense for a dense one")
+    if t.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"values must be float32 or float64, got {t.dtype}")
+    if t.layout == torch.sparse_coo:
+        t = t.coalesce()
+        if t.dense_dim() != 0:
+            raise ValueError("hybrid sparse tensors (with dense dimensions) are not supported")
+        idx = t.indices().numpy()
+        out = _native.Tensor.from_coo(list(t.shape), [np.ascontiguousarray(r) for r in idx],
+                                      as_values(t.values(), "values"), sort_indices=True, sum_duplicates=True)
+    elif t.layout == torch.sparse_csr:
+        out = _native.Tensor.from_csr(_shape2(t.shape), as_index_array(t.crow_indices(), "crow_indices"),
+                                      as_index_array(t.col_indices(), "col_indices"),
+                                      as_values(t.values(), "values"), sort_indices=True, sum_duplicates=True)
+    elif t.layout == torch.sparse_csc:
+        out = _native.Tensor.from_csc(_shape2(t.shape), as_index_array(t.ccol_indices(), "ccol_indices"),
+                                      as_index_array(t.row_indices(), "row_indices"),
+                                      as_values(t.values(), "values"), sort_indices=True, sum_duplicates=True)
+    elif t.layout == torch.sparse_bsr:
+        v = t.values()
+        out = _native.Tensor.from_bsr(_shape2(t.shape), (int(v.shape[1]), int(v.shape[2])),
+                                      as_index_array(t.crow_indices(), "crow_indices"),
+                                      as_index_array(t.col_indices(), "col_indices"),
+                                      as_values(v.contiguous().reshape(-1), "values"),
+                                      sort_indices=True, sum_duplicates=True)
+    else:
+        raise TypeError(f"unsupported torch layout {t.layout}")
+    res = Tensor(out)
+    return res.to(format) if format is not None else res
+
+
+def as_tensor(A: Any, name: str = "A") -> Tensor:
+    """``A`` as a :class:`Tensor`: itself, or converted from SciPy or torch."""
+    if isinstance(A, Tensor):
+        return A
+    if is_torch_tensor(A):
+        return from_torch(A)
+    if type(A).__module__.startswith("scipy.sparse"):
+        return from_scipy(A)
+    raise TypeError(
+        f"{name} must be a sparsile.Tensor, a scipy.sparse matrix or a torch sparse tensor, "
+        f"got {type(A).__name__}"
+    )
+
+
+def load(path: Union[str, os.PathLike], format: str = "csr", dtype: Any = np.float32) -> Tensor:
+    """Reads a Matrix Market file (plain or ``.gz``) into a tensor of ``format``."""
+    return Tensor(_native.load(os.fspath(path), format, _dtype_name(dtype)))
+
+
+def save(path: Union[str, os.PathLike], A: Any) -> None:
+    """Writes ``A`` as a Matrix Market ``coordinate real general`` file (gzip when the
+    path ends in ``.gz``)."""
+    _native.save(os.fspath(path), as_tensor(A)._native)

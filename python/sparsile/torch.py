@@ -1,0 +1,158 @@
+"""PyTorch autograd for Sparsile's SpMM and SDDMM.
+
+``sparsile.torch.spmm(A, X, values=None)`` and ``sparsile.torch.sddmm(A, X, Y,
+values=None)`` are ``torch.autograd.Function``s: gradients flow to the dense inputs and,
+when ``values`` (A's stored values in CSR order, a 1-D tensor) is given, to the sparse
+values too. The forward and backward passes all run Sparsile kernels:
+
+- SpMM ``Y = A X``: ``dX = Aᵀ dY`` (SpMM with the transposed pattern) and
+  ``dA = (dY Xᵀ) ⊙ pattern(A)`` (SDDMM);
+- SDDMM ``C = A ⊙ (X Y)``: ``dA = dC ⊙ (X Y)`` (SDDMM), ``dX = (A ⊙ dC) Yᵀ`` and
+  ``dY = Xᵀ (A ⊙ dC)`` (SpMMs).
+
+Tensors are used without copies (DLPack) when contiguous; the sparse operand is converted
+to CSR once and cached. Both work inside ``torch.nn.Module``s (see :class:`GraphConv`).
+
+Example::
+
+    >>> import torch, sparsile, sparsile.torch as st
+    >>> A = sparsile.from_dense(torch.eye(3).numpy())
+    >>> X = torch.ones(3, 2, requires_grad=True)
+    >>> st.spmm(A, X).sum().backward()
+    >>> X.grad.tolist()
+    [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import torch
+
+from ._ops import sddmm as _sddmm
+from ._ops import spmm as _spmm
+from ._tensor import Tensor, as_tensor
+
+__all__ = ["spmm", "sddmm", "SpMM", "SDDMM", "GraphConv"]
+
+
+def _csr(A: Any) -> Tensor:
+    A = as_tensor(A)
+    if A.ndim != 2:
+        raise ValueError(f"the sparse operand must be a matrix, got shape {A.shape}")
+    return A if A.format == "csr" else A._cache.setdefault("csr", A.to("csr"))
+
+
+def _transpose_plan(A: Tensor):
+    """The transposed CSR pattern of ``A`` and the permutation taking A's value order to
+    the transposed one (cached on ``A``)."""
+    if "T_perm" not in A._cache:
+        # Number the stored values 1..nnz (exact in f64), transpose, read the numbers back.
+        numbered = A.to("csr", dtype=np.float64).with_values(np.arange(1, A.nnz + 1, dtype=np.float64))
+        T = numbered.transpose()
+        perm = T.values.astype(np.int64) - 1
+        A._cache["T_perm"] = (T.to("csr", dtype=A.dtype), torch.from_numpy(perm))
+    return A._cache["T_perm"]
+
+
+def _values(A: Tensor, values: Optional[torch.Tensor], X: torch.Tensor) -> torch.Tensor:
+    if values is None:
+        if "torch_values" not in A._cache:
+            A._cache["torch_values"] = torch.from_numpy(A.values)
+        return A._cache["torch_values"]
+    if not isinstance(values, torch.Tensor):
+        raise TypeError(f"values must be a torch.Tensor, got {type(values).__name__}")
+    if values.shape != (A.nnz,):
+        raise ValueError(f"values must have shape ({A.nnz},) (one per stored value of A), got {tuple(values.shape)}")
+    return values
+
+
+def _check_dense(x: Any, name: str) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    return x
+
+
+class SpMM(torch.autograd.Function):
+    """``Y = A @ X`` with gradients for ``values`` (A's CSR values) and ``X``."""
+
+    @staticmethod
+    def forward(ctx, values: torch.Tensor, X: torch.Tensor, A: Tensor) -> torch.Tensor:
+        ctx.A = A
+        ctx.save_for_backward(values, X)
+        return _spmm(A, X, values=values)
+
+    @staticmethod
+    def backward(ctx, dY: torch.Tensor):
+        values, X = ctx.saved_tensors
+        A = ctx.A
+        dY = dY.contiguous()
+        d_values = d_X = None
+        if ctx.needs_input_grad[1]:
+            T, perm = _transpose_plan(A)
+            d_X = _spmm(T, dY, values=values.detach()[perm].contiguous())
+        if ctx.needs_input_grad[0]:
+            ones = np.ones(A.nnz, dtype=A.dtype)
+            C = _sddmm(A, dY, X.detach().t().contiguous(), values=ones)
+            d_values = torch.from_numpy(C.values).to(dY.dtype)
+        return d_values, d_X, None
+
+
+class SDDMM(torch.autograd.Function):
+    """``C = A ⊙ (X @ Y)`` (the values at A's stored positions, in CSR order) with
+    gradients for ``values``, ``X`` and ``Y``."""
+
+    @staticmethod
+    def forward(ctx, values: torch.Tensor, X: torch.Tensor, Y: torch.Tensor, A: Tensor) -> torch.Tensor:
+        ctx.A = A
+        ctx.save_for_backward(values, X, Y)
+        C = _sddmm(A, X, Y, values=values)
+        return torch.from_numpy(C.values)
+
+    @staticmethod
+    def backward(ctx, dC: torch.Tensor):
+        values, X, Y = ctx.saved_tensors
+        A = ctx.A
+        dC = dC.contiguous()
+        d_values = d_X = d_Y = None
+        if ctx.needs_input_grad[0]:
+            d_values = torch.from_numpy(_sddmm(A, X.detach(), Y.detach(), values=dC).values)
+        if ctx.needs_input_grad[1] or ctx.needs_input_grad[2]:
+            scaled = (values.detach() * dC).contiguous()
+            if ctx.needs_input_grad[1]:
+                d_X = _spmm(A, Y.detach().t().contiguous(), values=scaled)
+            if ctx.needs_input_grad[2]:
+                T, perm = _transpose_plan(A)
+                d_Y = _spmm(T, X.detach(), values=scaled[perm].contiguous()).t()
+        return d_values, d_X, d_Y, None
+
+
+def spmm(A: Any, X: torch.Tensor, values: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``A @ X`` as an autograd function. ``A``: a sparsile, SciPy or torch sparse matrix
+    (its pattern, and its values unless ``values`` is given); ``X``: a dense CPU tensor."""
+    A = _csr(A)
+    X = _check_dense(X, "X")
+    return SpMM.apply(_values(A, values, X), X, A)
+
+
+def sddmm(A: Any, X: torch.Tensor, Y: torch.Tensor, values: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``A ⊙ (X @ Y)`` at A's stored positions, as a 1-D tensor in A's CSR order, with
+    gradients for ``values``, ``X`` and ``Y``."""
+    A = _csr(A)
+    X = _check_dense(X, "X")
+    Y = _check_dense(Y, "Y")
+    return SDDMM.apply(_values(A, values, X), X, Y, A)
+
+
+class GraphConv(torch.nn.Module):
+    """A graph convolution ``Â X W (+ b)`` with a fixed sparse ``Â`` and Sparsile's SpMM."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(in_features, out_features, bias=False)
+        self.bias = torch.nn.Parameter(torch.zeros(out_features)) if bias else None
+
+    def forward(self, A: Tensor, X: torch.Tensor) -> torch.Tensor:
+        out = spmm(A, self.linear(X))
+        return out + self.bias if self.bias is not None else out

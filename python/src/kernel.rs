@@ -1,0 +1,190 @@
+//! `sparsile._native.Kernel`: an index-notation program compiled to native code.
+//!
+//! Inputs are passed by tensor name: a `Tensor`, a `(Tensor, values)` pair (the tensor's
+//! structure with other values, borrowed from the array; used for gradients with respect
+//! to sparse values), or a C-contiguous f32/f64 NumPy array for a dense operand
+//! (borrowed, never copied). Dense outputs come back as NumPy arrays that own the
+//! kernel's output memory; sparse outputs as `Tensor`s. Compiling and running release
+//! the GIL.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use sparsile::formats::{Format, SparseTensor};
+use sparsile::transform::schedule::Trace;
+use sparsile::{CompileOptions, RunOptions, Stage};
+
+use crate::arrays::{values_to_numpy, ValueArg};
+use pyo3::exceptions::PyValueError;
+
+use crate::errors::{message, type_error, value_error};
+use crate::tensor::{parse_format, Tensor};
+
+/// A compiled program.
+#[pyclass(module = "sparsile._native", frozen)]
+pub struct Kernel {
+    inner: sparsile::Kernel,
+}
+
+/// One input as passed from Python.
+enum InputArg<'py> {
+    Sparse(Bound<'py, Tensor>),
+    SparseWithValues(Bound<'py, Tensor>, ValueArg<'py>),
+    Dense(ValueArg<'py>),
+}
+
+impl<'py> InputArg<'py> {
+    fn extract(name: &str, value: &Bound<'py, PyAny>) -> PyResult<InputArg<'py>> {
+        if let Ok(t) = value.cast::<Tensor>() {
+            return Ok(InputArg::Sparse(t.clone()));
+        }
+        if let Ok(pair) = value.cast::<PyTuple>() {
+            if pair.len() == 2 {
+                if let Ok(t) = pair.get_item(0)?.cast::<Tensor>() {
+                    let values = pair.get_item(1)?.extract::<ValueArg<'py>>().map_err(|_| {
+                        type_error(format!(
+                            "input {name}: the values of a (Tensor, values) pair must be a float32 or float64 array"
+                        ))
+                    })?;
+                    return Ok(InputArg::SparseWithValues(t.clone(), values));
+                }
+            }
+        }
+        match value.extract::<ValueArg<'py>>() {
+            Ok(v) => Ok(InputArg::Dense(v)),
+            Err(_) => Err(type_error(format!(
+                "input {name}: expected a sparsile Tensor, a (Tensor, values) pair or a float32/float64 array, got {}",
+                value.get_type().name()?
+            ))),
+        }
+    }
+
+    fn view(&self, name: &str) -> PyResult<SparseTensor<'_>> {
+        match self {
+            InputArg::Sparse(t) => Ok(t.get().inner.view()),
+            InputArg::SparseWithValues(t, values) => {
+                let t = &t.get().inner;
+                let values = values.borrow(&format!("values of {name}"))?;
+                if values.len() != t.nnz_stored() {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "input {name}: expected {} values (one per stored position), found {}",
+                        t.nnz_stored(),
+                        values.len()
+                    )));
+                }
+                Ok(SparseTensor {
+                    structure: Arc::clone(&t.structure),
+                    values,
+                })
+            }
+            InputArg::Dense(v) => v.dense(name),
+        }
+    }
+}
+
+fn parse_stage(stage: &str) -> PyResult<Stage> {
+    stage
+        .parse::<Stage>()
+        .map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
+#[pymethods]
+impl Kernel {
+    /// Compiles `program` (index notation). `formats` replaces declared formats by tensor
+    /// name; `trace` (JSON) replays a recorded schedule instead of the default one;
+    /// `index_like` gives tensors whose index types (i32/i64) the kernel is specialised to.
+    #[new]
+    #[pyo3(signature = (program, formats=None, trace=None, index_like=None))]
+    fn new(
+        py: Python<'_>,
+        program: &str,
+        formats: Option<HashMap<String, String>>,
+        trace: Option<&str>,
+        index_like: Option<HashMap<String, Bound<'_, Tensor>>>,
+    ) -> PyResult<Kernel> {
+        let formats = formats
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, f)| Ok((name, parse_format(&f)?)))
+            .collect::<PyResult<HashMap<String, Format>>>()?;
+        let trace = trace
+            .map(|t| Trace::from_json(t).map_err(|e| value_error(&e)))
+            .transpose()?;
+        let index_like = index_like.unwrap_or_default();
+        let inputs: HashMap<String, SparseTensor<'_>> = index_like
+            .iter()
+            .map(|(n, t)| (n.clone(), t.get().inner.view()))
+            .collect();
+        let options = CompileOptions { formats, trace };
+        let inner = py
+            .detach(|| sparsile::compile_with(program, &inputs, &options).map_err(|e| message(&e)))
+            .map_err(PyValueError::new_err)?;
+        Ok(Kernel { inner })
+    }
+
+    /// Runs the kernel. `inputs` maps tensor names to `Tensor`s, `(Tensor, values)` pairs
+    /// or dense arrays; returns the outputs by tensor name.
+    #[pyo3(signature = (inputs, threads=None, params=None))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyDict>,
+        threads: Option<usize>,
+        params: Option<HashMap<String, i64>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let args: Vec<(String, InputArg<'py>)> = inputs
+            .iter()
+            .map(|(k, v)| {
+                let name: String = k
+                    .extract()
+                    .map_err(|_| type_error("input names must be strings"))?;
+                let arg = InputArg::extract(&name, &v)?;
+                Ok((name, arg))
+            })
+            .collect::<PyResult<_>>()?;
+        let views: HashMap<String, SparseTensor<'_>> = args
+            .iter()
+            .map(|(n, a)| Ok((n.clone(), a.view(n)?)))
+            .collect::<PyResult<_>>()?;
+        if threads == Some(0) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "threads must be at least 1",
+            ));
+        }
+        let options = RunOptions {
+            threads,
+            params: params.unwrap_or_default(),
+        };
+        let outputs = py
+            .detach(|| self.inner.run(&views, &options).map_err(|e| message(&e)))
+            .map_err(PyValueError::new_err)?;
+        drop(views);
+        let result = PyDict::new(py);
+        for (name, tensor) in outputs {
+            if *tensor.format() == Format::Dense {
+                let shape = tensor.shape().to_vec();
+                result.set_item(&name, values_to_numpy(py, tensor.values, &shape)?)?;
+            } else {
+                result.set_item(&name, Bound::new(py, Tensor { inner: tensor })?)?;
+            }
+        }
+        Ok(result)
+    }
+
+    /// The IR of one stage (`stage1`, `stage2`, `stage3`) or the C source (`c`).
+    fn ir(&self, stage: &str) -> PyResult<String> {
+        Ok(self.inner.ir(parse_stage(stage)?))
+    }
+
+    /// `(outcome, seconds)`: whether the native object came from the cache (`hit`) or was
+    /// compiled now (`miss`), and the time that took.
+    fn compile_info(&self) -> (String, f64) {
+        let info = self.inner.compile_info();
+        (
+            format!("{:?}", info.outcome).to_lowercase(),
+            info.duration.as_secs_f64(),
+        )
+    }
+}

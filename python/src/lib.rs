@@ -1,0 +1,27 @@
+//! The native module of the `sparsile` Python package (`sparsile._native`).
+//!
+//! It holds what needs Rust: sparse tensors ([`tensor::Tensor`]) built from and
+//! converted to NumPy arrays, compiled kernels ([`kernel::Kernel`]) run on NumPy arrays
+//! without copying them, schedules ([`schedule::Schedule`]) and Matrix Market I/O. The
+//! GIL is released while compiling, converting and running. The Python package
+//! (`python/sparsile/`) builds the SciPy/PyTorch-shaped API on top.
+
+mod arrays;
+mod errors;
+mod kernel;
+mod mtx_io;
+mod schedule;
+mod tensor;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<tensor::Tensor>()?;
+    m.add_class::<kernel::Kernel>()?;
+    m.add_class::<schedule::Schedule>()?;
+    m.add_function(wrap_pyfunction!(mtx_io::load, m)?)?;
+    m.add_function(wrap_pyfunction!(mtx_io::save, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

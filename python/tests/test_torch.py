@@ -1,0 +1,137 @@
+"""PyTorch interop: sparse tensors in and out, and autograd SpMM / SDDMM whose gradients
+match dense PyTorch (and torch.autograd.gradcheck)."""
+
+import numpy as np
+import pytest
+
+from conftest import HAVE_TORCH, TORCH_REASON, random_csr
+
+if not HAVE_TORCH:
+    pytest.skip(TORCH_REASON, allow_module_level=True)
+
+import torch  # noqa: E402
+
+import sparsile  # noqa: E402
+import sparsile.torch as st  # noqa: E402
+
+
+def dense_of(T, values):
+    """A dense torch matrix with ``values`` at T's stored (CSR) positions, differentiable."""
+    coords, _ = T.coo()
+    M = torch.zeros(T.shape, dtype=values.dtype)
+    return M.index_put((torch.from_numpy(coords[0]), torch.from_numpy(coords[1])), values)
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr", "csc", "bsr"])
+def test_from_torch_and_back(rng, layout):
+    A = random_csr(rng, 12, 8, 0.3, np.float32)
+    dense = torch.from_numpy(A.toarray())
+    t = {"coo": dense.to_sparse(), "csr": dense.to_sparse_csr(), "csc": dense.to_sparse_csc(),
+         "bsr": dense.to_sparse_bsr((4, 2))}[layout]
+    T = sparsile.from_torch(t)
+    np.testing.assert_array_equal(T.to_dense(), A.toarray())
+    back = T.to_torch()
+    torch.testing.assert_close(back.to_dense(), dense)
+    torch.testing.assert_close(T.to_torch("coo").to_dense(), dense)
+
+
+def test_from_torch_errors():
+    with pytest.raises(TypeError, match="expects a sparse tensor"):
+        sparsile.from_torch(torch.ones(2, 2))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        sparsile.from_torch(torch.ones(2, 2, dtype=torch.int32).to_sparse())
+    with pytest.raises(TypeError, match="expects a torch.Tensor"):
+        sparsile.from_torch(np.ones(2))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_spmm_forward_and_gradients_match_dense(rng, dtype):
+    A = random_csr(rng, 30, 20, 0.15, np.float64, empty_rows=(2,))
+    T = sparsile.from_scipy(A).to("csr", dtype=dtype)
+    values = torch.from_numpy(T.values).clone().requires_grad_()
+    X = torch.randn(20, 6, dtype=dtype, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    Y = st.spmm(T, X, values=values)
+    W = torch.randn(30, 6, dtype=dtype, generator=torch.Generator().manual_seed(1))
+    (Y * W).sum().backward()
+
+    values_ref = values.detach().clone().requires_grad_()
+    X_ref = X.detach().clone().requires_grad_()
+    Y_ref = dense_of(T, values_ref) @ X_ref
+    (Y_ref * W).sum().backward()
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(Y, Y_ref, **tol)
+    torch.testing.assert_close(X.grad, X_ref.grad, **tol)
+    torch.testing.assert_close(values.grad, values_ref.grad, **tol)
+
+
+def test_spmm_gradcheck(rng):
+    T = sparsile.from_scipy(random_csr(rng, 9, 7, 0.3, np.float64))
+    values = torch.from_numpy(T.values).clone().requires_grad_()
+    X = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v, x: st.spmm(T, x, values=v), (values, X))
+
+
+def test_sddmm_gradcheck_and_dense_match(rng):
+    T = sparsile.from_scipy(random_csr(rng, 8, 9, 0.3, np.float64))
+    values = torch.from_numpy(T.values).clone().requires_grad_()
+    X = torch.randn(8, 4, dtype=torch.float64, requires_grad=True)
+    Y = torch.randn(4, 9, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v, x, y: st.sddmm(T, x, y, values=v), (values, X, Y))
+    coords, _ = T.coo()
+    expected = values * (X @ Y)[torch.from_numpy(coords[0]), torch.from_numpy(coords[1])]
+    torch.testing.assert_close(st.sddmm(T, X, Y, values=values), expected)
+
+
+def test_non_csr_operands_are_used_through_csr(rng):
+    A = random_csr(rng, 16, 16, 0.2, np.float32)
+    T = sparsile.from_scipy(A).to("bsr:4x4")
+    X = torch.randn(16, 3, requires_grad=True)
+    st.spmm(T, X).sum().backward()
+    torch.testing.assert_close(X.grad, torch.from_numpy(np.asarray(A.sum(axis=0)).reshape(-1, 1)).expand(16, 3).float(),
+                               rtol=1e-5, atol=1e-5)
+    torch_csr = torch.from_numpy(A.toarray()).to_sparse_csr()
+    torch.testing.assert_close(st.spmm(torch_csr, X.detach()), torch.from_numpy(A @ X.detach().numpy()),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_autograd_errors(rng):
+    T = sparsile.from_scipy(random_csr(rng, 5, 4, 0.5, np.float32))
+    with pytest.raises(TypeError, match="X must be a torch.Tensor"):
+        st.spmm(T, np.ones((4, 2), np.float32))
+    with pytest.raises(ValueError, match=r"values must have shape \(\d+,\)"):
+        st.spmm(T, torch.ones(4, 2), values=torch.ones(T.nnz + 1))
+
+
+def test_inside_a_module_training_reduces_the_loss(rng):
+    torch.manual_seed(0)
+    A = random_csr(rng, 40, 40, 0.1, np.float32)
+    T = sparsile.from_scipy(A)
+    X = torch.randn(40, 8)
+    target = torch.randn(40, 4)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = st.GraphConv(8, 4)
+
+        def forward(self, x):
+            return self.conv(T, x)
+
+    net = Net()
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    losses = []
+    for _ in range(30):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(net(X), target)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] * 0.9
+    # Same gradients as the dense formulation.
+    net.zero_grad()
+    torch.nn.functional.mse_loss(net(X), target).backward()
+    g = net.conv.linear.weight.grad.clone()
+    net.zero_grad()
+    dense = torch.from_numpy(A.toarray())
+    torch.nn.functional.mse_loss(dense @ net.conv.linear(X) + net.conv.bias, target).backward()
+    torch.testing.assert_close(g, net.conv.linear.weight.grad, rtol=1e-4, atol=1e-5)
