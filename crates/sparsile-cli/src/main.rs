@@ -6,8 +6,10 @@
 //! sparsile eval --expr 'C[i,k] = A[i,j] * B[j,k]' --input A=data/cora.mtx --dim k=32
 //! sparsile run  --expr 'C[i,k] = A[i,j] * B[j,k]' --input A=data/cora.mtx --dim k=32 --threads 2
 //! sparsile compile --expr 'y[i] = A[i,j] * x[j]' --format A=csr --emit c
+//! sparsile bench --op spmm --k 32 --matrix data/cora.mtx --peers scipy --threads 2
 //! ```
 
+mod cmd_bench;
 mod cmd_compile;
 mod cmd_convert;
 mod cmd_eval;
@@ -46,6 +48,8 @@ enum Command {
     Compile(cmd_compile::CompileArgs),
     /// Compile a program to native code and run it.
     Run(cmd_run::RunArgs),
+    /// Measure Sparsile against its peers (SciPy, MKL, GraphBLAS, PyTorch) on SpMM, SDDMM, SpMV.
+    Bench(cmd_bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         Command::Eval(a) => cmd_eval::run(a),
         Command::Compile(a) => cmd_compile::run(a),
         Command::Run(a) => cmd_run::run(a),
+        Command::Bench(a) => cmd_bench::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,244 @@
+//! The peers: Python scripts in `bench/peers/` (SciPy, MKL, python-graphblas, PyTorch),
+//! each run in its own process per case with the benchmark's thread count, so that no
+//! two threading runtimes share the cores.
+//!
+//! The harness writes the operands and a `case.json` into the case's folder; the peer
+//! script loads them, runs warm-up and timed repeats (timing only the operation), and
+//! writes its result (`out.NAME.f32`, raw little-endian) and `result.NAME.json`:
+//!
+//! ```json
+//! {"supported": true, "note": null, "version": "scipy 1.17.1", "times_ms": [1.2, 1.1]}
+//! ```
+//!
+//! A peer without the operation answers `"supported": false` with a note; one whose
+//! package is missing says so the same way.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cmd_bench::cases::{Case, Op};
+use crate::cmd_bench::operands::{read_f32, Csr};
+
+/// The peers `--peers` accepts.
+pub const KNOWN: &[&str] = &["scipy", "mkl", "graphblas", "torch"];
+
+/// Checks a `--peers` list; `none` (alone) means no peer.
+pub fn parse_list(list: &[String]) -> Result<Vec<String>> {
+    let names: Vec<String> = list
+        .iter()
+        .map(|s| s.trim().to_ascii_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if names.iter().any(|n| n == "none") {
+        if names.len() > 1 {
+            bail!("--peers none cannot be combined with other peers");
+        }
+        return Ok(Vec::new());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        if !KNOWN.contains(&n.as_str()) {
+            bail!("unknown peer `{n}` (known: {}, or none)", KNOWN.join(", "));
+        }
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    Ok(out)
+}
+
+/// The folder holding `peers/` and `.venv/`: `given`, else a `bench/` beside the current
+/// folder or one of its ancestors, else the one of the repository this binary was built
+/// from.
+pub fn find_bench_dir(given: Option<&Path>) -> Result<PathBuf> {
+    if let Some(dir) = given {
+        if !dir.join("peers").is_dir() {
+            bail!("{} has no peers/ folder", dir.display());
+        }
+        return Ok(dir.to_path_buf());
+    }
+    let cwd = std::env::current_dir().context("cannot read the current folder")?;
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench");
+    cwd.ancestors()
+        .map(|a| a.join("bench"))
+        .chain(std::iter::once(built))
+        .find(|b| b.join("peers").join("common.py").is_file())
+        .context("cannot find the bench/ folder with the peers; pass --bench-dir")
+}
+
+/// The Python interpreter of the bench environment.
+pub fn python(bench_dir: &Path) -> Result<PathBuf> {
+    let py = bench_dir.join(".venv").join("bin").join("python");
+    if !py.is_file() {
+        bail!(
+            "no Python environment for the peers at {}: run {}/setup.sh (or pass --peers none)",
+            bench_dir.join(".venv").display(),
+            bench_dir.display()
+        );
+    }
+    Ok(py)
+}
+
+/// What the harness tells a peer about a case (`case.json`).
+#[derive(Debug, Serialize)]
+pub struct CaseFile<'a> {
+    pub op: &'a str,
+    pub m: usize,
+    pub n: usize,
+    pub nnz: usize,
+    pub k: usize,
+    pub threads: usize,
+    pub warmup: usize,
+    pub repeat: usize,
+    /// The folder of the operand files.
+    pub dir: &'a Path,
+}
+
+/// What a peer reports (`result.NAME.json`).
+#[derive(Debug, Deserialize)]
+struct ResultFile {
+    supported: bool,
+    note: Option<String>,
+    version: Option<String>,
+    #[serde(default)]
+    times_ms: Vec<f64>,
+}
+
+/// A peer's run of one case.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PeerRun {
+    /// Timed runs (seconds) and the result.
+    Ran {
+        times: Vec<f64>,
+        output: Vec<f32>,
+        version: Option<String>,
+        note: Option<String>,
+    },
+    /// The peer lacks the operation or its package; the note says which.
+    Unsupported { note: String },
+    /// The peer's process failed; the note holds the end of its error output.
+    Failed { note: String },
+}
+
+/// How many runs a peer makes, and with how many threads.
+#[derive(Debug, Clone, Copy)]
+pub struct Runs {
+    pub threads: usize,
+    pub warmup: usize,
+    pub repeat: usize,
+}
+
+/// Writes `case.json` for the peers into `dir` (which holds `a`'s and the dense
+/// operands' files).
+pub fn write_case(dir: &Path, case: &Case, a: &Csr, runs: Runs) -> Result<PathBuf> {
+    let file = CaseFile {
+        op: case.op.name(),
+        m: a.m,
+        n: a.n,
+        nnz: a.nnz(),
+        k: if case.op == Op::Spmv {
+            1
+        } else {
+            case.k.unwrap_or(1)
+        },
+        threads: runs.threads,
+        warmup: runs.warmup,
+        repeat: runs.repeat,
+        dir,
+    };
+    let path = dir.join("case.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&file)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// Runs peer `name` on the case described by `case_json` (in the operands' folder).
+pub fn run_peer(
+    python: &Path,
+    bench_dir: &Path,
+    name: &str,
+    case_json: &Path,
+    threads: usize,
+) -> Result<PeerRun> {
+    let script = bench_dir.join("peers").join(format!("{name}_peer.py"));
+    if !script.is_file() {
+        bail!("peer script {} is missing", script.display());
+    }
+    let dir = case_json.parent().unwrap_or(Path::new("."));
+    let result_path = dir.join(format!("result.{name}.json"));
+    let out_path = dir.join(format!("out.{name}.f32"));
+    let _ = std::fs::remove_file(&result_path);
+    let _ = std::fs::remove_file(&out_path);
+    let t = threads.to_string();
+    let output = Command::new(python)
+        .arg(&script)
+        .arg(case_json)
+        .env("OMP_NUM_THREADS", &t)
+        .env("MKL_NUM_THREADS", &t)
+        .env("OPENBLAS_NUM_THREADS", &t)
+        .env("NUMEXPR_NUM_THREADS", &t)
+        .output()
+        .with_context(|| format!("cannot start {}", python.display()))?;
+    if !output.status.success() || !result_path.is_file() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Ok(PeerRun::Failed {
+            note: format!("{name} failed ({}): {}", output.status, tail.join(" | ")),
+        });
+    }
+    let text = std::fs::read_to_string(&result_path)
+        .with_context(|| format!("cannot read {}", result_path.display()))?;
+    let result: ResultFile = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a peer result", result_path.display()))?;
+    if !result.supported {
+        return Ok(PeerRun::Unsupported {
+            note: result
+                .note
+                .unwrap_or_else(|| format!("{name}: not supported")),
+        });
+    }
+    if result.times_ms.is_empty() {
+        return Ok(PeerRun::Failed {
+            note: format!("{name} reported no timed run"),
+        });
+    }
+    Ok(PeerRun::Ran {
+        times: result.times_ms.iter().map(|t| t / 1e3).collect(),
+        output: read_f32(&out_path)?,
+        version: result.version,
+        note: result.note,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_lists() {
+        assert_eq!(parse_list(&["none".into()]).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            parse_list(&["SciPy".into(), "mkl".into(), "scipy".into()]).unwrap(),
+            vec!["scipy".to_string(), "mkl".to_string()]
+        );
+        assert!(parse_list(&["none".into(), "scipy".into()]).is_err());
+        assert!(parse_list(&["cusparse".into()]).is_err());
+    }
+
+    #[test]
+    fn a_missing_environment_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = python(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("setup.sh"), "{err}");
+    }
+
+    #[test]
+    fn the_repository_bench_folder_is_found() {
+        let dir = find_bench_dir(None).unwrap();
+        assert!(dir.join("peers").join("scipy_peer.py").is_file());
+    }
+}
