@@ -17,7 +17,7 @@ def measure(case):
     try:
         import graphblas as gb
     except ImportError as e:
-        raise common.Unsupported(f"graphblas: not installed (bench/setup.sh): {e}")
+        raise common.Unsupported("graphblas: not installed (bench/setup.sh)") from e
     gb.init("suitesparse", blocking=True)
     gb.ss.config["nthreads"] = case["threads"]
     m, n, k, op = case["m"], case["n"], case["k"], case["op"]

@@ -20,7 +20,7 @@ def measure(case):
         import sparse_dot_mkl
         from sparse_dot_mkl import dot_product_mkl
     except Exception as e:  # ImportError, or OSError when libmkl_rt is missing
-        raise common.Unsupported(f"mkl: not installed (bench/setup.sh): {e}")
+        raise common.Unsupported(f"mkl: not installed (bench/setup.sh): {type(e).__name__}") from e
     try:
         sparse_dot_mkl.mkl_set_num_threads(case["threads"])
     except AttributeError:

@@ -14,7 +14,7 @@ def measure(case):
     try:
         import torch
     except ImportError as e:
-        raise common.Unsupported(f"torch: not installed (bench/setup.sh --torch) [{e.name}]")
+        raise common.Unsupported("torch: not installed (bench/setup.sh --torch)") from e
     torch.set_num_threads(case["threads"])
     m, n, op = case["m"], case["n"], case["op"]
     values = torch.from_numpy(case["values"])

@@ -79,6 +79,24 @@ fn collect_cases(args: &BenchArgs, settings: &Settings) -> Result<Vec<Case>> {
     if cases.is_empty() {
         bail!("no case to measure");
     }
+    let mut missing: Vec<String> = cases
+        .iter()
+        .filter(|c| !c.path.is_file())
+        .map(|c| c.path.display().to_string())
+        .collect();
+    missing.dedup();
+    if !missing.is_empty() {
+        bail!(
+            "{} matrix file(s) not found: {}{}",
+            missing.len(),
+            missing.join(", "),
+            if args.suite.is_some() {
+                " (suite paths under ../shared/data/ follow SPARSILE_DATA_DIR when it is set)"
+            } else {
+                ""
+            }
+        );
+    }
     Ok(cases)
 }
 
