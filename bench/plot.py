@@ -31,8 +31,14 @@ def main(src, out):
             peers.append(r["system"])
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
-    width = max(10.0, 0.45 * len(cases) * max(1, len(peers)) ** 0.5 + 3)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(width, 11), gridspec_kw={"height_ratios": [1, 1.1]})
+    width = min(26.0, max(10.0, 0.32 * len(cases) * max(1, len(peers)) ** 0.5 + 4))
+    fig = plt.figure(figsize=(width, 12))
+    grid = fig.add_gridspec(2, 3, height_ratios=[1, 1.1])
+    ax1 = fig.add_subplot(grid[0, :])
+    ax2 = fig.add_subplot(grid[1, :2])
+    ax3 = fig.add_subplot(grid[1, 2])
+    measured = {r["system"] for r in records if r.get("median_ms")}
+    peers = [p for p in peers if p in measured]
 
     # Speedups.
     x = np.arange(len(cases))
@@ -67,14 +73,14 @@ def main(src, out):
              label=f"roofline: {bw:.1f} GB/s, {peak:.0f} GFLOP/s")
     markers = {"spmm": "o", "sddmm": "s", "spmv": "^"}
     systems = ["sparsile"] + peers
-    for s_i, system in enumerate(systems):
+    for system in systems:
         for op, mk in markers.items():
             rs = [r for r in records if r["system"] == system and r["op"] == op and r.get("gflops")]
             if not rs:
                 continue
             ax2.scatter([r["flops"] / r["bytes"] for r in rs], [r["gflops"] for r in rs],
                         marker=mk, s=36 if system == "sparsile" else 22,
-                        color=colors[(s_i + len(peers)) % len(colors)] if system != "sparsile" else "crimson",
+                        color=colors[peers.index(system) % len(colors)] if system != "sparsile" else "crimson",
                         edgecolors="black" if system == "sparsile" else "none", linewidths=0.5,
                         label=f"{system} {op}")
     ax2.set_xscale("log")
@@ -84,6 +90,34 @@ def main(src, out):
     ax2.set_title("Position under the roofline")
     ax2.legend(fontsize=7, ncol=3)
     ax2.grid(which="both", alpha=0.3)
+
+    # Geometric means of the speedups per operation.
+    ops = [op for op in markers if any(r["op"] == op for r in records)]
+    columns = ["best peer"] + peers
+    bar = 0.8 / len(columns)
+    for c_i, col in enumerate(columns):
+        ys = []
+        for op in ops:
+            if col == "best peer":
+                vals = [r["speedup"] for r in records if r["system"] == "sparsile" and r["op"] == op
+                        and r.get("speedup") and r.get("correct")]
+            else:
+                vals = [r["speedup"] for r in records if r["system"] == col and r["op"] == op
+                        and r.get("speedup") and r.get("correct")]
+            ys.append(float(np.exp(np.mean(np.log(vals)))) if vals else np.nan)
+        color = "black" if col == "best peer" else colors[(c_i - 1) % len(colors)]
+        bars = ax3.bar(np.arange(len(ops)) - 0.4 + bar * (c_i + 0.5), ys, bar, label=f"vs {col}", color=color)
+        for b, y in zip(bars, ys):
+            if np.isfinite(y):
+                ax3.annotate(f"{y:.2f}", (b.get_x() + b.get_width() / 2, y), ha="center",
+                             va="bottom", fontsize=7)
+    ax3.axhline(1.0, color="black", linewidth=0.8)
+    ax3.set_yscale("log")
+    ax3.set_xticks(np.arange(len(ops)))
+    ax3.set_xticklabels(ops)
+    ax3.set_title("Geometric mean of Sparsile's speedup")
+    ax3.legend(fontsize=8)
+    ax3.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
