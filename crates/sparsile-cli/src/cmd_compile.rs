@@ -1,6 +1,7 @@
 //! `sparsile compile`: prints the IR of a stage, or the generated C, for a program.
 
 use anyhow::{anyhow, Context, Result};
+use sparsile::transform::schedule::Trace;
 use sparsile::Stage;
 
 use crate::cmd_eval::{self, EvalArgs};
@@ -14,29 +15,85 @@ pub struct CompileArgs {
     #[arg(long, default_value = "c")]
     pub emit: String,
     /// A recorded schedule (trace JSON) to apply instead of the default schedule.
-    #[arg(long, value_name = "TRACE.json")]
+    #[arg(long, value_name = "TRACE.json", conflicts_with = "recipe")]
     pub schedule: Option<std::path::PathBuf>,
+    /// A named recipe (`sparsile recipes` lists them), e.g. `rowwise` or `rowwise:k=32`.
+    #[arg(long, value_name = "NAME[:key=value,...]")]
+    pub recipe: Option<String>,
+    /// Writes the schedule that was applied (from --recipe or --schedule) as trace JSON.
+    #[arg(long, value_name = "TRACE.json")]
+    pub save_trace: Option<std::path::PathBuf>,
 }
 
 /// Reads a schedule trace file.
-pub fn read_trace(path: &std::path::Path) -> Result<sparsile::transform::schedule::Trace> {
+pub fn read_trace(path: &std::path::Path) -> Result<Trace> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    sparsile::transform::schedule::Trace::from_json(&text)
-        .with_context(|| format!("bad schedule trace {}", path.display()))
+    Trace::from_json(&text).with_context(|| format!("bad schedule trace {}", path.display()))
+}
+
+/// The schedule to apply: a trace file, or the trace a recipe builds for `program`
+/// given the parameter values the inputs fix; `None` for the default schedule.
+pub fn chosen_trace(
+    schedule: Option<&std::path::Path>,
+    recipe: Option<&str>,
+    program: &sparsile_ir::coord::Program,
+    params: &std::collections::HashMap<String, i64>,
+) -> Result<Option<Trace>> {
+    Ok(match (schedule, recipe) {
+        (Some(path), _) => Some(read_trace(path)?),
+        (None, Some(spec)) => {
+            let context = sparsile::recipe::RecipeContext {
+                params: params.clone(),
+            };
+            Some(sparsile::recipe::trace(spec, program, &context)?)
+        }
+        (None, None) => None,
+    })
+}
+
+/// Writes `trace` as JSON to `path` when one is given.
+pub fn save_trace(path: Option<&std::path::Path>, trace: Option<&Trace>) -> Result<()> {
+    if let Some(path) = path {
+        let json = trace.cloned().unwrap_or_default().to_json();
+        std::fs::write(path, json + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 pub fn run(args: &CompileArgs) -> Result<()> {
     let stage: Stage = args.emit.parse().map_err(anyhow::Error::msg)?;
-    let files = cmd_eval::load_inputs(&args.program)?;
-    let formats = cmd_eval::format_overrides(&args.program)?;
-    let (_, ast) = cmd_eval::read_program(&args.program, &files, &formats)?;
-    let stage1 = sparsile::lower(&ast).map_err(|e| anyhow!("{e}"))?;
-    let text = if stage == Stage::Stage1 && args.schedule.is_none() {
+    let (stage1, params) = if args.recipe.is_some() {
+        // Recipes see the sizes the inputs fix (to specialise the dense width).
+        let prepared = cmd_eval::prepare(&args.program)?;
+        let mut program = prepared.program.clone();
+        let by_buffer = prepared
+            .inputs
+            .iter()
+            .map(|(n, t)| (n.clone(), t))
+            .collect();
+        sparsile::specialize_index_types(&mut program, &by_buffer);
+        (program, prepared.params)
+    } else {
+        let files = cmd_eval::load_inputs(&args.program)?;
+        let formats = cmd_eval::format_overrides(&args.program)?;
+        let (_, ast) = cmd_eval::read_program(&args.program, &files, &formats)?;
+        let program = sparsile::lower(&ast).map_err(|e| anyhow!("{e}"))?;
+        (program, Default::default())
+    };
+    let trace = chosen_trace(
+        args.schedule.as_deref(),
+        args.recipe.as_deref(),
+        &stage1,
+        &params,
+    )?;
+    save_trace(args.save_trace.as_deref(), trace.as_ref())?;
+    let text = if stage == Stage::Stage1 && trace.is_none() {
         stage1.to_string()
     } else {
-        let lowered = match &args.schedule {
-            Some(path) => sparsile::lower_program_with(stage1, &read_trace(path)?)?,
+        let lowered = match &trace {
+            Some(trace) => sparsile::lower_program_with(stage1, trace)?,
             None => sparsile::lower_program(stage1)?,
         };
         match stage {

@@ -23,8 +23,14 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 10)]
     pub repeat: usize,
     /// A recorded schedule (trace JSON) to apply instead of the default schedule.
-    #[arg(long, value_name = "TRACE.json")]
+    #[arg(long, value_name = "TRACE.json", conflicts_with = "recipe")]
     pub schedule: Option<std::path::PathBuf>,
+    /// A named recipe (`sparsile recipes` lists them), e.g. `rowwise` or `rowwise:k=32`.
+    #[arg(long, value_name = "NAME[:key=value,...]")]
+    pub recipe: Option<String>,
+    /// Writes the schedule that was applied (from --recipe or --schedule) as trace JSON.
+    #[arg(long, value_name = "TRACE.json")]
+    pub save_trace: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
@@ -46,10 +52,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .map(|(n, t)| (n.clone(), t))
         .collect();
     sparsile::specialize_index_types(&mut program, &by_buffer);
-    let kernel = match &args.schedule {
-        Some(path) => {
-            sparsile::compile_program_with(program, &crate::cmd_compile::read_trace(path)?)?
-        }
+    let trace = crate::cmd_compile::chosen_trace(
+        args.schedule.as_deref(),
+        args.recipe.as_deref(),
+        &program,
+        &prepared.params,
+    )?;
+    crate::cmd_compile::save_trace(args.save_trace.as_deref(), trace.as_ref())?;
+    let kernel = match &trace {
+        Some(trace) => sparsile::compile_program_with(program, trace)?,
         None => sparsile::compile_program(program)?,
     };
     let info = kernel.compile_info().clone();
@@ -88,6 +99,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
             "random_inputs": prepared.random_inputs,
             "seed": args.program.seed,
             "backend": "c",
+            "recipe": args.recipe.clone().unwrap_or_else(|| {
+                if args.schedule.is_some() { "trace".to_string() } else { "default".to_string() }
+            }),
             "threads": threads,
             "compile_seconds": info.duration.as_secs_f64(),
             "cache_hit": cache_hit,

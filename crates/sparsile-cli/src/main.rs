@@ -14,6 +14,7 @@ mod cmd_compile;
 mod cmd_convert;
 mod cmd_eval;
 mod cmd_info;
+mod cmd_recipes;
 mod cmd_run;
 mod expr_decls;
 mod load;
@@ -50,6 +51,8 @@ enum Command {
     Run(cmd_run::RunArgs),
     /// Measure Sparsile against its peers (SciPy, MKL, GraphBLAS, PyTorch) on SpMM, SDDMM, SpMV.
     Bench(cmd_bench::BenchArgs),
+    /// List the named schedules (`--recipe NAME[:key=value,...]`) and their parameters.
+    Recipes(cmd_recipes::RecipesArgs),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Compile(a) => cmd_compile::run(a),
         Command::Run(a) => cmd_run::run(a),
         Command::Bench(a) => cmd_bench::run(a),
+        Command::Recipes(a) => cmd_recipes::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

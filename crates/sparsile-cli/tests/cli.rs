@@ -448,3 +448,76 @@ fn a_recorded_schedule_is_applied_by_compile_and_run() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn recipes_are_listed_and_applied_by_name() {
+    let o = sparsile(&["recipes", "--json"]);
+    let list = json(&o);
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"default") && names.contains(&"rowwise"),
+        "{names:?}"
+    );
+    assert!(stdout(&sparsile(&["recipes"])).contains("rowwise"));
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    let t = trace.to_str().unwrap();
+    let expr = "C[i,k] = A[i,j] * B[j,k]";
+    let common = ["--expr", expr, "--input", "A=data/cora.mtx", "--dim", "k=8"];
+    let mut args = vec![
+        "compile",
+        "--recipe",
+        "rowwise",
+        "--save-trace",
+        t,
+        "--emit",
+        "c",
+    ];
+    args.extend(common);
+    let c = stdout(&sparsile(&args));
+    assert!(c.contains("< 8;") && c.contains("SPARSILE_IVDEP"), "{c}");
+    let saved = std::fs::read_to_string(&trace).unwrap();
+    assert!(saved.contains("\"specialize\""), "{saved}");
+    fails_with(
+        &[
+            "compile",
+            "--recipe",
+            "nosuch",
+            "--expr",
+            expr,
+            "--input",
+            "A=data/cora.mtx",
+            "--dim",
+            "k=8",
+        ],
+        "no recipe named `nosuch`",
+    );
+    if !have_cc() {
+        eprintln!("skipping the native run: no C compiler");
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let env = [("SPARSILE_CACHE_DIR", cache.path().to_str().unwrap())];
+    let mut eval_args = vec!["eval", "--json"];
+    eval_args.extend(common);
+    let expected = json(&sparsile(&eval_args))["outputs"][0]["checksum"]
+        .as_f64()
+        .unwrap();
+    // The saved trace and the recipe give the same result as the interpreter.
+    for how in [["--recipe", "rowwise"], ["--schedule", t]] {
+        let mut run_args = vec!["run", "--threads", "2", "--repeat", "1", "--json"];
+        run_args.extend(how);
+        run_args.extend(common);
+        let out = json(&sparsile_env(&run_args, &env));
+        let got = out["outputs"][0]["checksum"].as_f64().unwrap();
+        assert!(
+            (got - expected).abs() <= 1e-4 * expected.abs().max(1.0),
+            "{how:?}: {got} vs {expected}"
+        );
+    }
+}

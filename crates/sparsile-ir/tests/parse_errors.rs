@@ -35,7 +35,7 @@ const CASES: &[(&str, &str)] = &[
     ),
     (
         "func f(m) {\n  axis I = dense_fixed(m, size=3)\n}\n",
-        "line 2, column 27: expected an axis attribute (`nnz=`, `per=`, `idx=` or `nonunique`), found `size`",
+        "line 2, column 27: expected an axis attribute (`nnz=`, `per=`, `idx=`, `nonunique` or `nopad`), found `size`",
     ),
     (
         "func f(m) {\n  axis J = sparse_fixed(none, m, per=2, per=3)\n}\n",

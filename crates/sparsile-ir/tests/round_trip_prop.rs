@@ -117,6 +117,7 @@ fn declare(ch: &mut Choices, b: &mut ProgramBuilder) -> Decls {
         if d.kind.is_sparse() && ch.below(4) == 0 {
             d.unique = false;
         }
+        d.padded = d.kind.is_sparse() && ch.coin();
         b.axis(d.clone());
         axes.push(d);
     }
@@ -382,6 +383,7 @@ fn generator_covers_the_text_form() {
         "= union(",
         "= intersect(",
         "nonunique",
+        "nopad",
         "idx=i64",
         "init {",
         "    iter ",

@@ -65,6 +65,7 @@ fn declare_axes(b: &mut Builder, layout: &Layout) -> Vec<AxisId> {
             nnz_per_parent: per,
             index_type: IndexType::I32,
             unique: spec.unique,
+            padded: spec.kind.is_sparse(),
             structure: AxisStructure::Bound,
             span: Span::default(),
         }));

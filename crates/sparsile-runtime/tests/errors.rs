@@ -738,3 +738,23 @@ fn corrupted_tensors_never_panic() {
         }
     }
 }
+
+#[test]
+fn padding_on_an_axis_declared_without_padding() {
+    // Row 0 keeps columns [1, 4]: 4 is the padding coordinate (the length).
+    let padded = csr_with_col(|a| {
+        a.indices = Some(IndexArray::from_usizes(&[1, 4, 0], IndexType::I32));
+    });
+    let mut p = spmv();
+    let j = p.buffers[BufferId(0)].axes[1];
+    // Declared padded, the sentinel is skipped like an unstored element.
+    let y = run(&p, with("A", padded.clone())).unwrap();
+    assert_eq!(y["y"].to_dense_f64(), vec![1.0, 0.0, 3.0]);
+    p.axes[j].padded = false;
+    let err = run(&p, with("A", padded)).unwrap_err();
+    assert!(
+        matches!(&err, InterpError::PaddingOnUnpaddedAxis { buffer, axis, position: 1 }
+            if buffer == "A" && axis == "J"),
+        "{err}"
+    );
+}

@@ -94,6 +94,8 @@ pub enum CompileError {
     Dims(#[from] DimError),
     #[error(transparent)]
     Schedule(Box<ScheduleError>),
+    #[error(transparent)]
+    Recipe(#[from] crate::recipe::RecipeError),
 }
 
 impl From<ScheduleError> for CompileError {
@@ -226,6 +228,13 @@ pub fn compile_program(stage1: Program) -> Result<Kernel, CompileError> {
 }
 
 impl Kernel {
+    /// The kernel, with the declarations it was compiled from (so `run` binds declared
+    /// dimensions and names outputs by tensor).
+    pub(crate) fn with_ast(mut self, ast: notation::ast::Program) -> Kernel {
+        self.ast = Some(ast);
+        self
+    }
+
     /// The text of one stage's IR (or the C source).
     pub fn ir(&self, stage: Stage) -> String {
         match stage {

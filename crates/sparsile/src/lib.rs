@@ -18,6 +18,7 @@ mod compile;
 mod dims;
 mod evaluate;
 pub mod notation;
+pub mod recipe;
 
 pub use compile::{
     compile, compile_for, compile_program, compile_program_with, lower_program, lower_program_with,
@@ -26,6 +27,7 @@ pub use compile::{
 pub use dims::{bind_dims, DimError};
 pub use evaluate::{dim_params, evaluate, EvaluateError};
 pub use notation::{compile_notation, lower, NotationError};
+pub use recipe::compile_recipe;
 pub use sparsile_formats as formats;
 pub use sparsile_ir as ir;
 pub use sparsile_runtime as runtime;

@@ -6,101 +6,21 @@
 //! tol = 1e-4 for f32 and 1e-10 for f64; the interpreter accumulates in f64, the kernel
 //! in the buffer's type. Without a C compiler the test prints that it skipped.
 
+mod support;
+
 use std::collections::HashMap;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sparsile::formats::{CooTensor, Format, SparseTensor};
-use sparsile::ir::settings::Settings;
 use sparsile::ir::DType;
 use sparsile::ir::IndexType;
 use sparsile::{compile, compile_for, evaluate, RunOptions};
-
-fn have_compiler() -> bool {
-    match sparsile::runtime::jit::Compiler::detect(&Settings::from_env()) {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("skipping compiled kernels: {e}");
-            false
-        }
-    }
-}
-
-/// A random sparse matrix of the given kind.
-fn matrix(kind: &str, m: usize, n: usize, rng: &mut ChaCha8Rng) -> CooTensor {
-    let mut t = Vec::new();
-    match kind {
-        "empty" => {}
-        "long_row" => {
-            for j in 0..n {
-                if rng.random_bool(0.9) {
-                    t.push((m / 2, j, rng.random_range(-1.0..1.0)));
-                }
-            }
-            for i in 0..m {
-                if i != m / 2 && rng.random_bool(0.3) {
-                    t.push((i, rng.random_range(0..n), rng.random_range(-1.0..1.0)));
-                }
-            }
-        }
-        _ => {
-            for i in 0..m {
-                // every third row empty
-                if i % 3 == 1 {
-                    continue;
-                }
-                for j in 0..n {
-                    if rng.random_bool(0.25) {
-                        t.push((i, j, rng.random_range(-1.0..1.0)));
-                    }
-                }
-            }
-        }
-    }
-    CooTensor::from_triplets(vec![m, n], &t).unwrap()
-}
-
-fn dense(shape: &[usize], dtype: DType, rng: &mut ChaCha8Rng) -> SparseTensor<'static> {
-    let len: usize = shape.iter().product();
-    let v: Vec<f64> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
-    SparseTensor::dense_from_f64(shape, &v, dtype).unwrap()
-}
-
-fn close(a: &[f64], b: &[f64], tol: f64, what: &str) {
-    assert_eq!(a.len(), b.len(), "{what}: lengths differ");
-    for (k, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!(
-            (x - y).abs() <= tol * (1.0 + y.abs()),
-            "{what}: element {k}: compiled {x} vs interpreted {y}"
-        );
-    }
-}
+use support::{check_kernel, close, dense, have_compiler, matrix};
 
 fn check(program: &str, inputs: &HashMap<String, SparseTensor<'static>>, dtype: DType, what: &str) {
-    let expected = evaluate(program, inputs).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
     let kernel = compile(program).unwrap_or_else(|e| panic!("{what}: compile: {e}\n{program}"));
-    let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
-    for threads in [1, 2] {
-        let got = kernel
-            .run(
-                inputs,
-                &RunOptions {
-                    threads: Some(threads),
-                    ..RunOptions::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("{what}: run: {e}"));
-        for (name, t) in &expected {
-            let g = &got[name];
-            assert_eq!(g.shape(), t.shape(), "{what}: {name} shape");
-            close(
-                &g.to_dense_f64(),
-                &t.to_dense_f64(),
-                tol,
-                &format!("{what} ({threads} threads) {name}"),
-            );
-        }
-    }
+    check_kernel(&kernel, program, inputs, dtype, what);
 }
 
 const FORMATS_2D: [&str; 10] = [

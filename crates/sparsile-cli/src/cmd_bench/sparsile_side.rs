@@ -1,5 +1,6 @@
 //! Sparsile's side of a case: the index-notation program (K fixed as a constant, so the
-//! kernel is specialised to it), compilation with the case's format and recipe, warm-up
+//! kernel is specialised to it), compilation with the case's format and recipe
+//! (`sparsile::compile_recipe`: `default`, or any recipe `sparsile recipes` lists), warm-up
 //! and timed runs, and the result in the layout the peers write.
 //!
 //! ```text
@@ -12,10 +13,10 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use sparsile::formats::{CooTensor, Format, SparseTensor};
 use sparsile::ir::DType;
-use sparsile::{Kernel, RunOptions};
+use sparsile::RunOptions;
 
 use crate::cmd_bench::cases::{Case, Op};
 use crate::cmd_bench::operands::{Csr, Dense};
@@ -58,14 +59,6 @@ pub struct Measured {
     pub compile_seconds: f64,
 }
 
-/// Compiles a program with a recipe spec; `default` is the default schedule.
-fn compile(text: &str, inputs: &HashMap<String, SparseTensor<'_>>, recipe: &str) -> Result<Kernel> {
-    match recipe.trim() {
-        "default" => Ok(sparsile::compile_for(text, inputs)?),
-        other => bail!("unknown recipe `{other}` (this build knows `default`)"),
-    }
-}
-
 fn dense(shape: &[usize], values: &[f32]) -> Result<SparseTensor<'static>> {
     let v: Vec<f64> = values.iter().map(|&x| x as f64).collect();
     Ok(SparseTensor::dense_from_f64(shape, &v, DType::F32)?)
@@ -104,7 +97,7 @@ pub fn measure(
     }
     let text = program_text(case.op, &case.format, k);
     let t0 = Instant::now();
-    let kernel = compile(&text, &inputs, &case.recipe)
+    let kernel = sparsile::compile_recipe(&text, &inputs, &case.recipe)
         .with_context(|| format!("cannot compile {} (recipe {})", case.label(), case.recipe))?;
     let compile_seconds = t0.elapsed().as_secs_f64();
     let options = RunOptions {

@@ -129,6 +129,9 @@ pub(crate) fn write_axis_decls(
         if !axis.unique {
             args.push("nonunique".to_string());
         }
+        if axis.kind.is_sparse() && !axis.padded {
+            args.push("nopad".to_string());
+        }
         f.write_str(&args.join(", "))?;
         f.write_str(")")?;
         let (op, operands) = match &axis.structure {

@@ -37,7 +37,8 @@ pub enum AxisStructure {
 ///
 /// Invariants checked by the verifier: `dense_fixed` axes have no parent; variable axes
 /// have a parent and an `nnz`; `sparse_fixed` axes have `nnz_per_parent`; parents are
-/// declared before their children; `unique == false` only on sparse axes.
+/// declared before their children; `unique == false` only on sparse axes (`padded`
+/// is ignored on dense axes).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AxisDecl {
     pub name: String,
@@ -55,8 +56,19 @@ pub struct AxisDecl {
     /// Whether coordinates under one parent position are strictly increasing (true for
     /// every axis except the row axis of COO-like formats).
     pub unique: bool,
+    /// Whether stored coordinates of this (sparse) axis may equal its length: padding
+    /// slots (ELL, SR-BCRS). When `false` every stored coordinate is below the length,
+    /// which lets lowering drop range guards on coordinates read from this axis, and
+    /// binding refuses a tensor whose axis holds padding. Dense axes store no
+    /// coordinates and are never padded. Text form: `nopad` on a sparse axis.
+    #[serde(default = "padded_default")]
+    pub padded: bool,
     pub structure: AxisStructure,
     pub span: Span,
+}
+
+fn padded_default() -> bool {
+    true
 }
 
 impl AxisDecl {
@@ -71,6 +83,7 @@ impl AxisDecl {
             nnz_per_parent: None,
             index_type: IndexType::I32,
             unique: true,
+            padded: false,
             structure: AxisStructure::Bound,
             span: Span::default(),
         }
@@ -93,6 +106,7 @@ impl AxisDecl {
             nnz_per_parent: None,
             index_type,
             unique: true,
+            padded: true,
             structure: AxisStructure::Bound,
             span: Span::default(),
         }

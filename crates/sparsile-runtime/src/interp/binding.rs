@@ -17,6 +17,13 @@ use sparsile_ir::{AxisId, BufferId};
 use super::state::{AxisSource, Bindings, BoundAxis};
 use super::InterpError;
 
+/// The first position of `storage` holding the padding sentinel (a coordinate equal to
+/// the length), if any.
+fn first_padding(storage: &AxisStorage<'_>) -> Option<usize> {
+    let indices = storage.indices.as_ref()?;
+    (0..indices.len()).find(|&p| indices.get(p) >= storage.length)
+}
+
 /// Names an axis's parent for messages.
 fn parent_name(program: &Program, parent: Option<AxisId>) -> String {
     match parent {
@@ -126,6 +133,15 @@ impl<'i> Bindings<'i> {
                     buffer: decl.name.clone(),
                     axis: axis.name.clone(),
                 });
+            }
+            if axis.kind.is_sparse() && !axis.padded {
+                if let Some(position) = first_padding(storage) {
+                    return Err(InterpError::PaddingOnUnpaddedAxis {
+                        buffer: decl.name.clone(),
+                        axis: axis.name.clone(),
+                        position,
+                    });
+                }
             }
             self.unify(
                 program,

@@ -79,6 +79,13 @@ pub enum InterpError {
     #[error("buffer `{buffer}`, axis `{axis}`: declared unique but the tensor's axis may repeat coordinates")]
     UniquenessMismatch { buffer: String, axis: String },
 
+    #[error("buffer `{buffer}`: axis `{axis}` is declared without padding, but stored position {position} holds the padding coordinate (its length)")]
+    PaddingOnUnpaddedAxis {
+        buffer: String,
+        axis: String,
+        position: usize,
+    },
+
     #[error("axis `{axis}` is bound by buffer `{first}` and by buffer `{second}` to different structures: {detail}")]
     SharedAxisMismatch {
         axis: String,

@@ -66,6 +66,7 @@ impl Builder {
             nnz_per_parent: Some(per),
             index_type: IndexType::I32,
             unique,
+            padded: true,
             structure: AxisStructure::Bound,
             span: Span::default(),
         })

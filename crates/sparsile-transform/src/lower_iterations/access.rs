@@ -19,8 +19,8 @@
 //! `>= 0`. A read of an invalid access gives `0` (`select(valid, load, 0)`); a store is
 //! wrapped in `if valid { ... }` (a store to an in-range element that is not stored,
 //! which the interpreter reports as an error, is skipped too). Guards that always hold are left out (a coordinate is
-//! never negative; a `dense_fixed` loop variable is below the length of an axis of the
-//! same length).
+//! never negative; a `dense_fixed` loop variable, or one over a sparse axis declared
+//! without padding, is below the length of an axis of the same length).
 
 use sparsile_ir::coord::{self, Extent, Store};
 use sparsile_ir::loops::{Expr, LogicOp, Stmt, VarType};
@@ -256,13 +256,16 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Whether `index` is always below `length`: a `dense_fixed` loop variable over an
-    /// axis of the same length, or a constant below a constant length.
+    /// Whether `index` is always below `length`: a loop variable over an axis of the
+    /// same length that is `dense_fixed` or sparse without padding (its stored
+    /// coordinates are below the length, which binding checks), or a constant below a
+    /// constant length.
     fn below_length(&self, index: &coord::Expr, length: Extent) -> bool {
         match index {
             coord::Expr::Var(v) => self.vars[*v].as_ref().is_some_and(|b| {
                 let a = &self.program.axes[b.axis];
-                a.kind == AxisKind::DenseFixed && a.length == length
+                let bounded = a.kind == AxisKind::DenseFixed || (a.kind.is_sparse() && !a.padded);
+                bounded && a.length == length
             }),
             coord::Expr::Int(c) => matches!(length, Extent::Const(l) if *c < l),
             _ => false,

@@ -288,6 +288,21 @@ pub enum ScheduleError {
         span: Span,
     },
     // ---- end of loop-kind primitives ----
+    // ---- specialize ----
+    /// The program declares no parameter of this name.
+    #[error("{primitive}: the program has no parameter `{param}`")]
+    UnknownParam {
+        primitive: &'static str,
+        param: String,
+    },
+    /// A parameter cannot be fixed to a negative value.
+    #[error("{primitive}: parameter `{param}` cannot be fixed to the negative value {value}")]
+    NegativeSpecialization {
+        primitive: &'static str,
+        param: String,
+        value: i64,
+    },
+    // ---- end of specialize ----
 }
 
 fn list(errors: &[VerifyError]) -> String {

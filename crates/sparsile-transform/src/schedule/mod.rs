@@ -34,6 +34,7 @@ pub mod parallel;
 pub mod reorder;
 pub mod sparse_fuse;
 pub mod sparse_reorder;
+pub mod specialize;
 pub mod split;
 pub mod trace;
 pub mod unroll;
@@ -47,6 +48,7 @@ pub use parallel::parallel;
 pub use reorder::reorder;
 pub use sparse_fuse::sparse_fuse;
 pub use sparse_reorder::sparse_reorder;
+pub use specialize::specialize;
 pub use split::{split, SplitTail};
 pub use trace::{Step, Trace};
 pub use unroll::unroll;
@@ -121,6 +123,7 @@ impl Schedule {
             Step::Reorder { loops } => self.reorder(loops),
             Step::SparseReorder { iteration, order } => self.sparse_reorder(iteration, order),
             Step::SparseFuse { iteration, axes } => self.sparse_fuse(iteration, axes),
+            Step::Specialize { param, value } => self.specialize(param, *value),
             Step::Parallel { target } => self.parallel(target),
             Step::Vectorize { target } => self.vectorize(target),
             Step::Unroll { target } => self.unroll(target),
@@ -188,6 +191,16 @@ impl Schedule {
             axes: axes.to_vec(),
         };
         self.stage1("sparse_fuse", step, |p| sparse_fuse(p, iteration, axes))
+    }
+
+    /// [`specialize()`]: fixes parameter `param` to `value`. Only before the first
+    /// stage-II call.
+    pub fn specialize(&mut self, param: &str, value: i64) -> Result<(), ScheduleError> {
+        let step = Step::Specialize {
+            param: param.to_string(),
+            value,
+        };
+        self.stage1("specialize", step, |p| specialize(p, param, value))
     }
 
     /// [`split()`]: returns the outer and inner loops.

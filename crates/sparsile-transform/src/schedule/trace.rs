@@ -38,6 +38,11 @@ pub enum Step {
         iteration: String,
         axes: Vec<String>,
     },
+    /// Stage I: fix parameter `param` to `value`.
+    Specialize {
+        param: String,
+        value: i64,
+    },
     /// Stage I → II (`lower_iterations`).
     Lower,
     Split {
@@ -73,6 +78,7 @@ impl Step {
         match self {
             Step::SparseReorder { .. } => "sparse_reorder",
             Step::SparseFuse { .. } => "sparse_fuse",
+            Step::Specialize { .. } => "specialize",
             Step::Lower => "lower",
             Step::Split { .. } => "split",
             Step::Fuse { .. } => "fuse",

@@ -185,6 +185,8 @@ impl<'c> Decls<'c> {
         let layout: &Layout = &checked.layouts[t];
         let tname = decl.name.clone();
         let span = decl.span;
+        // Only formats with padding slots store the sentinel coordinate (= length).
+        let pads = decl.format.pads();
         let needs_count = |s: &sparsile_formats::AxisSpec| {
             s.kind.is_variable()
                 || (computed.is_some() && s.kind == AxisKind::SparseFixed)
@@ -241,6 +243,7 @@ impl<'c> Decls<'c> {
                 nnz_per_parent,
                 index_type: IndexType::I32,
                 unique: spec.unique,
+                padded: spec.kind.is_sparse() && pads,
                 structure,
                 span,
             });

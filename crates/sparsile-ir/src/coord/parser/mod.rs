@@ -15,7 +15,7 @@
 //! KIND       = "dense_fixed" | "dense_variable" | "sparse_fixed" | "sparse_variable" ;
 //! parent     = IDENT | "none" ;          (* required for every kind but dense_fixed *)
 //! attr       = "nnz" "=" extent | "per" "=" extent | "idx" "=" ( "i32" | "i64" )
-//!            | "nonunique" ;            (* each at most once; printed in this order *)
+//!            | "nonunique" | "nopad" ;  (* each at most once; printed in this order *)
 //! extent     = [ "-" ] INT | IDENT ;    (* a constant or a parameter *)
 //! buffer     = "buffer" IDENT ":" DTYPE "[" [ IDENT { "," IDENT } ] "]" ROLE ;
 //! DTYPE      = "f16" | "bf16" | "f32" | "f64" | "i32" | "i64" ;
@@ -41,7 +41,8 @@
 //! ```
 //!
 //! `#` starts a comment that runs to the end of the line. Attribute defaults: index type
-//! `i32`, unique coordinates, `Bound` structure. `idx=` is always printed for axes with
+//! `i32`, unique coordinates, sparse axes possibly padded (`nopad` promises every stored
+//! coordinate is below the length), `Bound` structure. `idx=` is always printed for axes with
 //! structure arrays (every kind but `dense_fixed`, where it is printed only for `i64`).
 //! There is no unary minus operator (use `neg(x)`); a `-` directly before a number is
 //! part of the literal, so `a - -3` subtracts the literal `-3`. The words in
@@ -109,6 +110,7 @@ pub const RESERVED: &[&str] = &[
     "union",
     "intersect",
     "nonunique",
+    "nopad",
     "inf",
     "nan",
 ];

@@ -157,7 +157,7 @@ impl Parser {
     /// Whether the token `k` ahead starts an axis attribute (`nonunique` or `word =`).
     fn is_attr_start(&self, k: usize) -> bool {
         match self.peek_at(k) {
-            Tok::Ident(s) if s == "nonunique" => true,
+            Tok::Ident(s) if s == "nonunique" || s == "nopad" => true,
             Tok::Ident(_) => *self.peek_at(k + 1) == Tok::Punct("="),
             _ => false,
         }
@@ -314,6 +314,7 @@ impl Parser {
         let length = self.extent()?;
         let mut decl = AxisDecl::dense_fixed(name, length);
         decl.kind = kind;
+        decl.padded = kind.is_sparse();
         let mut seen: Vec<&str> = Vec::new();
         while self.eat_punct(",") {
             let (attr, span) = self.expect_word("an axis attribute")?;
@@ -322,11 +323,12 @@ impl Parser {
                 "per" => "per",
                 "idx" => "idx",
                 "nonunique" => "nonunique",
+                "nopad" => "nopad",
                 _ => {
                     return Err(ParseError::new(
                         span,
                         format!(
-                            "expected an axis attribute (`nnz=`, `per=`, `idx=` or `nonunique`), found `{attr}`"
+                            "expected an axis attribute (`nnz=`, `per=`, `idx=`, `nonunique` or `nopad`), found `{attr}`"
                         ),
                     ))
                 }
@@ -340,6 +342,7 @@ impl Parser {
             seen.push(key);
             match key {
                 "nonunique" => decl.unique = false,
+                "nopad" => decl.padded = false,
                 "idx" => {
                     self.expect_punct("=")?;
                     let (t, tspan) = self.expect_word("an index type")?;

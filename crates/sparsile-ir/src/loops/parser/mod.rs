@@ -104,6 +104,7 @@ pub const RESERVED: &[&str] = &[
     "union",
     "intersect",
     "nonunique",
+    "nopad",
     "inf",
     "nan",
 ];

@@ -1,0 +1,95 @@
+//! `rowwise`: rows in parallel, the dense width specialised and vectorised.
+//!
+//! The row-balanced, row-major, sequential-reduction design (DA-SpMM's RB+RM+SR) for
+//! CPUs, for any operator whose main loop nest ends in a dense loop (SpMM, SDDMM) or a
+//! sparse one (SpMV): the extent of the innermost loop of the main iteration becomes a
+//! constant when the inputs fix it (`specialize`), the outermost spatial loop of each
+//! block runs in parallel, and every innermost loop whose iterations carry no
+//! dependence through memory is vectorised (a reduction into memory is left serial).
+
+use sparsile_ir::loops::Expr;
+use sparsile_transform::lower_iterations;
+use sparsile_transform::schedule::{Schedule, ScheduleError};
+
+use super::default::parallel_outer;
+use super::nest::{blocks, main_iteration, nest};
+use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
+
+pub(super) const RECIPE: Recipe = Recipe { info, apply };
+
+fn info() -> RecipeInfo {
+    RecipeInfo {
+        name: "rowwise",
+        summary: "rows in parallel; the innermost dense extent (K) fixed at compile time; innermost loops vectorised",
+        ops: &["spmm", "sddmm", "spmv"],
+        params: vec![ParamInfo {
+            name: "k",
+            default: "auto",
+            doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
+        }],
+        source: "DA-SpMM (row balance, row-major, sequential reduction)",
+    }
+}
+
+fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
+    let name = "rowwise";
+    if let Some((param, value)) = width(sch, args, ctx)? {
+        sch.specialize(&param, value).map_err(sched(name))?;
+    }
+    parallel_outer(sch, name)?;
+    vectorize_innermost(sch, name)
+}
+
+/// The parameter bounding the innermost loop of the main iteration, and the value to
+/// fix it to (from `k=` or the inputs).
+pub(super) fn width(
+    sch: &Schedule,
+    args: &Args,
+    ctx: &RecipeContext,
+) -> Result<Option<(String, i64)>, RecipeError> {
+    let choice = args.text("k").to_string();
+    if choice == "none" {
+        return Ok(None);
+    }
+    let program = sch.program();
+    let Some(main) = main_iteration(program) else {
+        return Ok(None);
+    };
+    let func = lower_iterations(program).map_err(|e| RecipeError::Schedule {
+        recipe: "rowwise".into(),
+        source: Box::new(ScheduleError::from(e)),
+    })?;
+    let loops = nest(&func, &main);
+    let Some((_, inner)) = loops.last() else {
+        return Ok(None);
+    };
+    let (Expr::Int(0), Expr::Param(p)) = (&inner.lo, &inner.hi) else {
+        return Ok(None);
+    };
+    let param = func.params[*p].name.clone();
+    let value = if choice == "auto" {
+        match ctx.params.get(&param) {
+            Some(v) => *v,
+            None => return Ok(None),
+        }
+    } else {
+        args.int("k", 1, 1 << 20)?
+    };
+    Ok(Some((param, value)))
+}
+
+/// Vectorises the innermost loop of every block where that is legal.
+pub(super) fn vectorize_innermost(sch: &mut Schedule, recipe: &str) -> Result<(), RecipeError> {
+    let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
+    for block in blocks(&func) {
+        if let Some((target, _)) = nest(&func, &block).last() {
+            match sch.vectorize(target) {
+                Ok(()) => {}
+                // Loops that carry a dependence (or are parallel) stay as they are.
+                Err(ScheduleError::LoopCarriedAccess(_) | ScheduleError::NotSerial { .. }) => {}
+                Err(e) => return Err(sched(recipe)(e)),
+            }
+        }
+    }
+    Ok(())
+}

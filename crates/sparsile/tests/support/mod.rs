@@ -1,0 +1,115 @@
+//! Shared by the facade's compiled-kernel tests: seeded random matrices (with empty
+//! rows, an empty matrix, one long row), dense operands, and the comparison of a
+//! compiled kernel's outputs with the reference interpreter's.
+//!
+//! Tolerance: |compiled − interpreted| ≤ tol · (1 + |interpreted|) per element, with
+//! tol = 1e-4 for f32 and 1e-10 for f64 (the interpreter accumulates in f64).
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sparsile::formats::{CooTensor, SparseTensor};
+use sparsile::ir::settings::Settings;
+use sparsile::ir::DType;
+use sparsile::{evaluate, Kernel, RunOptions};
+
+/// A seeded generator.
+pub fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+pub fn have_compiler() -> bool {
+    match sparsile::runtime::jit::Compiler::detect(&Settings::from_env()) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("skipping compiled kernels: {e}");
+            false
+        }
+    }
+}
+
+/// A random sparse matrix of the given kind.
+pub fn matrix(kind: &str, m: usize, n: usize, rng: &mut ChaCha8Rng) -> CooTensor {
+    let mut t = Vec::new();
+    match kind {
+        "empty" => {}
+        "long_row" => {
+            for j in 0..n {
+                if rng.random_bool(0.9) {
+                    t.push((m / 2, j, rng.random_range(-1.0..1.0)));
+                }
+            }
+            for i in 0..m {
+                if i != m / 2 && rng.random_bool(0.3) {
+                    t.push((i, rng.random_range(0..n), rng.random_range(-1.0..1.0)));
+                }
+            }
+        }
+        _ => {
+            for i in 0..m {
+                // every third row empty
+                if i % 3 == 1 {
+                    continue;
+                }
+                for j in 0..n {
+                    if rng.random_bool(0.25) {
+                        t.push((i, j, rng.random_range(-1.0..1.0)));
+                    }
+                }
+            }
+        }
+    }
+    CooTensor::from_triplets(vec![m, n], &t).unwrap()
+}
+
+pub fn dense(shape: &[usize], dtype: DType, rng: &mut ChaCha8Rng) -> SparseTensor<'static> {
+    let len: usize = shape.iter().product();
+    let v: Vec<f64> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
+    SparseTensor::dense_from_f64(shape, &v, dtype).unwrap()
+}
+
+pub fn close(a: &[f64], b: &[f64], tol: f64, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths differ");
+    for (k, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!(
+            (x - y).abs() <= tol * (1.0 + y.abs()),
+            "{what}: element {k}: compiled {x} vs interpreted {y}"
+        );
+    }
+}
+
+/// Runs `kernel` with 1 and 2 threads and compares every output with the interpreter.
+pub fn check_kernel(
+    kernel: &Kernel,
+    program: &str,
+    inputs: &HashMap<String, SparseTensor<'static>>,
+    dtype: DType,
+    what: &str,
+) {
+    let expected = evaluate(program, inputs).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
+    let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
+    for threads in [1, 2] {
+        let got = kernel
+            .run(
+                inputs,
+                &RunOptions {
+                    threads: Some(threads),
+                    ..RunOptions::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{what}: run: {e}"));
+        for (name, t) in &expected {
+            let g = &got[name];
+            assert_eq!(g.shape(), t.shape(), "{what}: {name} shape");
+            close(
+                &g.to_dense_f64(),
+                &t.to_dense_f64(),
+                tol,
+                &format!("{what} ({threads} threads) {name}"),
+            );
+        }
+    }
+}
