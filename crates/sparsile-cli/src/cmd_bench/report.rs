@@ -74,8 +74,13 @@ pub fn table(records: &[Record]) -> String {
             case.clone()
         };
         last = case;
-        let system = match &r.format {
-            Some(f) if r.system == SPARSILE => format!("{} ({f})", r.system),
+        let system = match (&r.format, r.recipe.as_deref()) {
+            (Some(f), Some("default") | None) if r.system == SPARSILE => {
+                format!("{} ({f})", r.system)
+            }
+            (Some(f), Some(recipe)) if r.system == SPARSILE => {
+                format!("{} ({f}, {recipe})", r.system)
+            }
             _ => r.system.clone(),
         };
         let range = match (r.min_ms, r.max_ms) {
@@ -211,6 +216,9 @@ mod tests {
         let text = table(&rows);
         assert_eq!(text.matches("cora spmm K=32").count(), 1, "{text}");
         assert!(text.contains("sparsile (csr)"), "{text}");
+        let mut tuned = rows[0].clone();
+        tuned.recipe = Some("rowwise:k=32".into());
+        assert!(table(&[tuned]).contains("sparsile (csr, rowwise:k=32)"));
         assert!(text.contains("2.00x mkl"), "{text}");
         assert!(text.contains("mkl: no SDDMM"), "{text}");
     }
