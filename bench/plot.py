@@ -7,7 +7,10 @@ under the roofline min(peak, bandwidth x intensity) of the machine."""
 import json
 import sys
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit("plot.py needs matplotlib: run bench/setup.sh (without --minimal)")
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
