@@ -25,7 +25,7 @@ pub struct BenchArgs {
     /// Threads for Sparsile and for every peer (default: every core).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Untimed runs before the timed ones.
+    /// Untimed runs before the timed ones (at least one is always made).
     #[arg(long, default_value_t = 3)]
     pub warmup: usize,
     /// Timed runs; the median, minimum and maximum are reported.
