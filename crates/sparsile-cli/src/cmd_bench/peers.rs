@@ -236,6 +236,107 @@ mod tests {
         assert!(err.contains("setup.sh"), "{err}");
     }
 
+    #[cfg(unix)]
+    /// A bench folder whose `.venv/bin/python` is the system's python3 and whose peers
+    /// are small stdlib-only scripts; `None` when there is no python3.
+    fn fake_bench(dir: &Path) -> Option<PathBuf> {
+        let python = std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|p| p.join("python3"))
+            .find(|p| p.is_file())?;
+        let bin = dir.join(".venv").join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(&python, bin.join("python")).unwrap();
+        let peers = dir.join("peers");
+        std::fs::create_dir_all(&peers).unwrap();
+        let write = |name: &str, body: &str| {
+            std::fs::write(peers.join(format!("{name}_peer.py")), body).unwrap();
+        };
+        // Writes y = 2 * x (m values) and two timings.
+        write(
+            "scipy",
+            r#"import json, os, struct, sys
+case = json.load(open(sys.argv[1]))
+d = case["dir"]
+x = open(os.path.join(d, "X.f32"), "rb").read()
+vals = struct.unpack("<%df" % (len(x) // 4), x)
+open(os.path.join(d, "out.scipy.f32"), "wb").write(struct.pack("<%df" % len(vals), *[2 * v for v in vals]))
+json.dump({"supported": True, "note": None, "version": "fake 1", "times_ms": [2.0, 4.0]},
+          open(os.path.join(d, "result.scipy.json"), "w"))
+"#,
+        );
+        write(
+            "mkl",
+            r#"import json, os, sys
+case = json.load(open(sys.argv[1]))
+json.dump({"supported": False, "note": "mkl: no " + case["op"], "version": None},
+          open(os.path.join(case["dir"], "result.mkl.json"), "w"))
+"#,
+        );
+        write("graphblas", "raise RuntimeError('boom')\n");
+        Some(bin.join("python"))
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn peer_processes_report_runs_notes_and_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(python) = fake_bench(dir.path()) else {
+            eprintln!("skipped: no python3");
+            return;
+        };
+        let case_dir = dir.path().join("case");
+        std::fs::create_dir_all(&case_dir).unwrap();
+        let a = Csr {
+            m: 3,
+            n: 3,
+            indptr: vec![0, 1, 2, 3],
+            indices: vec![0, 1, 2],
+            values: vec![1.0; 3],
+        };
+        let dense = crate::cmd_bench::operands::Dense::random(Op::Spmv, 3, 3, 1, 4);
+        a.write(&case_dir).unwrap();
+        dense.write(&case_dir).unwrap();
+        let case = Case {
+            path: "a.mtx".into(),
+            matrix: "a".into(),
+            op: Op::Spmv,
+            k: None,
+            format: "csr".into(),
+            recipe: "default".into(),
+        };
+        let runs = Runs {
+            threads: 1,
+            warmup: 1,
+            repeat: 2,
+        };
+        let case_json = write_case(&case_dir, &case, &a, runs).unwrap();
+        match run_peer(&python, dir.path(), "scipy", &case_json, 1).unwrap() {
+            PeerRun::Ran {
+                times,
+                output,
+                version,
+                ..
+            } => {
+                assert_eq!(times, vec![0.002, 0.004]);
+                let doubled: Vec<f32> = dense.x.iter().map(|v| 2.0 * v).collect();
+                assert_eq!(output, doubled);
+                assert_eq!(version.as_deref(), Some("fake 1"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            run_peer(&python, dir.path(), "mkl", &case_json, 1).unwrap(),
+            PeerRun::Unsupported {
+                note: "mkl: no spmv".into()
+            }
+        );
+        match run_peer(&python, dir.path(), "graphblas", &case_json, 1).unwrap() {
+            PeerRun::Failed { note } => assert!(note.contains("boom"), "{note}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(run_peer(&python, dir.path(), "torch", &case_json, 1).is_err());
+    }
+
     #[test]
     fn the_repository_bench_folder_is_found() {
         let dir = find_bench_dir(None).unwrap();
