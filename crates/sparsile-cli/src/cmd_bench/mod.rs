@@ -247,7 +247,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 }
 
 /// Measures one case with Sparsile and every peer; returns Sparsile's record first.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // the run's context, passed down unchanged
 fn measure_case(
     case: &Case,
     mat: &Matrix,
@@ -315,7 +315,7 @@ fn measure_case(
             ours.max_abs_err = Some(check.max_abs_err);
             our_output = Some(m.output);
         }
-        Err(e) => ours.note = Some(format!("failed: {e:#}")),
+        Err(e) => ours.note = Some(format!("failed: {}", one_line(&e))),
     }
     bar.inc(1);
 
@@ -378,6 +378,23 @@ fn measure_case(
     Ok(records)
 }
 
+/// An error and its causes on one line, leaving out causes whose text the message
+/// already holds (errors that print their source).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if text.contains(&c) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&c);
+    }
+    text
+}
+
 /// Fills `speedup` (and Sparsile's `best_peer`) from the medians of correct results.
 fn set_speedups(records: &mut [Record]) {
     let Some(ours) = records[0]
@@ -398,5 +415,75 @@ fn set_speedups(records: &mut [Record]) {
     if let Some((t, name)) = best {
         records[0].speedup = Some(t / ours);
         records[0].best_peer = Some(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_drops_repeated_causes() {
+        let e = anyhow::anyhow!("inner detail")
+            .context("outer: inner detail")
+            .context("while compiling");
+        assert_eq!(one_line(&e), "while compiling: outer: inner detail");
+    }
+
+    fn record(system: &str, median: Option<f64>, correct: Option<bool>) -> Record {
+        Record {
+            matrix: "a".into(),
+            op: "spmm".into(),
+            k: Some(8),
+            system: system.into(),
+            format: None,
+            recipe: None,
+            m: 1,
+            n: 1,
+            nnz: 1,
+            threads: 1,
+            median_ms: median,
+            min_ms: median,
+            max_ms: median,
+            gflops: None,
+            gbs: None,
+            floor_ms: 1.0,
+            pct_of_floor: None,
+            speedup: None,
+            best_peer: None,
+            correct,
+            max_abs_err: None,
+            note: None,
+            version: None,
+            compile_ms: None,
+            flops: 1.0,
+            bytes: 1.0,
+            bandwidth_gbs: 1.0,
+            peak_gflops: 1.0,
+        }
+    }
+
+    #[test]
+    fn speedups_use_only_correct_peers() {
+        let mut rs = vec![
+            record(SPARSILE, Some(2.0), Some(true)),
+            record("scipy", Some(8.0), Some(true)),
+            record("mkl", Some(1.0), Some(false)),
+            record("graphblas", Some(3.0), Some(true)),
+            record("torch", None, None),
+        ];
+        set_speedups(&mut rs);
+        assert_eq!(rs[0].speedup, Some(1.5));
+        assert_eq!(rs[0].best_peer.as_deref(), Some("graphblas"));
+        assert_eq!(rs[1].speedup, Some(4.0));
+        assert_eq!(rs[2].speedup, None);
+        assert_eq!(rs[4].speedup, None);
+        // No speedup at all when Sparsile's own result is wrong.
+        let mut rs = vec![
+            record(SPARSILE, Some(2.0), Some(false)),
+            record("scipy", Some(8.0), Some(true)),
+        ];
+        set_speedups(&mut rs);
+        assert_eq!((rs[0].speedup, rs[1].speedup), (None, None));
     }
 }
