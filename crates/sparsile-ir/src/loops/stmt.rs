@@ -73,6 +73,14 @@ pub enum Stmt {
         value: Expr,
         span: Span,
     },
+    /// A hint: fetch the element `buffer[indices]` into the cache ahead of its use. It
+    /// changes no value; its indices are evaluated like a load's, and the element must
+    /// be in bounds (the `prefetch` primitive guards it). Text: `prefetch B[j, 0]`.
+    Prefetch {
+        buffer: BufferId,
+        indices: Vec<Expr>,
+        span: Span,
+    },
     /// A named region: the work of one stage-I iteration (`spmm`) or of its init
     /// (`spmm.init`). Schedules find loops through block names.
     Block {

@@ -303,6 +303,31 @@ pub enum ScheduleError {
         value: i64,
     },
     // ---- end of specialize ----
+    // ---- prefetch ----
+    /// The function has no buffer of this name.
+    #[error("{primitive}: the function has no buffer `{buffer}`")]
+    UnknownBuffer {
+        primitive: &'static str,
+        buffer: String,
+    },
+    /// The loop body never loads the buffer.
+    #[error("{primitive}: loop `{var}` in block `{block}` does not load buffer `{buffer}`")]
+    NoLoadInLoop {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+    },
+    /// The load's indices cannot be computed ahead.
+    #[error("prefetch: loop `{var}` in block `{block}` ({span}): the load of `{buffer}` cannot be computed ahead: {reason}")]
+    PrefetchIndex {
+        block: String,
+        var: String,
+        buffer: String,
+        reason: String,
+        span: Span,
+    },
+    // ---- end of prefetch ----
 }
 
 fn list(errors: &[VerifyError]) -> String {

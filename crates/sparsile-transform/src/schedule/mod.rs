@@ -31,6 +31,7 @@ pub mod error;
 pub mod fuse;
 pub mod loop_ref;
 pub mod parallel;
+pub mod prefetch;
 pub mod reorder;
 pub mod sparse_fuse;
 pub mod sparse_reorder;
@@ -45,6 +46,7 @@ pub use error::ScheduleError;
 pub use fuse::fuse;
 pub use loop_ref::LoopRef;
 pub use parallel::parallel;
+pub use prefetch::prefetch;
 pub use reorder::reorder;
 pub use sparse_fuse::sparse_fuse;
 pub use sparse_reorder::sparse_reorder;
@@ -128,6 +130,11 @@ impl Schedule {
             Step::Vectorize { target } => self.vectorize(target),
             Step::Unroll { target } => self.unroll(target),
             Step::Bound { target, extent } => self.bound(target, *extent),
+            Step::Prefetch {
+                target,
+                buffer,
+                distance,
+            } => self.prefetch(target, buffer, *distance),
         }
     }
 
@@ -268,6 +275,24 @@ impl Schedule {
             extent,
         };
         self.stage2(step, |f| bound(f, target, extent).map(|f| (f, ())))
+    }
+
+    /// [`prefetch()`]: prefetches the element of `buffer` that loop `target` loads
+    /// `distance` iterations ahead.
+    pub fn prefetch(
+        &mut self,
+        target: &LoopRef,
+        buffer: &str,
+        distance: i64,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::Prefetch {
+            target: target.clone(),
+            buffer: buffer.to_string(),
+            distance,
+        };
+        self.stage2(step, |f| {
+            prefetch(f, target, buffer, distance).map(|f| (f, ()))
+        })
     }
 
     /// Lowers to stage II if needed and flattens the function (`lower_buffers`).

@@ -198,7 +198,10 @@ pub(crate) fn find_loop<'a>(
                         return Some(r);
                     }
                 }
-                Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Store { .. } => {}
+                Stmt::Let { .. }
+                | Stmt::Assign { .. }
+                | Stmt::Store { .. }
+                | Stmt::Prefetch { .. } => {}
             }
         }
         None
@@ -248,7 +251,10 @@ pub(crate) fn with_loop(func: &Func, target: &LoopRef, edit: impl FnOnce(&mut Fo
                     let name = name.clone();
                     walk(vars, body, target, Some(&name), edit);
                 }
-                Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Store { .. } => {}
+                Stmt::Let { .. }
+                | Stmt::Assign { .. }
+                | Stmt::Store { .. }
+                | Stmt::Prefetch { .. } => {}
             }
         }
     }
@@ -387,6 +393,10 @@ fn collect_stmts(stmts: &[Stmt], b: &mut Body) {
                     indices: Some(indices.clone()),
                     span: *span,
                 });
+            }
+            // The prefetched element is not accessed; only the loads in its indices.
+            Stmt::Prefetch { indices, span, .. } => {
+                indices.iter().for_each(|e| collect_expr(e, *span, b));
             }
             Stmt::Block { body, .. } => collect_stmts(body, b),
         }

@@ -70,6 +70,12 @@ pub enum Step {
         target: LoopRef,
         extent: i64,
     },
+    /// Stage II: prefetch the element of `buffer` loaded `distance` iterations ahead.
+    Prefetch {
+        target: LoopRef,
+        buffer: String,
+        distance: i64,
+    },
 }
 
 impl Step {
@@ -87,6 +93,7 @@ impl Step {
             Step::Vectorize { .. } => "vectorize",
             Step::Unroll { .. } => "unroll",
             Step::Bound { .. } => "bound",
+            Step::Prefetch { .. } => "prefetch",
         }
     }
 }

@@ -105,6 +105,7 @@ pub const RESERVED: &[&str] = &[
     "intersect",
     "nonunique",
     "nopad",
+    "prefetch",
     "inf",
     "nan",
 ];
@@ -167,9 +168,10 @@ fn clear_stmt_spans(stmts: &mut [Stmt]) {
                 clear_stmt_spans(then_body);
                 clear_stmt_spans(else_body);
             }
-            Stmt::Let { span, .. } | Stmt::Assign { span, .. } | Stmt::Store { span, .. } => {
-                *span = Span::default()
-            }
+            Stmt::Let { span, .. }
+            | Stmt::Assign { span, .. }
+            | Stmt::Store { span, .. }
+            | Stmt::Prefetch { span, .. } => *span = Span::default(),
             Stmt::Block { body, span, .. } => {
                 *span = Span::default();
                 clear_stmt_spans(body);
