@@ -10,9 +10,13 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 fn sparsile(args: &[&str], cache: &Path) -> Output {
+    sparsile_in(&repo_root(), args, cache)
+}
+
+fn sparsile_in(cwd: &Path, args: &[&str], cache: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sparsile"))
         .args(args)
-        .current_dir(repo_root())
+        .current_dir(cwd)
         .env("SPARSILE_CACHE_DIR", cache)
         .output()
         .expect("the sparsile binary runs")
@@ -176,8 +180,9 @@ fn a_suite_with_a_format_override_and_the_probes() {
         r#"{"ops": ["spmm:16", "spmv"], "cases": [{"matrix": "m/sq.mtx", "recipe": "default"}]}"#,
     )
     .unwrap();
-    let out = dir.path().join("s.json");
     let cache = dir.path().join("cache");
+    // Without --json a suite run writes sparsile-bench-STEM.json in the current folder
+    // (and its chart, or says why not).
     let args = [
         "bench",
         "--suite",
@@ -190,11 +195,11 @@ fn a_suite_with_a_format_override_and_the_probes() {
         "1",
         "--repeat",
         "2",
-        "--json",
-        out.to_str().unwrap(),
     ];
-    let text = ok(&sparsile(&args, &cache));
+    let text = ok(&sparsile_in(dir.path(), &args, &cache));
     assert!(text.contains("measured"), "{text}");
+    assert!(text.contains("chart: "), "{text}");
+    let out = dir.path().join("sparsile-bench-suite.json");
     let recs = records(&out);
     assert_eq!(recs.len(), 2);
     for r in &recs {
@@ -204,7 +209,7 @@ fn a_suite_with_a_format_override_and_the_probes() {
         assert!(r["peak_gflops"].as_f64().unwrap() > 0.0);
     }
     // The second run finds the probes in the cache.
-    let text = ok(&sparsile(&args, &cache));
+    let text = ok(&sparsile_in(dir.path(), &args, &cache));
     assert!(text.contains("cached probe"), "{text}");
 }
 

@@ -100,6 +100,22 @@ fn collect_cases(args: &BenchArgs, settings: &Settings) -> Result<Vec<Case>> {
     Ok(cases)
 }
 
+/// Where the records and the chart go: `--json` and `--plot`; a suite run without them
+/// writes `sparsile-bench-STEM.json` and `sparsile-bench-STEM.png` in the current folder
+/// (the chart only when the bench environment can draw it).
+fn output_paths(args: &BenchArgs) -> (Option<PathBuf>, Option<PathBuf>) {
+    let default = |ext: &str| {
+        args.suite.as_ref().map(|s| {
+            let stem = s.file_stem().unwrap_or_default().to_string_lossy();
+            PathBuf::from(format!("sparsile-bench-{stem}.{ext}"))
+        })
+    };
+    (
+        args.json.clone().or_else(|| default("json")),
+        args.plot.clone().or_else(|| default("png")),
+    )
+}
+
 /// A matrix read once for all its cases.
 struct Matrix {
     path: PathBuf,
@@ -226,12 +242,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         outln!();
         out!("{means}");
     }
-    if let Some(path) = &args.json {
+    let (json_path, plot_path) = output_paths(args);
+    if let Some(path) = &json_path {
         record::write(path, &records)?;
         outln!("records: {}", path.display());
     }
-    if let Some(png) = &args.plot {
-        let json = match &args.json {
+    if let Some(png) = &plot_path {
+        let json = match &json_path {
             Some(p) => p.clone(),
             None => {
                 let p = work.path().join("records.json");
@@ -239,9 +256,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 p
             }
         };
-        let bench_dir = setup.bench_dir.as_deref().expect("found for --plot");
-        plot::draw(bench_dir, &json, png)?;
-        outln!("chart: {}", png.display());
+        let drawn = peers::find_bench_dir(args.bench_dir.as_deref())
+            .and_then(|dir| plot::draw(&dir, &json, png));
+        match drawn {
+            Ok(()) => outln!("chart: {}", png.display()),
+            // The default chart of a suite run is drawn when the bench environment can.
+            Err(e) if args.plot.is_none() => outln!("chart: skipped ({})", one_line(&e)),
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }
