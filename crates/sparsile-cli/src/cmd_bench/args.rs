@@ -31,6 +31,10 @@ pub struct BenchArgs {
     /// Timed runs; the median, minimum and maximum are reported.
     #[arg(long, default_value_t = 10)]
     pub repeat: usize,
+    /// Seconds a peer may take for one case (warm-up and repeats) before it is stopped
+    /// and reported as failed.
+    #[arg(long, default_value_t = 900, value_name = "SECONDS")]
+    pub peer_timeout: u64,
     /// Sparsile's format for the sparse operand in every case (overrides the suite).
     #[arg(long)]
     pub format: Option<String>,

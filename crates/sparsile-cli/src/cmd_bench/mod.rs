@@ -372,7 +372,14 @@ fn measure_case(
         r.format = None;
         r.recipe = None;
         r.version = None;
-        match peers::run_peer(python, bench_dir, name, &case_json, threads)? {
+        match peers::run_peer(
+            python,
+            bench_dir,
+            name,
+            &case_json,
+            threads,
+            std::time::Duration::from_secs(args.peer_timeout),
+        )? {
             PeerRun::Ran {
                 times,
                 output,

@@ -14,7 +14,8 @@
 //! package is missing says so the same way.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -155,13 +156,15 @@ pub fn write_case(dir: &Path, case: &Case, a: &Csr, runs: Runs) -> Result<PathBu
     Ok(path)
 }
 
-/// Runs peer `name` on the case described by `case_json` (in the operands' folder).
+/// Runs peer `name` on the case described by `case_json` (in the operands' folder); a
+/// peer still running after `timeout` is stopped and reported as failed.
 pub fn run_peer(
     python: &Path,
     bench_dir: &Path,
     name: &str,
     case_json: &Path,
     threads: usize,
+    timeout: Duration,
 ) -> Result<PeerRun> {
     let script = bench_dir.join("peers").join(format!("{name}_peer.py"));
     if !script.is_file() {
@@ -173,21 +176,41 @@ pub fn run_peer(
     let _ = std::fs::remove_file(&result_path);
     let _ = std::fs::remove_file(&out_path);
     let t = threads.to_string();
-    let output = Command::new(python)
+    let stderr_path = dir.join(format!("stderr.{name}.txt"));
+    let stderr_file = std::fs::File::create(&stderr_path)
+        .with_context(|| format!("cannot create {}", stderr_path.display()))?;
+    let mut child = Command::new(python)
         .arg(&script)
         .arg(case_json)
         .env("OMP_NUM_THREADS", &t)
         .env("MKL_NUM_THREADS", &t)
         .env("OPENBLAS_NUM_THREADS", &t)
         .env("NUMEXPR_NUM_THREADS", &t)
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr_file)
+        .spawn()
         .with_context(|| format!("cannot start {}", python.display()))?;
-    if !output.status.success() || !result_path.is_file() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().context("cannot wait for a peer")? {
+            break status;
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(PeerRun::Failed {
+                note: format!("{name} timed out after {} s", timeout.as_secs()),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if !status.success() || !result_path.is_file() {
+        let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
         let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         return Ok(PeerRun::Failed {
-            note: format!("{name} failed ({}): {}", output.status, tail.join(" | ")),
+            note: format!("{name} failed ({status}): {}", tail.join(" | ")),
         });
     }
     let text = std::fs::read_to_string(&result_path)
@@ -273,8 +296,11 @@ json.dump({"supported": False, "note": "mkl: no " + case["op"], "version": None}
 "#,
         );
         write("graphblas", "raise RuntimeError('boom')\n");
+        write("torch", "import time\ntime.sleep(30)\n");
         Some(bin.join("python"))
     }
+
+    const LONG: Duration = Duration::from_secs(120);
 
     #[cfg(unix)]
     #[test]
@@ -310,7 +336,7 @@ json.dump({"supported": False, "note": "mkl: no " + case["op"], "version": None}
             repeat: 2,
         };
         let case_json = write_case(&case_dir, &case, &a, runs).unwrap();
-        match run_peer(&python, dir.path(), "scipy", &case_json, 1).unwrap() {
+        match run_peer(&python, dir.path(), "scipy", &case_json, 1, LONG).unwrap() {
             PeerRun::Ran {
                 times,
                 output,
@@ -325,16 +351,30 @@ json.dump({"supported": False, "note": "mkl: no " + case["op"], "version": None}
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            run_peer(&python, dir.path(), "mkl", &case_json, 1).unwrap(),
+            run_peer(&python, dir.path(), "mkl", &case_json, 1, LONG).unwrap(),
             PeerRun::Unsupported {
                 note: "mkl: no spmv".into()
             }
         );
-        match run_peer(&python, dir.path(), "graphblas", &case_json, 1).unwrap() {
+        match run_peer(&python, dir.path(), "graphblas", &case_json, 1, LONG).unwrap() {
             PeerRun::Failed { note } => assert!(note.contains("boom"), "{note}"),
             other => panic!("{other:?}"),
         }
-        assert!(run_peer(&python, dir.path(), "torch", &case_json, 1).is_err());
+        match run_peer(
+            &python,
+            dir.path(),
+            "torch",
+            &case_json,
+            1,
+            Duration::from_millis(300),
+        )
+        .unwrap()
+        {
+            PeerRun::Failed { note } => assert!(note.contains("timed out"), "{note}"),
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_file(dir.path().join("peers").join("torch_peer.py")).unwrap();
+        assert!(run_peer(&python, dir.path(), "torch", &case_json, 1, LONG).is_err());
     }
 
     #[test]
