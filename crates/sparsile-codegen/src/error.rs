@@ -48,6 +48,20 @@ pub enum CodegenError {
         reason: &'static str,
         span: Span,
     },
+    #[error("{}atomic add to buffer `{buffer}` of element type {dtype}: atomic adds go to f32/f64 buffers", at(.span))]
+    AtomicType {
+        buffer: String,
+        dtype: DType,
+        span: Span,
+    },
+    #[error("{}local buffer `{buffer}` must have a constant length of at least 1", at(.span))]
+    LocalLength { buffer: String, span: Span },
+    #[error("{}balanced partition of the parallel loop over `{var}` reads buffer `{buffer}`, which is not a flat integer buffer", at(.span))]
+    BalancedIndptr {
+        var: String,
+        buffer: String,
+        span: Span,
+    },
 }
 
 fn at(span: &Span) -> String {

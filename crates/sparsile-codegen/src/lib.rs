@@ -35,5 +35,7 @@
 pub mod c;
 mod error;
 
-pub use c::{emit_c, BufferArg, CSource, PhaseInfo, PhaseKind, ABI_VERSION, ENTRY_SYMBOLS};
+pub use c::{
+    emit_c, BufferArg, CSource, PhaseInfo, PhaseKind, PhasePartition, ABI_VERSION, ENTRY_SYMBOLS,
+};
 pub use error::CodegenError;

@@ -18,11 +18,11 @@ fn reports_line_and_column() {
         ("loop func f() {\n}\n", "line 1, column 1: expected `pos` or `flat`, found `loop`"),
         (
             "flat func f(n) {\n  buffer X: f32[n] output vals\n}\n",
-            "line 2, column 27: expected a buffer kind (`values`, `indptr(..)`, `indices(..)` or `scratch`), found `vals`",
+            "line 2, column 27: expected a buffer kind (`values`, `indptr(..)`, `indices(..)`, `scratch` or `local`), found `vals`",
         ),
         (
             "flat func f(n) {\n  buffer X: f32[n] output\n}\n",
-            "line 3, column 1: expected a buffer kind (`values`, `indptr(..)`, `indices(..)` or `scratch`), found `}`",
+            "line 3, column 1: expected a buffer kind (`values`, `indptr(..)`, `indices(..)`, `scratch` or `local`), found `}`",
         ),
         (
             "flat func f(n) {\n  buffer P: i32[n] input indptr(A, x)\n}\n",

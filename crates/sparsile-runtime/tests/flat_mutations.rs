@@ -111,7 +111,7 @@ fn walk(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Expr)) {
                 walk(else_body, f);
             }
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } => expr(value, f),
-            Stmt::Store { indices, value, .. } => {
+            Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => {
                 indices.iter_mut().for_each(|i| expr(i, f));
                 expr(value, f);
             }

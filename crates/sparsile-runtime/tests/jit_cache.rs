@@ -32,7 +32,9 @@ fn count_source(salt: &str) -> String {
     format!(
         r#"#include <stdint.h>
 /* {salt} */
-int64_t sparsile_abi_version(void) {{ return 1; }}
+int64_t sparsile_abi_version(void) {{ return 2; }}
+int64_t sparsile_phase_partition(int64_t ph) {{ (void)ph; return 0; }}
+int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params, int64_t n, int64_t *bounds) {{ (void)ph; (void)buffers; (void)params; (void)n; (void)bounds; return 1; }}
 int64_t sparsile_num_phases(void) {{ return 1; }}
 int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params) {{
     (void)ph; (void)buffers; return params[0];
@@ -187,15 +189,18 @@ fn load_checks_the_abi() {
         return;
     };
     let cache = Cache::new(&settings).unwrap();
-    let wrong_version = count_source("v2").replace("return 1; }", "return 2; }");
+    let wrong_version = count_source("v1").replace(
+        "sparsile_abi_version(void) { return 2; }",
+        "sparsile_abi_version(void) { return 1; }",
+    );
     let (path, _) = cache.compile_cached(&wrong_version).unwrap();
     let err = Library::load(&path).unwrap_err();
     assert!(
         matches!(
             err,
             JitError::AbiVersion {
-                found: 2,
-                expected: 1,
+                found: 1,
+                expected: 2,
                 ..
             }
         ),

@@ -207,7 +207,9 @@ fn gather_func() -> Func {
 }
 
 const GATHER_C: &str = r#"#include <stdint.h>
-int64_t sparsile_abi_version(void) { return 1; }
+int64_t sparsile_abi_version(void) { return 2; }
+int64_t sparsile_phase_partition(int64_t ph) { (void)ph; return 0; }
+int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params, int64_t n, int64_t *bounds) { (void)ph; (void)buffers; (void)params; (void)n; (void)bounds; return 1; }
 int64_t sparsile_num_phases(void) { return 1; }
 int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params) {
     (void)ph; (void)buffers; return params[0];
@@ -415,7 +417,9 @@ fn scale_func() -> Func {
 }
 
 const SCALE_C: &str = r#"#include <stdint.h>
-int64_t sparsile_abi_version(void) { return 1; }
+int64_t sparsile_abi_version(void) { return 2; }
+int64_t sparsile_phase_partition(int64_t ph) { (void)ph; return 0; }
+int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params, int64_t n, int64_t *bounds) { (void)ph; (void)buffers; (void)params; (void)n; (void)bounds; return 1; }
 int64_t sparsile_num_phases(void) { return 1; }
 int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params) {
     (void)ph; (void)buffers; return params[0];

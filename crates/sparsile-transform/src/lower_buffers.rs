@@ -164,6 +164,17 @@ fn stmt(s: &Stmt, rw: &Rewrite<'_>) -> Stmt {
             indices: rw(*buffer, indices.iter().map(|e| expr(e, rw)).collect()),
             span: *span,
         },
+        Stmt::AtomicAdd {
+            buffer,
+            indices,
+            value,
+            span,
+        } => Stmt::AtomicAdd {
+            buffer: *buffer,
+            indices: rw(*buffer, indices.iter().map(|e| expr(e, rw)).collect()),
+            value: expr(value, rw),
+            span: *span,
+        },
         Stmt::Block { name, body, span } => Stmt::Block {
             name: name.clone(),
             body: body.iter().map(|s| stmt(s, rw)).collect(),

@@ -149,7 +149,7 @@ fn every_buffer_becomes_flat() {
                     walk(else_body);
                 }
                 Stmt::Let { value, .. } | Stmt::Assign { value, .. } => check(value),
-                Stmt::Store { indices, value, .. } => {
+                Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => {
                     assert_eq!(indices.len(), 1);
                     check(value);
                 }

@@ -4,18 +4,23 @@
 //! The translation unit includes `<stdint.h>`, `<stdlib.h>` and `<math.h>`, needs no
 //! OpenMP, and exports exactly [`ENTRY_SYMBOLS`]:
 //! ```c
-//! int64_t sparsile_abi_version(void);            /* returns 1 */
+//! int64_t sparsile_abi_version(void);            /* returns 2 */
 //! int64_t sparsile_num_phases(void);
 //! int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params);
 //! int32_t sparsile_phase_run(int64_t ph, void *const *buffers, const int64_t *params,
 //!                            int64_t begin, int64_t end);
+//! int64_t sparsile_phase_partition(int64_t ph);  /* 0 static, 1 dynamic, 2 balanced */
+//! int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params,
+//!                               int64_t n, int64_t *bounds);
 //! ```
 //! `buffers[b]` points at the data of `Func.buffers[b]` ([`CSource::buffer_order`]):
 //! values as `float`/`double`, structure arrays as `int32_t`/`int64_t`. Scratch buffers
 //! are allocated by the generated code (their slot is ignored and may be null).
 //! A scratch buffer used by several phases must outlive a phase call, so the caller
 //! allocates it instead, zero-filled ([`BufferArg::allocated_by_kernel`] is false; the
-//! phase fails when its slot is null).
+//! phase fails when its slot is null). Local buffers are C arrays on the stack of each
+//! phase call (their slot is ignored): a call runs its work items one after the other on
+//! one thread, so each work item has them to itself.
 //! `params[p]` is the value of `Func.params[p]` ([`CSource::param_order`]).
 //!
 //! Phases are the top-level statements of the body with top-level blocks flattened: a
@@ -27,6 +32,16 @@
 //! items `[begin, end)` of a phase and returns 0, or nonzero when scratch memory cannot
 //! be allocated or `ph` is out of range. Work items of a parallel phase may run on
 //! different threads; scratch memory is allocated per call and lives for that call.
+//!
+//! `sparsile_phase_partition` tells how the caller should divide a phase's work items
+//! ([`PhasePartition`]): in even chunks (0, also every serial phase), in many small
+//! chunks handed to threads as they become free (1), or by `sparsile_phase_bounds` (2).
+//! `sparsile_phase_bounds` writes `n + 1` nondecreasing work-item boundaries
+//! `bounds[0] = 0 <= … <= bounds[n] = extent` for `n >= 1` chunks and returns 0
+//! (nonzero for `n < 1` or an unknown phase); for a balanced phase over `v in lo..hi`
+//! with weights `P[v + 1] - P[v]`, chunk `c` starts at the first work item `t` with
+//! `P[lo + t] >= P[lo] + (P[hi] - P[lo]) * c / n` (a binary search over the indptr),
+//! so chunks carry about equal weight; other phases get even chunks.
 //!
 //! # Shape of the code
 //! Every phase is a `static` function named after the program and the phase
@@ -49,7 +64,7 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use sparsile_ir::coord::BufferRole;
-use sparsile_ir::loops::{BufferKind, BufferLayout, Expr, Func, Stmt};
+use sparsile_ir::loops::{BufferKind, BufferLayout, Expr, ForKind, Func, Stmt};
 use sparsile_ir::{BufferId, DType};
 
 use ctx::Ctx;
@@ -61,14 +76,16 @@ use types::{storage_name, Ty};
 use crate::CodegenError;
 
 /// The ABI version the generated code reports.
-pub const ABI_VERSION: i64 = 1;
+pub const ABI_VERSION: i64 = 2;
 
 /// The symbols every generated translation unit exports, in ABI order.
-pub const ENTRY_SYMBOLS: [&str; 4] = [
+pub const ENTRY_SYMBOLS: [&str; 6] = [
     "sparsile_abi_version",
     "sparsile_num_phases",
     "sparsile_phase_extent",
     "sparsile_phase_run",
+    "sparsile_phase_partition",
+    "sparsile_phase_bounds",
 ];
 
 /// Scratch buffers up to this many bytes with a constant length live on the stack.
@@ -82,7 +99,7 @@ pub struct CSource {
     /// The stage-III function's name.
     pub func_name: String,
     /// [`ENTRY_SYMBOLS`].
-    pub entry_symbols: [&'static str; 4],
+    pub entry_symbols: [&'static str; 6],
     /// `buffers[b]` of the ABI is the data of `buffer_order[b]`.
     pub buffer_order: Vec<BufferArg>,
     /// `params[p]` of the ABI is the value of the parameter named `param_order[p]`.
@@ -115,10 +132,35 @@ pub enum PhaseKind {
     Serial,
 }
 
+/// How the caller divides a phase's work items between threads (the value
+/// `sparsile_phase_partition` returns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhasePartition {
+    /// Even chunks (0); every serial phase.
+    Static,
+    /// Many small chunks taken by threads as they become free (1).
+    Dynamic,
+    /// The chunks `sparsile_phase_bounds` computes from an indptr (2).
+    Balanced,
+}
+
+impl PhasePartition {
+    /// The ABI code.
+    pub fn code(self) -> i64 {
+        match self {
+            PhasePartition::Static => 0,
+            PhasePartition::Dynamic => 1,
+            PhasePartition::Balanced => 2,
+        }
+    }
+}
+
 /// One phase of the generated kernel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PhaseInfo {
     pub kind: PhaseKind,
+    /// How the work items are divided between threads.
+    pub partition: PhasePartition,
     /// The top-level block the phase came from.
     pub block: Option<String>,
     /// The loop variable of a parallel phase.
@@ -141,14 +183,25 @@ pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
         if let Some(f) = phase.parallel_loop() {
             phase_fns.push_str(&extent_fn(&mut ctx, &prefix, k, phase, &lets)?);
             phase_fns.push('\n');
+            let partition = match f.kind {
+                ForKind::ParallelDynamic => PhasePartition::Dynamic,
+                ForKind::ParallelBalanced { indptr } => {
+                    phase_fns.push_str(&bounds_fn(&mut ctx, &prefix, k, phase, &lets, indptr)?);
+                    phase_fns.push('\n');
+                    PhasePartition::Balanced
+                }
+                _ => PhasePartition::Static,
+            };
             infos.push(PhaseInfo {
                 kind: PhaseKind::Parallel,
+                partition,
                 block: phase.block().map(str::to_string),
                 var: Some(ctx.var(f.var)?.name.clone()),
             });
         } else {
             infos.push(PhaseInfo {
                 kind: PhaseKind::Serial,
+                partition: PhasePartition::Static,
                 block: phase.block().map(str::to_string),
                 var: None,
             });
@@ -183,8 +236,8 @@ pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
                     BufferLayout::Flat(len) => len.clone(),
                     BufferLayout::Axes(_) => unreachable!("rejected by Ctx::new"),
                 },
-                allocated_by_kernel: b.kind == BufferKind::Scratch
-                    && !ctx.caller_scratch.contains(&id),
+                allocated_by_kernel: b.kind == BufferKind::Local
+                    || (b.kind == BufferKind::Scratch && !ctx.caller_scratch.contains(&id)),
             })
             .collect(),
         param_order: func.params.values().map(|p| p.name.clone()).collect(),
@@ -204,18 +257,24 @@ fn header(code: &mut String, func: &Func, infos: &[PhaseInfo]) {
         .buffers
         .values()
         .map(|b| {
-            let scratch = if b.kind == BufferKind::Scratch {
-                ", scratch"
-            } else {
-                ""
+            let scratch = match b.kind {
+                BufferKind::Scratch => ", scratch",
+                BufferKind::Local => ", local",
+                _ => "",
             };
             format!("{} ({}{scratch})", b.name, b.dtype)
         })
         .collect();
     let _ = writeln!(code, " * buffers: {}", comment_text(&buffers.join(", ")));
     for (k, p) in infos.iter().enumerate() {
-        let what = match (&p.kind, &p.var) {
-            (PhaseKind::Parallel, Some(v)) => format!("parallel over {v}"),
+        let what = match (&p.kind, &p.var, p.partition) {
+            (PhaseKind::Parallel, Some(v), PhasePartition::Static) => format!("parallel over {v}"),
+            (PhaseKind::Parallel, Some(v), PhasePartition::Dynamic) => {
+                format!("parallel over {v}, dynamic")
+            }
+            (PhaseKind::Parallel, Some(v), PhasePartition::Balanced) => {
+                format!("parallel over {v}, balanced")
+            }
             _ => "serial".to_string(),
         };
         let block = p
@@ -290,10 +349,20 @@ fn bindings(
             uses.expr(len);
         }
     }
+    let locals: Vec<BufferId> = uses
+        .buffers
+        .iter()
+        .copied()
+        .filter(|b| {
+            func.buffers
+                .get(*b)
+                .is_some_and(|x| x.kind == BufferKind::Local)
+        })
+        .collect();
     let binds_buffers = uses.buffers.iter().any(|b| {
         func.buffers
             .get(*b)
-            .is_some_and(|x| x.kind != BufferKind::Scratch)
+            .is_some_and(|x| !matches!(x.kind, BufferKind::Scratch | BufferKind::Local))
             || ctx.caller_scratch.contains(b)
     });
     if uses.params.is_empty() {
@@ -309,7 +378,7 @@ fn bindings(
     for b in uses.buffers.clone() {
         let buf = ctx.buffer(b)?;
         let from_caller = ctx.caller_scratch.contains(&b);
-        if buf.kind == BufferKind::Scratch && !from_caller {
+        if (buf.kind == BufferKind::Scratch && !from_caller) || buf.kind == BufferKind::Local {
             continue;
         }
         let ty = storage_name(buf.dtype);
@@ -328,6 +397,22 @@ fn bindings(
                 "if (!{}) {fail} /* scratch shared by several phases: the caller allocates it */",
                 ctx.buffer_name(b)?
             ));
+        }
+    }
+    for b in locals {
+        let buf = ctx.buffer(b)?;
+        let ty = storage_name(buf.dtype);
+        let name = ctx.buffer_name(b)?.to_string();
+        match &buf.layout {
+            BufferLayout::Flat(Expr::Int(n)) if *n >= 1 => {
+                w.line(&format!("{ty} {name}[{n}]; /* local */"));
+            }
+            _ => {
+                return Err(CodegenError::LocalLength {
+                    buffer: buf.name.clone(),
+                    span: buf.span,
+                })
+            }
         }
     }
     let mut heap = Vec::new();
@@ -412,6 +497,99 @@ fn extent_fn(
     w.line(&format!(
         "return {hi_name} > {lo_name} ? {hi_name} - {lo_name} : 0;"
     ));
+    w.indent -= 1;
+    w.line("}");
+    Ok(w.out)
+}
+
+/// `static int32_t <prefix>_phase<k>_bounds(buffers, params, n, bounds)`: the chunk
+/// boundaries of a balanced phase (see the module docs).
+fn bounds_fn(
+    ctx: &mut Ctx,
+    prefix: &str,
+    k: usize,
+    phase: &Phase,
+    lets: &[&Stmt],
+    indptr: BufferId,
+) -> Result<String, CodegenError> {
+    let f = phase.parallel_loop().expect("parallel phase");
+    ctx.span = f.span;
+    let ok = ctx
+        .func
+        .buffers
+        .get(indptr)
+        .is_some_and(|b| b.dtype.is_int() && matches!(b.layout, BufferLayout::Flat(_)));
+    if !ok {
+        return Err(CodegenError::BalancedIndptr {
+            var: ctx.var(f.var)?.name.clone(),
+            buffer: ctx
+                .func
+                .buffers
+                .get(indptr)
+                .map_or_else(|| indptr.to_string(), |b| b.name.clone()),
+            span: f.span,
+        });
+    }
+    ctx.begin_function();
+    let mut w = Writer::default();
+    let ptr_text = comment_text(&ctx.func.buffers[indptr].name);
+    w.line(&format!(
+        "/* Phase {k}: boundaries of n chunks of about equal weight {ptr_text}[v + 1] - {ptr_text}[v]. */"
+    ));
+    // Fresh names: none of them may hide a param or buffer the bounds read.
+    let [n, bounds, lo_n, hi_n, extent, w0, total, q, r, prev, c, target, first, count, half] = [
+        "n", "bounds", "lo", "hi", "extent", "w0", "total", "q", "r", "prev", "c", "target",
+        "first", "count", "half",
+    ]
+    .map(|x| ctx.names.fresh(x));
+    w.line(&format!(
+        "static int32_t {prefix}_phase{k}_bounds(void *const *buffers, const int64_t *params, int64_t {n}, int64_t *{bounds})"
+    ));
+    w.line("{");
+    w.indent += 1;
+    let probe = Expr::load(indptr, vec![f.lo.clone()]);
+    let mut uses = live_uses(&[], &[&f.lo, &f.hi, &probe]);
+    let heap = bindings(ctx, &mut w, &mut uses, lets_of(phase, lets), "return 1;")?;
+    let lo = emit_as(ctx, &f.lo, Ty::I64)?;
+    let hi = emit_as(ctx, &f.hi, Ty::I64)?;
+    let ptr = ctx.buffer_name(indptr)?.to_string();
+    for h in &heap {
+        w.line(&format!("free({h});"));
+    }
+    for line in [
+        format!("const int64_t {lo_n} = {};", lo.text),
+        format!("const int64_t {hi_n} = {};", hi.text),
+        format!("const int64_t {extent} = {hi_n} > {lo_n} ? {hi_n} - {lo_n} : 0;"),
+        format!("if ({n} < 1) return 1;"),
+        format!("{bounds}[0] = 0;"),
+        format!("if ({extent} == 0) {{"),
+        format!("    for (int64_t {c} = 1; {c} <= {n}; ++{c}) {bounds}[{c}] = 0;"),
+        "    return 0;".to_string(),
+        "}".to_string(),
+        format!("const int64_t {w0} = (int64_t){ptr}[{lo_n}];"),
+        format!("const int64_t {total} = (int64_t){ptr}[{hi_n}] - {w0};"),
+        format!("const int64_t {q} = {total} / {n}, {r} = {total} % {n};"),
+        format!("int64_t {prev} = 0;"),
+        format!("for (int64_t {c} = 1; {c} < {n}; ++{c}) {{"),
+        format!("    const int64_t {target} = {w0} + {q} * {c} + {r} * {c} / {n};"),
+        format!("    int64_t {first} = {lo_n} + {prev}, {count} = {hi_n} - {first};"),
+        format!("    while ({count} > 0) {{"),
+        format!("        const int64_t {half} = {count} / 2;"),
+        format!("        if ((int64_t){ptr}[{first} + {half}] < {target}) {{"),
+        format!("            {first} += {half} + 1;"),
+        format!("            {count} -= {half} + 1;"),
+        "        } else {".to_string(),
+        format!("            {count} = {half};"),
+        "        }".to_string(),
+        "    }".to_string(),
+        format!("    {prev} = {first} - {lo_n};"),
+        format!("    {bounds}[{c}] = {prev};"),
+        "}".to_string(),
+        format!("{bounds}[{n}] = {extent};"),
+        "return 0;".to_string(),
+    ] {
+        w.line(&line);
+    }
     w.indent -= 1;
     w.line("}");
     Ok(w.out)
@@ -539,5 +717,30 @@ fn abi_fns(code: &mut String, prefix: &str, infos: &[PhaseInfo]) {
             ),
         };
     }
-    code.push_str("    default: return 1;\n    }\n}\n");
+    code.push_str("    default: return 1;\n    }\n}\n\n");
+    code.push_str("int64_t sparsile_phase_partition(int64_t ph)\n{\n    switch (ph) {\n");
+    for (k, p) in infos.iter().enumerate() {
+        if p.partition != PhasePartition::Static {
+            let _ = writeln!(code, "    case {k}: return {};", p.partition.code());
+        }
+    }
+    code.push_str("    default: return 0;\n    }\n}\n\n");
+    code.push_str(
+        "int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params, int64_t n, int64_t *bounds)\n{\n",
+    );
+    code.push_str("    if (ph < 0 || ph >= sparsile_num_phases() || n < 1) return 1;\n");
+    for (k, p) in infos.iter().enumerate() {
+        if p.partition == PhasePartition::Balanced {
+            let _ = writeln!(
+                code,
+                "    if (ph == {k}) return {prefix}_phase{k}_bounds(buffers, params, n, bounds);"
+            );
+        }
+    }
+    code.push_str(
+        "    const int64_t extent = sparsile_phase_extent(ph, buffers, params);\n    \
+         const int64_t q = extent / n, r = extent % n;\n    \
+         for (int64_t c = 0; c <= n; ++c) bounds[c] = q * c + r * c / n;\n    \
+         return 0;\n}\n",
+    );
 }

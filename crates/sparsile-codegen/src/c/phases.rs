@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use sparsile_ir::loops::{Expr, For, ForKind, Stmt};
+use sparsile_ir::loops::{Expr, For, Stmt};
 use sparsile_ir::{BufferId, ParamId, VarId};
 
 use super::stmt::assigned_vars;
@@ -38,7 +38,7 @@ impl<'f> Phase<'f> {
     /// The loop of a parallel phase.
     pub(crate) fn parallel_loop(&self) -> Option<&'f For> {
         match self.stmts.as_slice() {
-            [(Stmt::For(f), _)] if f.kind == ForKind::Parallel => Some(f),
+            [(Stmt::For(f), _)] if f.kind.is_parallel() => Some(f),
             _ => None,
         }
     }
@@ -60,7 +60,7 @@ pub(crate) fn split(body: &[Stmt]) -> (Vec<Phase<'_>>, Vec<&Stmt>) {
         for s in stmts {
             match s {
                 Stmt::Block { name, body, .. } => walk(body, Some(name), phases, lets),
-                Stmt::For(f) if f.kind == ForKind::Parallel => phases.push(Phase {
+                Stmt::For(f) if f.kind.is_parallel() => phases.push(Phase {
                     stmts: vec![(s, block)],
                     lets_before: lets.len(),
                 }),
@@ -177,6 +177,12 @@ impl Uses {
                 indices,
                 value,
                 ..
+            }
+            | Stmt::AtomicAdd {
+                buffer,
+                indices,
+                value,
+                ..
             } => {
                 self.buffers.insert(*buffer);
                 indices.iter().for_each(|i| self.expr(i));
@@ -199,7 +205,7 @@ pub(crate) fn stored_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
     fn walk(stmts: &[Stmt], out: &mut HashSet<BufferId>) {
         for s in stmts {
             match s {
-                Stmt::Store { buffer, .. } => {
+                Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
                     out.insert(*buffer);
                 }
                 Stmt::For(f) => walk(&f.body, out),

@@ -2,7 +2,8 @@
 //! only when used. They give C the loop IR's exact semantics: floor division and floor
 //! remainder on integers (with a fast path for a positive constant divisor), binary
 //! search returning -1, integer max/min/abs, `relu`, the floor remainder on floats, and
-//! loop hints that expand to the compiler's own pragmas.
+//! loop hints that expand to the compiler's own pragmas, and atomic float adds (a
+//! compare-and-swap loop with the `__atomic` builtins of GCC and Clang).
 //!
 //! Integer division by zero has no value in the IR (lowering never produces it); the
 //! helpers return 0 for it rather than trapping, and wrap `INT64_MIN / -1`.
@@ -25,6 +26,8 @@ pub(crate) enum Helper {
     RemF64,
     SearchI32,
     SearchI64,
+    AtomicAddF32,
+    AtomicAddF64,
 }
 
 impl Helper {
@@ -154,6 +157,30 @@ static inline int64_t sparsile_search_i64(const int64_t *a, int64_t lo, int64_t 
         }
     }
     return (first < hi && a[first] == x) ? first : -1;
+}
+"
+            }
+            Helper::AtomicAddF32 => {
+                "/* *p += v as one indivisible update (compare-and-swap on the float's bits). */
+static inline void sparsile_atomic_add_f32(float *p, float v)
+{
+    float old, next;
+    __atomic_load(p, &old, __ATOMIC_RELAXED);
+    do {
+        next = old + v;
+    } while (!__atomic_compare_exchange(p, &old, &next, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+"
+            }
+            Helper::AtomicAddF64 => {
+                "/* *p += v as one indivisible update (compare-and-swap on the double's bits). */
+static inline void sparsile_atomic_add_f64(double *p, double v)
+{
+    double old, next;
+    __atomic_load(p, &old, __ATOMIC_RELAXED);
+    do {
+        next = old + v;
+    } while (!__atomic_compare_exchange(p, &old, &next, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
 "
             }

@@ -71,7 +71,10 @@ fn emit_stmt(
                     ctx.helpers.insert(Helper::UnrollMacro);
                     w.line("SPARSILE_UNROLL");
                 }
-                ForKind::Serial | ForKind::Parallel => {}
+                ForKind::Serial
+                | ForKind::Parallel
+                | ForKind::ParallelDynamic
+                | ForKind::ParallelBalanced { .. } => {}
             }
             w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
             w.indent += 1;
@@ -153,6 +156,39 @@ fn emit_stmt(
                 offset.text
             ));
         }
+        Stmt::AtomicAdd {
+            buffer,
+            indices,
+            value,
+            span,
+        } => {
+            ctx.span = *span;
+            let offset = emit_offset(ctx, *buffer, indices)?;
+            let ty = ctx.buffer_ty(*buffer)?;
+            let v = emit_as(ctx, value, ty)?;
+            let helper = match ctx.buffer(*buffer)?.dtype {
+                DType::F32 => Helper::AtomicAddF32,
+                DType::F64 => Helper::AtomicAddF64,
+                dtype => {
+                    return Err(CodegenError::AtomicType {
+                        buffer: ctx.buffer(*buffer)?.name.clone(),
+                        dtype,
+                        span: *span,
+                    })
+                }
+            };
+            ctx.helpers.insert(helper);
+            let name = match helper {
+                Helper::AtomicAddF32 => "sparsile_atomic_add_f32",
+                _ => "sparsile_atomic_add_f64",
+            };
+            w.line(&format!(
+                "{name}(&{}[{}], {});",
+                ctx.buffer_name(*buffer)?,
+                offset.text,
+                v.text
+            ));
+        }
         Stmt::Block { name, body, span } => {
             ctx.span = *span;
             w.line(&format!("{{ /* block {} */", comment_text(name)));
@@ -216,7 +252,10 @@ pub(crate) fn assigned_vars(stmts: &[Stmt]) -> HashSet<VarId> {
                     walk(else_body, out);
                 }
                 Stmt::Block { body, .. } => walk(body, out),
-                Stmt::Let { .. } | Stmt::Store { .. } | Stmt::Prefetch { .. } => {}
+                Stmt::Let { .. }
+                | Stmt::Store { .. }
+                | Stmt::Prefetch { .. }
+                | Stmt::AtomicAdd { .. } => {}
             }
         }
     }
@@ -227,7 +266,9 @@ pub(crate) fn assigned_vars(stmts: &[Stmt]) -> HashSet<VarId> {
 pub(crate) fn loop_comment(block: Option<&str>, kind: ForKind) -> String {
     let kind = match kind {
         ForKind::Serial => "",
-        ForKind::Parallel => ", parallel (runs serially inside a work item)",
+        ForKind::Parallel | ForKind::ParallelDynamic | ForKind::ParallelBalanced { .. } => {
+            ", parallel (runs serially inside a work item)"
+        }
         ForKind::Vectorized => ", vectorized",
         ForKind::Unrolled => ", unrolled",
     };

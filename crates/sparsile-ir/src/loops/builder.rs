@@ -233,6 +233,16 @@ impl FuncBuilder {
         });
     }
 
+    /// `atomic buffer[indices] += value`.
+    pub fn atomic_add(&mut self, buffer: BufferId, indices: Vec<Expr>, value: Expr) {
+        self.push(Stmt::AtomicAdd {
+            buffer,
+            indices,
+            value,
+            span: Span::default(),
+        });
+    }
+
     /// `if cond { then }`.
     pub fn if_(&mut self, cond: Expr, then: impl FnOnce(&mut Self)) {
         self.if_else(cond, then, |_| {});

@@ -139,6 +139,7 @@ fn write_buffer(f: &mut Formatter<'_>, names: Names<'_>, b: &Buffer) -> fmt::Res
         BufferKind::Indptr { tensor, axis } => write!(f, "indptr({tensor}, {axis})")?,
         BufferKind::Indices { tensor, axis } => write!(f, "indices({tensor}, {axis})")?,
         BufferKind::Scratch => f.write_str("scratch")?,
+        BufferKind::Local => f.write_str("local")?,
     }
     f.write_str("\n")
 }
@@ -165,8 +166,13 @@ fn write_stmt(f: &mut Formatter<'_>, names: Names<'_>, stmt: &Stmt, depth: usize
             write_expr(f, names, &l.lo)?;
             f.write_str("..")?;
             write_expr(f, names, &l.hi)?;
-            if l.kind != ForKind::Serial {
-                write!(f, " {}", l.kind.name())?;
+            match l.kind {
+                ForKind::Serial => {}
+                ForKind::ParallelDynamic => f.write_str(" parallel(dynamic)")?,
+                ForKind::ParallelBalanced { indptr } => {
+                    write!(f, " parallel(balanced {})", names.buffer(indptr))?
+                }
+                kind => write!(f, " {}", kind.name())?,
             }
             f.write_str(" {\n")?;
             write_body(f, names, &l.body, depth + 1)?;
@@ -221,6 +227,18 @@ fn write_stmt(f: &mut Formatter<'_>, names: Names<'_>, stmt: &Stmt, depth: usize
         } => {
             write!(f, "prefetch {}", names.buffer(*buffer))?;
             write_list(f, names, '[', indices, ']')?;
+            f.write_str("\n")
+        }
+        Stmt::AtomicAdd {
+            buffer,
+            indices,
+            value,
+            ..
+        } => {
+            write!(f, "atomic {}", names.buffer(*buffer))?;
+            write_list(f, names, '[', indices, ']')?;
+            f.write_str(" += ")?;
+            write_expr(f, names, value)?;
             f.write_str("\n")
         }
         Stmt::Block { name, body, .. } => {

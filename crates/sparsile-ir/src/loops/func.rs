@@ -48,6 +48,12 @@ pub enum BufferKind {
     Indices { tensor: String, axis: usize },
     /// Working memory owned by the function (cached tiles, per-thread partial results).
     Scratch,
+    /// A small array private to each work item: flat, of constant length, and private
+    /// to each iteration of the innermost enclosing parallel loop (to the whole function
+    /// outside parallel loops); its contents are undefined when an iteration starts, so
+    /// an iteration writes what it reads first. Compiled code keeps it on the stack
+    /// (text `local`).
+    Local,
 }
 
 /// A buffer of a loop-level function.

@@ -41,5 +41,5 @@ pub use display::{ExprDisplay, StmtDisplay};
 pub use expr::{CmpOp, Expr, LogicOp};
 pub use func::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
 pub use parser::ParseError;
-pub use stmt::{For, ForKind, Stmt};
+pub use stmt::{For, ForKind, Partition, Stmt};
 pub use verify::{expr_type, verify, verify_stage, ScalarKind, TypeError, VerifyError};

@@ -7,12 +7,37 @@ use crate::id::{BufferId, VarId};
 use crate::Span;
 
 /// How a loop may run (see the module docs).
+///
+/// The three parallel kinds make the same promise (independent iterations) and differ
+/// only in how the work is divided between threads: [`ForKind::Parallel`] in even static
+/// chunks of iterations, [`ForKind::ParallelDynamic`] in small chunks handed out as
+/// threads become free, [`ForKind::ParallelBalanced`] in chunks of about equal work
+/// where iteration `v` weighs `indptr[v + 1] - indptr[v]` (computed when the loop starts;
+/// an iteration is never divided).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ForKind {
     Serial,
     Parallel,
     Vectorized,
     Unrolled,
+    /// Text `parallel(dynamic)`.
+    ParallelDynamic,
+    /// Text `parallel(balanced INDPTR)`: `indptr` is a flat integer buffer the body reads
+    /// at `v` and `v + 1` (so `indptr[lo..=hi]` is in bounds).
+    ParallelBalanced {
+        indptr: BufferId,
+    },
+}
+
+/// How the iterations of a parallel loop are divided between threads (see [`ForKind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Partition {
+    /// Even chunks of iterations ([`ForKind::Parallel`]).
+    Static,
+    /// Small chunks taken by free threads ([`ForKind::ParallelDynamic`]).
+    Dynamic,
+    /// Chunks of about equal `indptr[v + 1] - indptr[v]` ([`ForKind::ParallelBalanced`]).
+    Balanced { indptr: BufferId },
 }
 
 impl ForKind {
@@ -30,6 +55,31 @@ impl ForKind {
             ForKind::Parallel => "parallel",
             ForKind::Vectorized => "vectorized",
             ForKind::Unrolled => "unrolled",
+            ForKind::ParallelDynamic | ForKind::ParallelBalanced { .. } => "parallel",
+        }
+    }
+
+    /// Whether iterations may run concurrently (any partition).
+    pub fn is_parallel(self) -> bool {
+        self.partition().is_some()
+    }
+
+    /// The partition of a parallel kind; `None` for the serial kinds.
+    pub fn partition(self) -> Option<Partition> {
+        match self {
+            ForKind::Parallel => Some(Partition::Static),
+            ForKind::ParallelDynamic => Some(Partition::Dynamic),
+            ForKind::ParallelBalanced { indptr } => Some(Partition::Balanced { indptr }),
+            ForKind::Serial | ForKind::Vectorized | ForKind::Unrolled => None,
+        }
+    }
+
+    /// The parallel kind with this partition.
+    pub fn parallel(partition: Partition) -> ForKind {
+        match partition {
+            Partition::Static => ForKind::Parallel,
+            Partition::Dynamic => ForKind::ParallelDynamic,
+            Partition::Balanced { indptr } => ForKind::ParallelBalanced { indptr },
         }
     }
 }
@@ -79,6 +129,16 @@ pub enum Stmt {
     Prefetch {
         buffer: BufferId,
         indices: Vec<Expr>,
+        span: Span,
+    },
+    /// `atomic buffer[indices] += value`: adds `value` to one element as a single
+    /// indivisible update, so iterations of a parallel loop may add to the same element
+    /// concurrently (the sum is the same up to floating-point reassociation). Only for
+    /// float buffers.
+    AtomicAdd {
+        buffer: BufferId,
+        indices: Vec<Expr>,
+        value: Expr,
         span: Span,
     },
     /// A named region: the work of one stage-I iteration (`spmm`) or of its init

@@ -19,13 +19,15 @@
 //!   and after its parent when both are listed;
 //!   a `Flat` length is an integer expression over parameters and literals; structure
 //!   buffers (`indptr`/`indices`) are flat, integer-typed inputs of an existing `values`
-//!   buffer; `scratch` buffers are `temp`.
+//!   buffer; `scratch` buffers are `temp`; `local` buffers are `temp` and flat with a
+//!   constant length of at least 1.
 //! - variables: each is declared by exactly one `for` or `let`; loop variables are
 //!   indices; a local's type is `idx` or a float type, and its value has that kind;
 //!   variables are used only in scope (after their declaration); `x = e` assigns only a
 //!   `let` local (never a loop variable) with a value of its kind.
 //! - statements: loop bounds and `if` conditions are integers; no `parallel` loop inside
-//!   another `parallel` loop; accesses give one index per axis (`Axes`) or exactly one
+//!   another `parallel` loop; a balanced partition names a flat integer buffer; atomic
+//!   adds go to float buffers; accesses give one index per axis (`Axes`) or exactly one
 //!   (`Flat`); indices are integers; stored values match the buffer's element type
 //!   (integer or float); no stores to `input` buffers.
 //! - expressions ([`expr_type`]): operands of `+ - * / max min` and of comparisons have
@@ -434,6 +436,27 @@ impl<'a> Verifier<'a> {
             }
             match &b.kind {
                 BufferKind::Values => {}
+                BufferKind::Local => {
+                    if b.role != BufferRole::Temp {
+                        self.error(
+                            b.span,
+                            at(format!(
+                                "a local buffer must be `temp`, not `{}`",
+                                b.role.name()
+                            )),
+                        );
+                    }
+                    let constant = matches!(&b.layout, BufferLayout::Flat(Expr::Int(n)) if *n >= 1);
+                    if !constant {
+                        self.error(
+                            b.span,
+                            at(
+                                "a local buffer is flat with a constant length of at least 1"
+                                    .to_string(),
+                            ),
+                        );
+                    }
+                }
                 BufferKind::Scratch => {
                     if b.role != BufferRole::Temp {
                         self.error(
@@ -614,7 +637,7 @@ impl<'a> Verifier<'a> {
                 let ctx = format!("loop `{}`", self.var_name(l.var));
                 self.expect_int(&l.lo, scope, l.span, &format!("{ctx}: lower bound"));
                 self.expect_int(&l.hi, scope, l.span, &format!("{ctx}: upper bound"));
-                if l.kind == ForKind::Parallel && in_parallel {
+                if l.kind.is_parallel() && in_parallel {
                     self.error(
                         l.span,
                         format!("{ctx}: a parallel loop inside a parallel loop"),
@@ -630,7 +653,21 @@ impl<'a> Verifier<'a> {
                 {
                     self.error(l.span, format!("{ctx}: a loop variable has type `idx`"));
                 }
-                self.stmts(&l.body, scope, in_parallel || l.kind == ForKind::Parallel);
+                if let ForKind::ParallelBalanced { indptr } = l.kind {
+                    let ok = self.func.buffers.get(indptr).is_some_and(|b| {
+                        b.dtype.is_int() && matches!(b.layout, BufferLayout::Flat(_))
+                    });
+                    if !ok {
+                        self.error(
+                            l.span,
+                            format!(
+                                "{ctx}: a balanced partition reads a flat integer buffer, not `{}`",
+                                self.buffer_name(indptr)
+                            ),
+                        );
+                    }
+                }
+                self.stmts(&l.body, scope, in_parallel || l.kind.is_parallel());
                 scope.vars.truncate(len);
             }
             Stmt::If {
@@ -693,9 +730,32 @@ impl<'a> Verifier<'a> {
                 indices,
                 value,
                 span,
+            }
+            | Stmt::AtomicAdd {
+                buffer,
+                indices,
+                value,
+                span,
             } => {
                 let name = self.buffer_name(*buffer);
-                let ctx = format!("store to `{name}`");
+                let atomic = matches!(s, Stmt::AtomicAdd { .. });
+                let ctx = if atomic {
+                    format!("atomic add to `{name}`")
+                } else {
+                    format!("store to `{name}`")
+                };
+                if atomic
+                    && self
+                        .func
+                        .buffers
+                        .get(*buffer)
+                        .is_some_and(|b| b.dtype.is_int())
+                {
+                    self.error(
+                        *span,
+                        format!("{ctx}: atomic adds go to float buffers only"),
+                    );
+                }
                 let access = Expr::Load {
                     buffer: *buffer,
                     indices: indices.clone(),

@@ -218,4 +218,14 @@ pub enum FlatInterpError {
         iteration: i64,
         at: Span,
     },
+
+    #[error(
+        "{at}: balanced parallel loop over `{var}` weighs its iterations with `{buffer}`: {detail}"
+    )]
+    BalancedIndptr {
+        var: String,
+        buffer: String,
+        detail: String,
+        at: Span,
+    },
 }

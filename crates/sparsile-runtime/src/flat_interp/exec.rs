@@ -6,6 +6,8 @@
 //! storing the same element is a [`FlatInterpError::ParallelWriteConflict`], one
 //! loading what another stores a [`FlatInterpError::ParallelReadWriteConflict`], and
 //! assigning a local declared outside the loop a [`FlatInterpError::ParallelSharedLocal`].
+//! Atomic adds race only with plain loads and stores; local buffers never race (each
+//! iteration of a parallel loop starts with them poisoned).
 
 use std::cell::RefCell;
 
@@ -159,6 +161,17 @@ impl<'f, 'i> Exec<'f, 'i> {
                 self.at = *span;
                 self.offset(*buffer, indices, "prefetch").map(|_| ())
             }
+            Stmt::AtomicAdd {
+                buffer,
+                indices,
+                value,
+                span,
+            } => {
+                self.at = *span;
+                let offset = self.offset(*buffer, indices, "atomic add")?;
+                let value = self.eval(value)?;
+                self.atomic_add(*buffer, offset, value)
+            }
             Stmt::Block { body, span, .. } => {
                 self.at = *span;
                 self.run(body)
@@ -170,7 +183,10 @@ impl<'f, 'i> Exec<'f, 'i> {
         let name = &self.func.vars[f.var].name;
         let lo = self.eval_int(&f.lo, || format!("the start of the loop over `{name}`"))?;
         let hi = self.eval_int(&f.hi, || format!("the end of the loop over `{name}`"))?;
-        let parallel = self.check_parallel && f.kind == ForKind::Parallel;
+        if let ForKind::ParallelBalanced { indptr } = f.kind {
+            self.check_balanced(f, indptr, lo, hi)?;
+        }
+        let parallel = self.check_parallel && f.kind.is_parallel();
         if parallel {
             self.races.get_mut().enter(f.var);
         }
@@ -178,6 +194,12 @@ impl<'f, 'i> Exec<'f, 'i> {
         for i in lo..hi {
             if parallel {
                 self.races.get_mut().set_iteration(i);
+            }
+            if f.kind.is_parallel() {
+                self.mems
+                    .iter_mut()
+                    .filter(|(_, m)| m.local)
+                    .for_each(|(_, m)| m.poison());
             }
             self.vars[f.var] = Some(Local {
                 value: Scalar::Int(i),
@@ -191,6 +213,117 @@ impl<'f, 'i> Exec<'f, 'i> {
             self.races.get_mut().leave();
         }
         Ok(())
+    }
+
+    /// A balanced partition reads `indptr[lo]` and `indptr[hi]` before a non-empty loop
+    /// starts: both must be in bounds of a flat integer buffer.
+    fn check_balanced(
+        &self,
+        f: &For,
+        indptr: BufferId,
+        lo: i64,
+        hi: i64,
+    ) -> Result<(), FlatInterpError> {
+        if hi <= lo {
+            return Ok(());
+        }
+        let name = || {
+            self.func
+                .buffers
+                .get(indptr)
+                .map_or_else(|| indptr.to_string(), |b| b.name.clone())
+        };
+        let Some(mem) = self.mems.get(indptr) else {
+            return Err(FlatInterpError::BalancedIndptr {
+                var: self.func.vars[f.var].name.clone(),
+                buffer: name(),
+                detail: "no such buffer".to_string(),
+                at: f.span,
+            });
+        };
+        let len = mem.data.len() as i64;
+        let detail = if !matches!(mem.data, Data::Int(_)) {
+            Some("it is not an integer buffer".to_string())
+        } else if lo < 0 || hi >= len {
+            Some(format!(
+                "the loop runs {lo}..{hi} but the buffer has {len} elements (it needs {})",
+                hi + 1
+            ))
+        } else {
+            None
+        };
+        match detail {
+            Some(detail) => Err(FlatInterpError::BalancedIndptr {
+                var: self.func.vars[f.var].name.clone(),
+                buffer: name(),
+                detail,
+                at: f.span,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// `buffer[offset] += value` as an atomic add.
+    fn atomic_add(
+        &mut self,
+        buffer: BufferId,
+        offset: usize,
+        value: Scalar,
+    ) -> Result<(), FlatInterpError> {
+        let name = || self.func.buffers[buffer].name.clone();
+        let mem = &self.mems[buffer];
+        if let Some(why) = mem.read_only {
+            return Err(FlatInterpError::StoreToReadOnly {
+                buffer: name(),
+                why,
+                at: self.at,
+            });
+        }
+        if self.check_parallel && !mem.scratch && self.races.borrow().depth() > 0 {
+            let result = self.races.borrow_mut().atomic(buffer, offset);
+            if let Err(c) = result {
+                return Err(self.conflict(buffer, offset, c));
+            }
+        }
+        let dtype = mem.dtype;
+        match &mut self.mems[buffer].data {
+            Data::Float(v) => {
+                v[offset] = round_to(v[offset] + value.as_f64(), dtype);
+                Ok(())
+            }
+            Data::Int(_) => Err(FlatInterpError::FloatIntoInteger {
+                buffer: name(),
+                at: self.at,
+            }),
+        }
+    }
+
+    /// The error for a race found at element `offset` of `buffer`.
+    fn conflict(&self, buffer: BufferId, offset: usize, c: Conflict) -> FlatInterpError {
+        let name = |v: VarId| self.func.vars[v].name.clone();
+        let buffer = self.func.buffers[buffer].name.clone();
+        match c {
+            Conflict::Write { var, first, second } => FlatInterpError::ParallelWriteConflict {
+                var: name(var),
+                buffer,
+                offset,
+                first,
+                second,
+                at: self.at,
+            },
+            Conflict::ReadWrite {
+                var,
+                writer,
+                reader,
+            } => FlatInterpError::ParallelReadWriteConflict {
+                var: name(var),
+                buffer,
+                offset,
+                writer,
+                reader,
+                at: self.at,
+            },
+        }
     }
 
     /// Evaluates the value of local `var`, converted to its declared type.
@@ -229,33 +362,8 @@ impl<'f, 'i> Exec<'f, 'i> {
         } else {
             races.load(buffer, offset)
         };
-        let name = |v: VarId| self.func.vars[v].name.clone();
-        let buffer = self.func.buffers[buffer].name.clone();
-        match result {
-            Ok(()) => Ok(()),
-            Err(Conflict::Write { var, first, second }) => {
-                Err(FlatInterpError::ParallelWriteConflict {
-                    var: name(var),
-                    buffer,
-                    offset,
-                    first,
-                    second,
-                    at: self.at,
-                })
-            }
-            Err(Conflict::ReadWrite {
-                var,
-                writer,
-                reader,
-            }) => Err(FlatInterpError::ParallelReadWriteConflict {
-                var: name(var),
-                buffer,
-                offset,
-                writer,
-                reader,
-                at: self.at,
-            }),
-        }
+        drop(races);
+        result.map_err(|c| self.conflict(buffer, offset, c))
     }
 
     fn store(

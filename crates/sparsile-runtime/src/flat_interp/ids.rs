@@ -1,7 +1,7 @@
 //! Checks that every id a loop-level function uses is declared, so that execution can
 //! index its tables without panicking.
 
-use sparsile_ir::loops::{BufferLayout, Expr, Func, Stmt};
+use sparsile_ir::loops::{BufferLayout, Expr, ForKind, Func, Stmt};
 use sparsile_ir::{AxisId, BufferId, ParamId, VarId};
 
 use super::FlatInterpError;
@@ -76,6 +76,9 @@ impl Checker<'_> {
             match s {
                 Stmt::For(f) => {
                     self.var(f.var);
+                    if let ForKind::ParallelBalanced { indptr } = f.kind {
+                        self.buffer(indptr);
+                    }
                     self.expr(&f.lo);
                     self.expr(&f.hi);
                     self.stmts(&f.body);
@@ -95,6 +98,12 @@ impl Checker<'_> {
                     self.expr(value);
                 }
                 Stmt::Store {
+                    buffer,
+                    indices,
+                    value,
+                    ..
+                }
+                | Stmt::AtomicAdd {
                     buffer,
                     indices,
                     value,

@@ -5,7 +5,10 @@
 //! - `Indptr`/`Indices { tensor, axis }`: that array of storage axis `axis` of the
 //!   structure bound to stage-I buffer `tensor`, whose index type must be the buffer's
 //!   element type (as compiled kernels take the array in place);
-//! - `Scratch`: zero-filled, of the declared length.
+//! - `Scratch`: zero-filled, of the declared length;
+//! - `Local`: of the declared length, poisoned (NaN, or `i64::MIN` for integers) at the
+//!   start of the run and of every iteration of every parallel loop, since its contents
+//!   are undefined there.
 //!
 //! Floating-point elements are held as f64 rounded to the buffer's type on every store;
 //! integer elements as i64 (a store into an `i32` buffer must fit).
@@ -59,6 +62,9 @@ pub(crate) struct Mem<'i> {
     /// Why stores are refused, or `None` when the buffer is writable.
     pub read_only: Option<&'static str>,
     pub scratch: bool,
+    /// A local buffer: scratch that every iteration of a parallel loop gets afresh, with
+    /// undefined contents (poisoned: NaN, or `i64::MIN` for integers).
+    pub local: bool,
     /// The stage-I buffer whose values this is.
     pub values_of: Option<BufferId>,
 }
@@ -80,11 +86,11 @@ pub(crate) fn bind_buffers<'i>(
             BufferKind::Indices { tensor, axis } => {
                 structure_mem(program, bound, buf, tensor, *axis, "indices")?
             }
-            BufferKind::Scratch => {
+            BufferKind::Scratch | BufferKind::Local => {
                 if !matches!(buf.layout, BufferLayout::Flat(_)) {
                     return Err(FlatInterpError::LayoutMismatch {
                         buffer: buf.name.clone(),
-                        detail: "a scratch buffer must be flat".to_string(),
+                        detail: format!("a {} buffer must be flat", kind_word(&buf.kind)),
                     });
                 }
                 Mem {
@@ -97,6 +103,7 @@ pub(crate) fn bind_buffers<'i>(
                     shape: Shape::Flat,
                     read_only: None,
                     scratch: true,
+                    local: buf.kind == BufferKind::Local,
                     values_of: None,
                 }
             }
@@ -188,6 +195,7 @@ fn values_mem<'i>(
         shape,
         read_only: (decl.role == BufferRole::Input).then_some("an input"),
         scratch: false,
+        local: false,
         values_of: Some(pid),
     })
 }
@@ -250,6 +258,7 @@ fn structure_mem<'i>(
         shape: Shape::Flat,
         read_only: Some("a structure array"),
         scratch: false,
+        local: false,
         values_of: None,
     })
 }
@@ -260,5 +269,22 @@ pub(crate) fn round_to(v: f64, dtype: DType) -> f64 {
         DType::F64 => v,
         DType::F32 => v as f32 as f64,
         _ => Values::from_f64(&[v], dtype).get_f64(0),
+    }
+}
+
+fn kind_word(kind: &BufferKind) -> &'static str {
+    match kind {
+        BufferKind::Local => "local",
+        _ => "scratch",
+    }
+}
+
+impl Mem<'_> {
+    /// Gives a local buffer undefined contents again.
+    pub(crate) fn poison(&mut self) {
+        match &mut self.data {
+            Data::Float(v) => v.iter_mut().for_each(|x| *x = f64::NAN),
+            Data::Int(v) => v.iter_mut().for_each(|x| *x = i64::MIN),
+        }
     }
 }

@@ -24,7 +24,9 @@
 //! is a [`FlatInterpError`] naming the buffer, offset, length and statement. All loops
 //! run serially; with [`FlatOptions::check_parallel`] (on in [`run`]) a `parallel` loop
 //! whose iterations store to the same element, or one loads an element another stores
-//! (scratch buffers excepted), or that assigns a local declared outside it, is an error.
+//! (scratch and local buffers excepted; atomic adds race only with plain loads and
+//! stores), or that assigns a local declared outside it, is an error. Every iteration of
+//! a parallel loop (checked or not) starts with poisoned local buffers.
 //!
 //! The output tensors are the program's `Output` buffers, as [`crate::interpret`]
 //! returns them.
@@ -238,6 +240,9 @@ fn check_lengths(exec: &mut Exec<'_, '_>) -> Result<(), FlatInterpError> {
                     v.try_reserve_exact(n).map_err(|_| bad())?;
                     v.resize(n, 0);
                 }
+            }
+            if mem.local {
+                mem.poison();
             }
         } else if usize::try_from(len).ok() != Some(mem.data.len()) {
             return Err(FlatInterpError::LengthMismatch {

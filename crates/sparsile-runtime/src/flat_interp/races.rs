@@ -4,7 +4,9 @@
 //! buffers touched by its iterations, the iteration that stored each element and up to
 //! two iterations that loaded it. Two different iterations conflict when both store
 //! the same element, or when one stores an element the other loads (in either order):
-//! on a real thread pool their result would depend on scheduling.
+//! on a real thread pool their result would depend on scheduling. Atomic adds by
+//! different iterations to one element do not conflict with each other, only with plain
+//! loads and stores of it by other iterations.
 //!
 //! ```text
 //! for i in 0..3 parallel { y[i % 2] = 1.0 }   // iterations 0 and 2 both store y[0]
@@ -40,6 +42,8 @@ struct Frame {
     iteration: i64,
     writes: HashMap<(BufferId, usize), i64>,
     reads: HashMap<(BufferId, usize), Readers>,
+    /// The iterations that added to an element atomically.
+    atomics: HashMap<(BufferId, usize), Readers>,
 }
 
 /// What conflicted: the loop variable, and the two iterations.
@@ -79,6 +83,7 @@ impl Races {
             iteration: 0,
             writes: HashMap::new(),
             reads: HashMap::new(),
+            atomics: HashMap::new(),
         });
     }
 
@@ -94,10 +99,41 @@ impl Races {
         self.frames.pop();
     }
 
+    /// Records an atomic add to element `offset` of `buffer`: it conflicts with plain
+    /// loads and stores of other iterations, never with other atomic adds.
+    pub fn atomic(&mut self, buffer: BufferId, offset: usize) -> Result<(), Conflict> {
+        for f in &mut self.frames {
+            let key = (buffer, offset);
+            if let Some(&first) = f.writes.get(&key).filter(|w| **w != f.iteration) {
+                return Err(Conflict::Write {
+                    var: f.var,
+                    first,
+                    second: f.iteration,
+                });
+            }
+            if let Some(reader) = f.reads.get(&key).and_then(|r| r.besides(f.iteration)) {
+                return Err(Conflict::ReadWrite {
+                    var: f.var,
+                    writer: f.iteration,
+                    reader,
+                });
+            }
+            record(&mut f.atomics, key, f.iteration);
+        }
+        Ok(())
+    }
+
     /// Records a store of element `offset` of `buffer`.
     pub fn store(&mut self, buffer: BufferId, offset: usize) -> Result<(), Conflict> {
         for f in &mut self.frames {
             let key = (buffer, offset);
+            if let Some(first) = f.atomics.get(&key).and_then(|r| r.besides(f.iteration)) {
+                return Err(Conflict::Write {
+                    var: f.var,
+                    first,
+                    second: f.iteration,
+                });
+            }
             if let Some(reader) = f.reads.get(&key).and_then(|r| r.besides(f.iteration)) {
                 return Err(Conflict::ReadWrite {
                     var: f.var,
@@ -126,6 +162,13 @@ impl Races {
     pub fn load(&mut self, buffer: BufferId, offset: usize) -> Result<(), Conflict> {
         for f in &mut self.frames {
             let key = (buffer, offset);
+            if let Some(writer) = f.atomics.get(&key).and_then(|r| r.besides(f.iteration)) {
+                return Err(Conflict::ReadWrite {
+                    var: f.var,
+                    writer,
+                    reader: f.iteration,
+                });
+            }
             if let Some(&writer) = f.writes.get(&key) {
                 if writer != f.iteration {
                     return Err(Conflict::ReadWrite {
@@ -135,21 +178,26 @@ impl Races {
                     });
                 }
             }
-            match f.reads.entry(key) {
-                Entry::Vacant(e) => {
-                    e.insert(Readers {
-                        first: f.iteration,
-                        other: None,
-                    });
-                }
-                Entry::Occupied(mut e) => {
-                    let r = e.get_mut();
-                    if r.first != f.iteration && r.other.is_none() {
-                        r.other = Some(f.iteration);
-                    }
-                }
-            }
+            record(&mut f.reads, key, f.iteration);
         }
         Ok(())
+    }
+}
+
+/// Adds `iteration` to the (up to two) iterations recorded for `key`.
+fn record(map: &mut HashMap<(BufferId, usize), Readers>, key: (BufferId, usize), iteration: i64) {
+    match map.entry(key) {
+        Entry::Vacant(e) => {
+            e.insert(Readers {
+                first: iteration,
+                other: None,
+            });
+        }
+        Entry::Occupied(mut e) => {
+            let r = e.get_mut();
+            if r.first != iteration && r.other.is_none() {
+                r.other = Some(iteration);
+            }
+        }
     }
 }

@@ -64,6 +64,10 @@ pub enum JitError {
         end: i64,
     },
 
+    #[error("phase {phase}: the kernel's chunk boundaries are invalid ({detail})")]
+    BadBounds { phase: usize, detail: String },
+    #[error("phase {phase} reports partition code {code}; known codes are 0, 1 and 2")]
+    UnknownPartition { phase: usize, code: i64 },
     #[error("cannot start a thread pool of {threads} threads: {detail}")]
     ThreadPool { threads: usize, detail: String },
 

@@ -1,10 +1,19 @@
 //! Running a loaded kernel's phases on the CPU thread pool.
 //!
 //! Phases run in order. A phase whose extent `E` (from `sparsile_phase_extent`) is above 1
-//! is split statically into about four chunks per thread, chunk `c` of `n` covering work
-//! items `[E*c/n, E*(c+1)/n)`, and the chunks run on the pool; the call returns when all
-//! are done. A phase of extent 1 (serial) runs once on the calling thread; extent 0 runs
-//! nothing. Any nonzero return of `sparsile_phase_run` is an error naming the phase.
+//! is split into chunks by its partition (`sparsile_phase_partition`), and the chunks
+//! run on the pool; the call returns when all are done:
+//! - static (0): about four chunks per thread, chunk `c` of `n` covering work items
+//!   `[E*c/n, E*(c+1)/n)`;
+//! - dynamic (1): chunks of [`Launcher::dynamic_chunk`] work items, which the pool's
+//!   threads take as they become free (work stealing);
+//! - balanced (2): about four chunks per thread with the boundaries the kernel computes
+//!   (`sparsile_phase_bounds`: about equal work per chunk), checked to be nondecreasing
+//!   from 0 to `E`.
+//!
+//! A phase of extent 1 (serial) runs once on the calling thread; extent 0 runs nothing;
+//! with one thread every phase runs as one chunk. Any nonzero return of
+//! `sparsile_phase_run` is an error naming the phase.
 //!
 //! Pools are shared: one rayon pool per thread count, created on first use.
 //!
@@ -117,6 +126,21 @@ impl Launcher {
             .collect()
     }
 
+    /// The number of work items of one chunk of a dynamic phase of `extent` items: about
+    /// 32 chunks per thread, at least 1 item each.
+    pub fn dynamic_chunk(&self, extent: i64) -> i64 {
+        (extent / (self.threads as i64 * 32)).max(1)
+    }
+
+    /// The chunks of a dynamic phase.
+    fn dynamic_chunks(&self, extent: i64) -> Vec<(i64, i64)> {
+        let size = self.dynamic_chunk(extent);
+        (0..extent)
+            .step_by(size as usize)
+            .map(|b| (b, (b + size).min(extent)))
+            .collect()
+    }
+
     /// Runs every phase of `lib`.
     ///
     /// # Safety
@@ -131,6 +155,8 @@ impl Launcher {
     ) -> Result<(), JitError> {
         let extent_fn = lib.phase_extent_fn();
         let run_fn = lib.phase_run_fn();
+        let partition_fn = lib.phase_partition_fn();
+        let bounds_fn = lib.phase_bounds_fn();
         let args = Args {
             buffers: buffers.as_ptr(),
             params: params.as_ptr(),
@@ -161,12 +187,59 @@ impl Launcher {
                 if extent > 0 {
                     call((0, extent))?;
                 }
-            } else {
-                let chunks = self.chunks(extent);
-                self.pool
-                    .install(|| chunks.into_par_iter().try_for_each(call))?;
+                continue;
             }
+            // SAFETY: the ABI's signature, no memory access.
+            let chunks = match unsafe { partition_fn(ph) } {
+                0 => self.chunks(extent),
+                1 => self.dynamic_chunks(extent),
+                2 => {
+                    let n = (self.threads * CHUNKS_PER_THREAD).clamp(1, extent as usize);
+                    let mut bounds = vec![0i64; n + 1];
+                    // SAFETY: the caller's contract; `bounds` holds n + 1 values.
+                    let code = unsafe {
+                        bounds_fn(ph, args.buffers, args.params, n as i64, bounds.as_mut_ptr())
+                    };
+                    if code != 0 {
+                        return Err(JitError::BadBounds {
+                            phase,
+                            detail: format!("sparsile_phase_bounds returned {code}"),
+                        });
+                    }
+                    check_bounds(phase, &bounds, extent)?;
+                    bounds
+                        .windows(2)
+                        .map(|w| (w[0], w[1]))
+                        .filter(|(b, e)| b < e)
+                        .collect()
+                }
+                code => return Err(JitError::UnknownPartition { phase, code }),
+            };
+            self.pool
+                .install(|| chunks.into_par_iter().try_for_each(call))?;
         }
         Ok(())
     }
+}
+
+/// Checks that kernel-computed chunk boundaries go from 0 to `extent` without decreasing.
+fn check_bounds(phase: usize, bounds: &[i64], extent: i64) -> Result<(), JitError> {
+    let bad = |detail: String| Err(JitError::BadBounds { phase, detail });
+    if bounds.first() != Some(&0) || bounds.last() != Some(&extent) {
+        return bad(format!(
+            "they run from {:?} to {:?}, not from 0 to the extent {extent}",
+            bounds.first(),
+            bounds.last()
+        ));
+    }
+    if let Some(k) = bounds.windows(2).position(|w| w[1] < w[0]) {
+        return bad(format!(
+            "boundary {} is {} but boundary {} is {}",
+            k,
+            bounds[k],
+            k + 1,
+            bounds[k + 1]
+        ));
+    }
+    Ok(())
 }

@@ -5,7 +5,7 @@
 //! symbols do not leak into other kernels, and the code is never unmapped, so function
 //! pointers taken from it stay valid for the life of the process.
 //!
-//! Precondition: the object implements the kernel ABI (see [`crate::jit`]). The four
+//! Precondition: the object implements the kernel ABI (see [`crate::jit`]). The six
 //! symbols are looked up and `sparsile_abi_version()` must return [`ABI_VERSION`].
 
 use std::ffi::c_void;
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use super::JitError;
 
 /// The ABI version this runtime calls.
-pub const ABI_VERSION: i64 = 1;
+pub const ABI_VERSION: i64 = 2;
 
 /// `int64_t sparsile_abi_version(void)`.
 pub type AbiVersionFn = unsafe extern "C" fn() -> i64;
@@ -32,6 +32,17 @@ pub type PhaseRunFn = unsafe extern "C" fn(
     begin: i64,
     end: i64,
 ) -> i32;
+/// `int64_t sparsile_phase_partition(int64_t ph)`: 0 static, 1 dynamic, 2 balanced.
+pub type PhasePartitionFn = unsafe extern "C" fn(ph: i64) -> i64;
+/// `int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params,
+/// int64_t n, int64_t *bounds)`: the `n + 1` chunk boundaries of a phase.
+pub type PhaseBoundsFn = unsafe extern "C" fn(
+    ph: i64,
+    buffers: *const *mut c_void,
+    params: *const i64,
+    n: i64,
+    bounds: *mut i64,
+) -> i32;
 
 /// A loaded kernel object and its entry points.
 #[derive(Debug)]
@@ -43,6 +54,8 @@ pub struct Library {
     num_phases: NumPhasesFn,
     phase_extent: PhaseExtentFn,
     phase_run: PhaseRunFn,
+    phase_partition: PhasePartitionFn,
+    phase_bounds: PhaseBoundsFn,
 }
 
 /// `RTLD_NODELETE`, which `libloading` does not export.
@@ -64,7 +77,7 @@ impl Library {
                 detail: e.to_string(),
             },
         )?;
-        // SAFETY (all four lookups): the ABI fixes these symbols' C signatures, which the
+        // SAFETY (all six lookups): the ABI fixes these symbols' C signatures, which the
         // function pointer types above spell out; the object stays mapped (NODELETE).
         let abi_version: AbiVersionFn = unsafe { symbol(&lib, path, "sparsile_abi_version")? };
         let num_phases: NumPhasesFn = unsafe { symbol(&lib, path, "sparsile_num_phases")? };
@@ -79,12 +92,17 @@ impl Library {
                 expected: ABI_VERSION,
             });
         }
+        let phase_partition: PhasePartitionFn =
+            unsafe { symbol(&lib, path, "sparsile_phase_partition")? };
+        let phase_bounds: PhaseBoundsFn = unsafe { symbol(&lib, path, "sparsile_phase_bounds")? };
         Ok(Library {
             path: path.to_path_buf(),
             _lib: lib,
             num_phases,
             phase_extent,
             phase_run,
+            phase_partition,
+            phase_bounds,
         })
     }
 
@@ -114,6 +132,16 @@ impl Library {
     /// The entry point `sparsile_phase_run`.
     pub fn phase_run_fn(&self) -> PhaseRunFn {
         self.phase_run
+    }
+
+    /// The entry point `sparsile_phase_partition`.
+    pub fn phase_partition_fn(&self) -> PhasePartitionFn {
+        self.phase_partition
+    }
+
+    /// The entry point `sparsile_phase_bounds`.
+    pub fn phase_bounds_fn(&self) -> PhaseBoundsFn {
+        self.phase_bounds
     }
 }
 

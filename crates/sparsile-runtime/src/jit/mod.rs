@@ -8,15 +8,22 @@
 //!
 //! [`crate::kernel::CompiledKernel`] puts them together with argument checking.
 //!
-//! # The kernel ABI (version 1)
+//! # The kernel ABI (version 2)
 //! ```c
-//! int64_t sparsile_abi_version(void);            /* returns 1 */
+//! int64_t sparsile_abi_version(void);            /* returns 2 */
 //! int64_t sparsile_num_phases(void);
 //! /* trip count of the parallel loop of phase `ph`, or 1 for a serial phase */
 //! int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params);
 //! /* runs work items [begin, end) of phase `ph`; returns 0, or nonzero on an internal error */
 //! int32_t sparsile_phase_run(int64_t ph, void *const *buffers, const int64_t *params,
 //!                            int64_t begin, int64_t end);
+//! /* how to divide phase `ph`: 0 even chunks, 1 small chunks taken dynamically,
+//!    2 the chunks sparsile_phase_bounds computes */
+//! int64_t sparsile_phase_partition(int64_t ph);
+//! /* n + 1 nondecreasing work-item boundaries 0 = bounds[0] <= ... <= bounds[n] = extent
+//!    of n >= 1 chunks of about equal work; returns 0, or nonzero for n < 1 or a bad ph */
+//! int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params,
+//!                               int64_t n, int64_t *bounds);
 //! ```
 //! `buffers[b]` is the data of buffer `b` of the stage-III function (values as
 //! `float`/`double`, structure arrays as `int32_t`/`int64_t`; null for scratch buffers,
@@ -33,4 +40,7 @@ pub use cache::{Cache, CacheOutcome};
 pub use compiler::{Compiler, FLAGS, LIBS};
 pub use error::JitError;
 pub use launcher::{default_threads, Launcher, CHUNKS_PER_THREAD};
-pub use library::{AbiVersionFn, Library, NumPhasesFn, PhaseExtentFn, PhaseRunFn, ABI_VERSION};
+pub use library::{
+    AbiVersionFn, Library, NumPhasesFn, PhaseBoundsFn, PhaseExtentFn, PhasePartitionFn, PhaseRunFn,
+    ABI_VERSION,
+};

@@ -89,6 +89,8 @@ pub(crate) struct Bound<'i> {
     pub owned_structures: IdVec<BufferId, Option<Arc<Structure<'static>>>>,
     /// Values owned by the run (outputs, temps, converted integer inputs).
     pub owned: IdVec<BufferId, Option<Owned>>,
+    /// Scratch memory of the function's scratch buffers, owned by the run.
+    pub scratch: Vec<Owned>,
 }
 
 /// Binds `inputs` to `program` like [`crate::interpret`] does, and allocates outputs.
@@ -167,6 +169,7 @@ pub(crate) fn bind<'i>(
             .collect(),
         owned_structures,
         owned,
+        scratch: Vec::new(),
     })
 }
 
@@ -207,6 +210,22 @@ pub(crate) fn buffers(
         let (ptr, count) = match slot {
             Slot::Scratch => {
                 ptrs.push(std::ptr::null_mut());
+                continue;
+            }
+            Slot::Memory { dtype } => {
+                let count = len
+                    .as_ref()
+                    .and_then(|e| eval_len(e, params))
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| KernelError::OutputTooLarge {
+                        buffer: name.clone(),
+                        values: usize::MAX,
+                    })?;
+                let mut mem = Owned::zeros(name, *dtype, count)?;
+                let (ptr, _) = mem.ptr_len();
+                // The vector's heap memory stays put when the vector moves.
+                bound.scratch.push(mem);
+                ptrs.push(ptr);
                 continue;
             }
             Slot::Values { buffer } => match &mut bound.owned[*buffer] {

@@ -37,8 +37,12 @@ pub(crate) enum Slot {
         array: ArrayKind,
         index_type: IndexType,
     },
-    /// Allocated by the generated code; passed as null.
+    /// A local buffer, which the generated code keeps on its stack; passed as null.
     Scratch,
+    /// A scratch buffer: zero-filled memory of its declared length, allocated by the run
+    /// (the generated code uses it when several phases share the buffer, and otherwise
+    /// allocates its own).
+    Memory { dtype: DType },
 }
 
 /// The binding of every function buffer and parameter.
@@ -139,7 +143,8 @@ pub(crate) fn plan(program: &Program, func: &Func) -> Result<Plan, KernelError> 
                     index_type: index_type(&fb.name, fb.dtype)?,
                 }
             }
-            BufferKind::Scratch => Slot::Scratch,
+            BufferKind::Local => Slot::Scratch,
+            BufferKind::Scratch => Slot::Memory { dtype: fb.dtype },
         };
         let len = match &fb.layout {
             BufferLayout::Flat(e) => Some(e.clone()),

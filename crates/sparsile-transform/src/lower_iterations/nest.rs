@@ -58,6 +58,7 @@ fn stmt_span(s: &Stmt) -> Span {
         | Stmt::Assign { span, .. }
         | Stmt::Store { span, .. }
         | Stmt::Prefetch { span, .. }
+        | Stmt::AtomicAdd { span, .. }
         | Stmt::Block { span, .. } => *span,
     }
 }

@@ -130,7 +130,7 @@ fn modified(stmts: &[Stmt], stores: &mut HashSet<BufferId>, assigns: &mut HashSe
             Stmt::Assign { var, .. } => {
                 assigns.insert(*var);
             }
-            Stmt::Store { buffer, .. } => {
+            Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
                 stores.insert(*buffer);
             }
             Stmt::Let { .. } | Stmt::Prefetch { .. } => {}

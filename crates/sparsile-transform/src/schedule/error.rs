@@ -288,6 +288,76 @@ pub enum ScheduleError {
         span: Span,
     },
     // ---- end of loop-kind primitives ----
+    // ---- loop-IR feature primitives: parallel_with, cache_write, cache_read, rfactor ----
+    #[error("{primitive}: no buffer `{buffer}` in the function")]
+    UnknownBuffer {
+        primitive: &'static str,
+        buffer: String,
+    },
+    #[error("{primitive}: loop `{var}` in block `{block}` ({span}): the balanced partition needs a flat integer (indptr) buffer, and `{buffer}` is not one")]
+    PartitionBufferNotIndex {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+        span: Span,
+    },
+    #[error("{primitive}: loop `{var}` in block `{block}` ({span}) does not read `{buffer}[{var}]` and `{buffer}[{var} + 1]`, so `{buffer}` does not weigh its iterations")]
+    PartitionBufferNotRead {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+        span: Span,
+    },
+    #[error(
+        "{primitive}: loop `{var}` in block `{block}` ({span}): cannot cache `{buffer}`: {reason}"
+    )]
+    CacheBuffer {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+        reason: String,
+        span: Span,
+    },
+    #[error("{primitive}: loop `{var}` in block `{block}`: access `{access}` ({span}), index position {dim}: {reason}")]
+    CacheAccess {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        access: String,
+        dim: usize,
+        reason: String,
+        span: Span,
+    },
+    #[error("{primitive}: loop `{var}` in block `{block}`: caching `{buffer}` needs {size} elements, more than {max}")]
+    CacheTooLarge {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+        size: i64,
+        max: i64,
+    },
+    #[error("{primitive}: loop `{var}` in block `{block}`: the iterations share `{buffer}` ({span}) but not as a sum: {reason}")]
+    NotAReduction {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+        reason: String,
+        span: Span,
+    },
+    #[error("rfactor: loop `{var}` in block `{block}`: cannot factor over loop `{inner}` ({span}): {reason}")]
+    RfactorInner {
+        block: String,
+        var: String,
+        inner: String,
+        reason: String,
+        span: Span,
+    },
+    // ---- end of loop-IR feature primitives ----
     // ---- specialize ----
     /// The program declares no parameter of this name.
     #[error("{primitive}: the program has no parameter `{param}`")]
@@ -303,13 +373,73 @@ pub enum ScheduleError {
         value: i64,
     },
     // ---- end of specialize ----
-    // ---- prefetch ----
-    /// The function has no buffer of this name.
-    #[error("{primitive}: the function has no buffer `{buffer}`")]
-    UnknownBuffer {
-        primitive: &'static str,
+    // ---- decomposition: decompose_format, horizontal_fuse (also UnknownBuffer) ----
+    /// The buffer cannot be decomposed (not an input, derived itself, or not stored with
+    /// one axis per logical dimension).
+    #[error("decompose_format: buffer `{buffer}` (line {}, column {}) cannot be decomposed: {reason}", .span.line, .span.col)]
+    NotDecomposable {
         buffer: String,
+        reason: String,
+        span: Span,
     },
+    /// The rule is malformed or does not apply to the buffer.
+    #[error("decompose_format: rule `{rule}` for buffer `{buffer}`: {reason}")]
+    DecomposeBadRule {
+        buffer: String,
+        rule: String,
+        reason: String,
+    },
+    /// No top-level iteration reads the buffer, so there is nothing to rewrite.
+    #[error("decompose_format: no top-level iteration reads buffer `{buffer}`")]
+    BufferNotRead { buffer: String },
+    /// An iteration reading the buffer does not iterate one of its axes (or iterates a
+    /// child of one that is not part of the buffer).
+    #[error("decompose_format: iteration `{iteration}` (line {}, column {}) reads `{buffer}` but does not iterate its axis `{axis}`", .span.line, .span.col)]
+    SourceAxisNotIterated {
+        iteration: String,
+        buffer: String,
+        axis: String,
+        span: Span,
+    },
+    /// A read of the buffer is not indexed by the variables of its axes.
+    #[error("decompose_format: iteration `{iteration}` (line {}, column {}): the read `{access}` is not indexed by the iteration variables of the buffer's axes", .span.line, .span.col)]
+    SourceAccessNotIterated {
+        iteration: String,
+        access: String,
+        span: Span,
+    },
+    /// The iteration does more than accumulate, so splitting it over parts could change
+    /// its result.
+    #[error("decompose_format: iteration `{iteration}` (line {}, column {}) does not only accumulate: {what}", .span.line, .span.col)]
+    NotAnAccumulation {
+        iteration: String,
+        what: String,
+        span: Span,
+    },
+    /// Fewer than two blocks to fuse, or one named twice.
+    #[error("horizontal_fuse: {what}")]
+    BadBlockList { what: String },
+    /// A block is not a top-level block made of exactly one loop.
+    #[error("horizontal_fuse: block `{block}` (line {}, column {}) {what}", .span.line, .span.col)]
+    NotASingleLoopBlock {
+        block: String,
+        what: String,
+        span: Span,
+    },
+    /// The blocks are not consecutive top-level statements.
+    #[error("horizontal_fuse: block `{block}` does not directly follow block `{previous}` at the top level")]
+    BlocksNotAdjacent { previous: String, block: String },
+    /// Running the blocks' iterations interleaved could change the result: one block
+    /// touches a buffer another writes, other than by accumulating into it.
+    #[error("horizontal_fuse: block `{block}` {what} buffer `{buffer}`, which block `{other}` writes; fused blocks may share a written buffer only by accumulating into it (`X[..] = X[..] + e`)")]
+    BlocksDependent {
+        block: String,
+        other: String,
+        buffer: String,
+        what: &'static str,
+    },
+    // ---- end of decomposition variants ----
+    // ---- prefetch (also uses UnknownBuffer) ----
     /// The loop body never loads the buffer.
     #[error("{primitive}: loop `{var}` in block `{block}` does not load buffer `{buffer}`")]
     NoLoadInLoop {

@@ -195,7 +195,7 @@ pub fn bounds_invariant(f: &For) -> bool {
     fn written(stmts: &[Stmt], bufs: &mut Vec<sparsile_ir::BufferId>, vars: &mut Vec<VarId>) {
         for s in stmts {
             match s {
-                Stmt::Store { buffer, .. } => bufs.push(*buffer),
+                Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => bufs.push(*buffer),
                 Stmt::Assign { var, .. } => vars.push(*var),
                 Stmt::For(g) => written(&g.body, bufs, vars),
                 Stmt::If {

@@ -27,12 +27,19 @@
 //! ```
 
 pub mod bound;
+pub mod cache_read;
+pub mod cache_write;
+pub mod decompose_format;
 pub mod error;
 pub mod fuse;
+pub mod horizontal_fuse;
 pub mod loop_ref;
 pub mod parallel;
+pub mod partition;
 pub mod prefetch;
+pub mod reduction;
 pub mod reorder;
+pub mod rfactor;
 pub mod sparse_fuse;
 pub mod sparse_reorder;
 pub mod specialize;
@@ -42,12 +49,19 @@ pub mod unroll;
 pub mod vectorize;
 
 pub use bound::bound;
+pub use cache_read::cache_read;
+pub use cache_write::cache_write;
+pub use decompose_format::decompose_format;
 pub use error::ScheduleError;
 pub use fuse::fuse;
+pub use horizontal_fuse::horizontal_fuse;
 pub use loop_ref::LoopRef;
 pub use parallel::parallel;
+pub use partition::{parallel_with, LoopPartition};
 pub use prefetch::prefetch;
+pub use reduction::{parallel_reduce, ReductionStrategy};
 pub use reorder::reorder;
+pub use rfactor::rfactor;
 pub use sparse_fuse::sparse_fuse;
 pub use sparse_reorder::sparse_reorder;
 pub use specialize::specialize;
@@ -56,6 +70,7 @@ pub use trace::{Step, Trace};
 pub use unroll::unroll;
 pub use vectorize::vectorize;
 
+use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
 use sparsile_ir::loops::{verify, Func};
 
@@ -135,6 +150,13 @@ impl Schedule {
                 buffer,
                 distance,
             } => self.prefetch(target, buffer, *distance),
+            Step::ParallelWith { target, partition } => self.parallel_with(target, partition),
+            Step::CacheWrite { target, buffer } => self.cache_write(target, buffer).map(|_| ()),
+            Step::ParallelReduce { target, strategy } => self.parallel_reduce(target, *strategy),
+            Step::CacheRead { target, buffer } => self.cache_read(target, buffer).map(|_| ()),
+            Step::Rfactor { target, inner } => self.rfactor(target, inner).map(|_| ()),
+            Step::DecomposeFormat { buffer, rule } => self.decompose_format(buffer, rule.clone()),
+            Step::HorizontalFuse { blocks } => self.horizontal_fuse(blocks).map(|_| ()),
         }
     }
 
@@ -293,6 +315,88 @@ impl Schedule {
         self.stage2(step, |f| {
             prefetch(f, target, buffer, distance).map(|f| (f, ()))
         })
+    }
+    /// [`parallel_with()`]: marks the loop parallel with this partition.
+    pub fn parallel_with(
+        &mut self,
+        target: &LoopRef,
+        partition: &LoopPartition,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::ParallelWith {
+            target: target.clone(),
+            partition: partition.clone(),
+        };
+        self.stage2(step, |f| {
+            parallel_with(f, target, partition).map(|f| (f, ()))
+        })
+    }
+
+    /// [`cache_write()`]: returns the name of the local buffer.
+    pub fn cache_write(&mut self, target: &LoopRef, buffer: &str) -> Result<String, ScheduleError> {
+        let step = Step::CacheWrite {
+            target: target.clone(),
+            buffer: buffer.to_string(),
+        };
+        self.stage2(step, |f| cache_write(f, target, buffer))
+    }
+
+    /// [`cache_read()`]: returns the name of the local buffer.
+    pub fn cache_read(&mut self, target: &LoopRef, buffer: &str) -> Result<String, ScheduleError> {
+        let step = Step::CacheRead {
+            target: target.clone(),
+            buffer: buffer.to_string(),
+        };
+        self.stage2(step, |f| cache_read(f, target, buffer))
+    }
+
+    /// [`rfactor()`]: returns the name of the partial-sum buffer.
+    pub fn rfactor(&mut self, target: &LoopRef, inner: &LoopRef) -> Result<String, ScheduleError> {
+        let step = Step::Rfactor {
+            target: target.clone(),
+            inner: inner.clone(),
+        };
+        self.stage2(step, |f| rfactor(f, target, inner))
+    }
+
+    /// [`parallel_reduce()`]: marks the loop parallel, resolving shared `+=` updates with
+    /// `strategy`.
+    pub fn parallel_reduce(
+        &mut self,
+        target: &LoopRef,
+        strategy: ReductionStrategy,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::ParallelReduce {
+            target: target.clone(),
+            strategy,
+        };
+        self.stage2(step, |f| {
+            parallel_reduce(f, target, strategy).map(|f| (f, ()))
+        })
+    }
+    /// [`decompose_format()`]: rewrites the iterations reading input `buffer` into one
+    /// iteration per part of `rule`; the parts become derived input buffers. Only before
+    /// the first stage-II call.
+    pub fn decompose_format(
+        &mut self,
+        buffer: &str,
+        rule: DecomposeRule,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::DecomposeFormat {
+            buffer: buffer.to_string(),
+            rule: rule.clone(),
+        };
+        self.stage1("decompose_format", step, |p| {
+            decompose_format(p, buffer, &rule)
+        })
+    }
+
+    /// [`horizontal_fuse()`]: runs the top-level blocks `blocks` as one loop over their
+    /// concatenated iterations; returns that loop.
+    pub fn horizontal_fuse(&mut self, blocks: &[String]) -> Result<LoopRef, ScheduleError> {
+        let step = Step::HorizontalFuse {
+            blocks: blocks.to_vec(),
+        };
+        self.stage2(step, |f| horizontal_fuse(f, blocks))
     }
 
     /// Lowers to stage II if needed and flattens the function (`lower_buffers`).

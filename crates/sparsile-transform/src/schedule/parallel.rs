@@ -26,6 +26,9 @@
 //!     `for p in P[v]..P[v + 1]` over an `indptr` array `P` (non-decreasing), or
 //!     `for p in v * w..v * w + w` with `w` loop-invariant, the same in every access.
 //!
+//!   A `let` local declared in the loop and never assigned (the original variable
+//!   after `split` or `fuse`) stands for its value.
+//!
 //!   Anything else — an index read from an `indices` array, a store that does not
 //!   depend on `v` (a reduction: race strategies come later) — is refused. Distinct
 //!   position tuples are distinct elements because stage-II accesses are in bounds.
@@ -86,7 +89,7 @@ pub fn parallel(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
             span: found.for_.span,
         });
     }
-    if !matches!(found.for_.kind, ForKind::Serial | ForKind::Parallel) {
+    if !(found.for_.kind == ForKind::Serial || found.for_.kind.is_parallel()) {
         return Err(not_serial("parallel", target, found.for_));
     }
     check_independent(func, found.for_, target, "parallel", false)?;
@@ -201,7 +204,8 @@ pub(crate) fn find_loop<'a>(
                 Stmt::Let { .. }
                 | Stmt::Assign { .. }
                 | Stmt::Store { .. }
-                | Stmt::Prefetch { .. } => {}
+                | Stmt::Prefetch { .. }
+                | Stmt::AtomicAdd { .. } => {}
             }
         }
         None
@@ -254,7 +258,8 @@ pub(crate) fn with_loop(func: &Func, target: &LoopRef, edit: impl FnOnce(&mut Fo
                 Stmt::Let { .. }
                 | Stmt::Assign { .. }
                 | Stmt::Store { .. }
-                | Stmt::Prefetch { .. } => {}
+                | Stmt::Prefetch { .. }
+                | Stmt::AtomicAdd { .. } => {}
             }
         }
     }
@@ -284,6 +289,8 @@ pub(crate) fn not_serial(primitive: &'static str, target: &LoopRef, f: &For) -> 
 struct Access {
     buffer: BufferId,
     is_store: bool,
+    /// An atomic add (which never races with another atomic add).
+    atomic: bool,
     /// `None` for a `search`, whose position is unknown.
     indices: Option<Vec<Expr>>,
     span: Span,
@@ -306,6 +313,9 @@ struct Body {
     owned_range: HashMap<VarId, RangeKey>,
     /// Inner loop variables in order (for [`Body::inner_loops`]).
     inner_loops: Vec<VarId>,
+    /// The values of the `let`s declared in the loop that nothing assigns (split and fuse
+    /// leave the original loop variable as one), seen through by the analysis.
+    let_values: HashMap<VarId, Expr>,
     stores: HashSet<BufferId>,
     /// Stores, loads and searches in program order (`check_independent` puts stores first).
     accesses: Vec<Access>,
@@ -369,6 +379,7 @@ fn collect_stmts(stmts: &[Stmt], b: &mut Body) {
             Stmt::Let { var, value, span } => {
                 b.variant.insert(*var);
                 b.declared.insert(*var);
+                b.let_values.insert(*var, value.clone());
                 collect_expr(value, *span, b);
             }
             Stmt::Assign { var, value, span } => {
@@ -390,6 +401,24 @@ fn collect_stmts(stmts: &[Stmt], b: &mut Body) {
                 b.accesses.push(Access {
                     buffer: *buffer,
                     is_store: true,
+                    atomic: false,
+                    indices: Some(indices.clone()),
+                    span: *span,
+                });
+            }
+            Stmt::AtomicAdd {
+                buffer,
+                indices,
+                value,
+                span,
+            } => {
+                b.stores.insert(*buffer);
+                indices.iter().for_each(|e| collect_expr(e, *span, b));
+                collect_expr(value, *span, b);
+                b.accesses.push(Access {
+                    buffer: *buffer,
+                    is_store: true,
+                    atomic: true,
                     indices: Some(indices.clone()),
                     span: *span,
                 });
@@ -409,12 +438,14 @@ fn collect_expr(e: &Expr, span: Span, b: &mut Body) {
         Expr::Load { buffer, indices } => b.accesses.push(Access {
             buffer: *buffer,
             is_store: false,
+            atomic: false,
             indices: Some(indices.clone()),
             span,
         }),
         Expr::Search { buffer, .. } => b.accesses.push(Access {
             buffer: *buffer,
             is_store: false,
+            atomic: false,
             indices: None,
             span,
         }),
@@ -493,6 +524,7 @@ fn linear(e: &Expr, v: VarId, b: &Body) -> Option<Affine> {
             range: b.bounded[w],
             ..zero
         }),
+        Expr::Var(w) if b.let_values.contains_key(w) => linear(&b.let_values[w], v, b),
         _ if invariant(e, v, b) => Some(Affine {
             invariant: vec![(1, e.clone())],
             ..zero
@@ -573,6 +605,9 @@ pub(crate) fn check_independent(
     let mut b = Body::default();
     collect_stmts(&f.body, &mut b);
     b.accesses.sort_by_key(|a| !a.is_store);
+    for (var, _) in &b.assigned {
+        b.let_values.remove(var);
+    }
     for (var, lo, hi) in std::mem::take(&mut b.ranges) {
         if let Some(key) = owned_range_key(func, &lo, &hi, v, &b) {
             b.owned_range.insert(var, key);
@@ -593,6 +628,10 @@ pub(crate) fn check_independent(
     let mut written: Vec<BufferId> = b.stores.iter().copied().collect();
     written.sort();
     for buffer in written {
+        if func.buffers[buffer].kind == BufferKind::Local {
+            // Private to each iteration.
+            continue;
+        }
         let accesses: Vec<&Access> = b.accesses.iter().filter(|a| a.buffer == buffer).collect();
         let name = &func.buffers[buffer].name;
         let err = |a: &Access, reason: String| {
@@ -609,6 +648,17 @@ pub(crate) fn check_independent(
         };
         if let Some(a) = accesses.iter().find(|a| a.indices.is_none()) {
             return Err(err(a, format!("the loop writes `{name}` and searches it")));
+        }
+        if accesses.iter().all(|a| a.atomic) {
+            // Atomic adds only: they never race with each other.
+            continue;
+        }
+        if accesses.iter().any(|a| a.atomic) {
+            let plain = accesses.iter().find(|a| !a.atomic).expect("not all atomic");
+            return Err(err(
+                plain,
+                format!("the loop adds to `{name}` atomically and also accesses it plainly"),
+            ));
         }
         if matches!(
             func.buffers[buffer].kind,

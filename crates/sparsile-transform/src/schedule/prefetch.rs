@@ -298,7 +298,7 @@ fn find_load(
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } => {
                 in_expr(value, buf, conds, loops)
             }
-            Stmt::Store { indices, value, .. } => indices
+            Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => indices
                 .iter()
                 .chain(std::iter::once(value))
                 .find_map(|e| in_expr(e, buf, conds, loops)),
@@ -412,7 +412,10 @@ fn collect_assigned(stmts: &[Stmt], out: &mut HashSet<VarId>) {
                 collect_assigned(else_body, out);
             }
             Stmt::Block { body, .. } => collect_assigned(body, out),
-            Stmt::Let { .. } | Stmt::Store { .. } | Stmt::Prefetch { .. } => {}
+            Stmt::Let { .. }
+            | Stmt::Store { .. }
+            | Stmt::AtomicAdd { .. }
+            | Stmt::Prefetch { .. } => {}
         }
     }
 }
@@ -439,7 +442,10 @@ fn declared_inside(stmts: &[Stmt]) -> HashSet<VarId> {
                     walk(else_body, out);
                 }
                 Stmt::Block { body, .. } => walk(body, out),
-                Stmt::Assign { .. } | Stmt::Store { .. } | Stmt::Prefetch { .. } => {}
+                Stmt::Assign { .. }
+                | Stmt::Store { .. }
+                | Stmt::AtomicAdd { .. }
+                | Stmt::Prefetch { .. } => {}
             }
         }
     }

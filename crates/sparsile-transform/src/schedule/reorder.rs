@@ -18,13 +18,15 @@
 //! are perfectly nested (`NotPerfectlyNested`, naming the loop whose body holds more than
 //! the next loop); no loop's bounds read the variable of a loop that would end up inside
 //! it (`DependentBounds` naming both: a position loop over a sparse axis depends on its
-//! parent's loop and cannot move outside it).
+//! parent's loop and cannot move outside it); every named loop is serial (`NotSerial`:
+//! `parallel`, `vectorize` and `unroll` check their loop where it stands, so apply them
+//! after reordering).
 //!
 //! Text-IR examples: `tests/schedule/reorder/`.
 
 use std::collections::HashSet;
 
-use sparsile_ir::loops::{For, Func, Stmt};
+use sparsile_ir::loops::{For, ForKind, Func, Stmt};
 use sparsile_ir::VarId;
 
 use super::loop_ref::{loop_stmt_mut, uses_var, var_name, LoopRef};
@@ -61,6 +63,17 @@ pub fn reorder(func: &Func, order: &[LoopRef]) -> Result<Func, ScheduleError> {
     let mut named: Vec<VarId> = Vec::with_capacity(order.len());
     for r in order {
         match loop_stmt_mut(&mut out, r, PRIMITIVE)? {
+            // A loop kind is a promise checked where the loop stands; moving the loop
+            // would leave it unchecked.
+            Stmt::For(f) if f.kind != ForKind::Serial => {
+                return Err(ScheduleError::NotSerial {
+                    primitive: PRIMITIVE,
+                    block: r.block.clone(),
+                    var: r.var.clone(),
+                    kind: f.kind.name(),
+                    span: f.span,
+                })
+            }
             Stmt::For(f) => named.push(f.var),
             _ => unreachable!("a loop statement"),
         }

@@ -63,7 +63,10 @@ pub fn split(
         let Stmt::For(f) = loop_stmt_mut(&mut out, target, PRIMITIVE)? else {
             unreachable!("a loop statement");
         };
-        if !matches!(f.kind, ForKind::Serial | ForKind::Parallel) {
+        if !matches!(
+            f.kind,
+            ForKind::Serial | ForKind::Parallel | ForKind::ParallelDynamic
+        ) {
             return Err(ScheduleError::NotSerial {
                 primitive: PRIMITIVE,
                 block: target.block.clone(),

@@ -18,9 +18,12 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
 
 use super::loop_ref::LoopRef;
+use super::partition::LoopPartition;
+use super::reduction::ReductionStrategy;
 use super::split::SplitTail;
 use super::{Schedule, ScheduleError};
 
@@ -76,6 +79,40 @@ pub enum Step {
         buffer: String,
         distance: i64,
     },
+    /// `parallel` with a partition of the iterations between threads.
+    ParallelWith {
+        target: LoopRef,
+        partition: LoopPartition,
+    },
+    /// Accumulate `buffer`'s elements written by one iteration in a local array.
+    CacheWrite {
+        target: LoopRef,
+        buffer: String,
+    },
+    /// `parallel` on a loop whose iterations add into shared elements.
+    ParallelReduce {
+        target: LoopRef,
+        strategy: ReductionStrategy,
+    },
+    /// Stage `buffer`'s elements read by one iteration in a local array.
+    CacheRead {
+        target: LoopRef,
+        buffer: String,
+    },
+    /// Partial sums of the reduction of `target`, one per iteration of `inner`.
+    Rfactor {
+        target: LoopRef,
+        inner: LoopRef,
+    },
+    /// Stage I: decompose input `buffer` by `rule` into derived parts.
+    DecomposeFormat {
+        buffer: String,
+        rule: DecomposeRule,
+    },
+    /// Stage II: run these top-level blocks as one loop over their tasks.
+    HorizontalFuse {
+        blocks: Vec<String>,
+    },
 }
 
 impl Step {
@@ -94,6 +131,13 @@ impl Step {
             Step::Unroll { .. } => "unroll",
             Step::Bound { .. } => "bound",
             Step::Prefetch { .. } => "prefetch",
+            Step::ParallelWith { .. } => "parallel_with",
+            Step::CacheWrite { .. } => "cache_write",
+            Step::ParallelReduce { .. } => "parallel_reduce",
+            Step::CacheRead { .. } => "cache_read",
+            Step::Rfactor { .. } => "rfactor",
+            Step::DecomposeFormat { .. } => "decompose_format",
+            Step::HorizontalFuse { .. } => "horizontal_fuse",
         }
     }
 }

@@ -4,7 +4,7 @@
 //! Parallel loops run their iterations in reverse order, so a loop wrongly marked
 //! parallel whose iterations depend on each other shows up as a difference.
 
-use sparsile_ir::loops::{BufferLayout, Expr, ForKind, Func, LogicOp, Stage, Stmt};
+use sparsile_ir::loops::{BufferKind, BufferLayout, Expr, Func, LogicOp, Stage, Stmt};
 
 #[derive(Debug, Clone, Copy)]
 pub enum Scalar {
@@ -73,10 +73,13 @@ impl<'f> Machine<'f> {
                 let lo = self.eval(&f.lo).i("loop bound");
                 let hi = self.eval(&f.hi).i("loop bound");
                 let mut order: Vec<i64> = (lo..hi).collect();
-                if f.kind == ForKind::Parallel {
+                if f.kind.is_parallel() {
                     order.reverse();
                 }
                 for v in order {
+                    if f.kind.is_parallel() {
+                        self.poison_locals();
+                    }
                     self.vars[f.var.0 as usize] = Some(Scalar::I(v));
                     self.stmts(&f.body);
                 }
@@ -131,7 +134,32 @@ impl<'f> Machine<'f> {
                 };
                 self.bufs[b][off as usize] = v;
             }
+            Stmt::AtomicAdd {
+                buffer,
+                indices,
+                value,
+                ..
+            } => {
+                assert_eq!(indices.len(), 1, "stage III atomic adds take one offset");
+                let off = self.eval(&indices[0]).i("offset");
+                let v = self.eval(value).f();
+                let b = buffer.0 as usize;
+                let len = self.bufs[b].len();
+                assert!(off >= 0 && (off as usize) < len, "atomic add out of bounds");
+                self.bufs[b][off as usize] += v;
+            }
             Stmt::Block { body, .. } => self.stmts(body),
+        }
+    }
+
+    /// Local buffers have undefined contents when a parallel iteration starts.
+    fn poison_locals(&mut self) {
+        for (id, b) in self.func.buffers.iter() {
+            if b.kind == BufferKind::Local {
+                self.bufs[id.0 as usize]
+                    .iter_mut()
+                    .for_each(|x| *x = f64::NAN);
+            }
         }
     }
 

@@ -253,6 +253,7 @@ pub fn run_flat(
                 (0..arr.len()).map(|i| arr.get_i64(i) as f64).collect()
             }
             BufferKind::Scratch => vec![0.0; len],
+            BufferKind::Local => vec![f64::NAN; len],
         };
         assert_eq!(data.len(), len, "buffer {}: length formula", b.name);
         machine.bufs[id.0 as usize] = data;

@@ -148,7 +148,7 @@ fn walk_loads(
             }
             Stmt::Block { body, .. } => walk_loads(body, inner, loads),
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } => visit(value, loads),
-            Stmt::Store { indices, value, .. } => {
+            Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => {
                 indices.iter().for_each(|e| visit(e, loads));
                 visit(value, loads);
             }

@@ -425,11 +425,13 @@ impl Parser {
                 ))
             }
         };
-        let kind_expected = "a buffer kind (`values`, `indptr(..)`, `indices(..)` or `scratch`)";
+        let kind_expected =
+            "a buffer kind (`values`, `indptr(..)`, `indices(..)`, `scratch` or `local`)";
         let (kind_name, kind_span) = self.expect_word(kind_expected)?;
         let kind = match kind_name.as_str() {
             "values" => BufferKind::Values,
             "scratch" => BufferKind::Scratch,
+            "local" => BufferKind::Local,
             "indptr" | "indices" => {
                 self.expect_punct("(")?;
                 let (tensor, _) = self.expect_name("a tensor name")?;
@@ -582,6 +584,24 @@ impl Parser {
                 start,
                 format!("`{word}` declarations must come before the statements"),
             )),
+            "atomic" if matches!(self.peek_at(1), Tok::Ident(_)) => {
+                self.bump();
+                let (name, nspan) = self.expect_name("a buffer name")?;
+                let buffer = self
+                    .func
+                    .buffer_by_name(&name)
+                    .ok_or_else(|| ParseError::new(nspan, format!("unknown buffer `{name}`")))?;
+                let indices = self.list("[", "]", |p| p.expr())?;
+                self.expect_punct("+")?;
+                self.expect_punct("=")?;
+                let value = self.expr()?;
+                Ok(Stmt::AtomicAdd {
+                    buffer,
+                    indices,
+                    value,
+                    span: start.join(self.prev_span()),
+                })
+            }
             _ if !RESERVED.contains(&word.as_str()) && *self.peek_at(1) == Tok::Punct("[") => {
                 self.bump();
                 let buffer = self
@@ -637,6 +657,10 @@ impl Parser {
                 }
             };
             self.bump();
+            if kind == ForKind::Parallel && self.eat_punct("(") {
+                kind = self.partition()?;
+                self.expect_punct(")")?;
+            }
         }
         self.expect_punct("{")?;
         let scope_len = self.scope.len();
@@ -651,6 +675,27 @@ impl Parser {
             body,
             span: start.join(self.prev_span()),
         }))
+    }
+
+    /// The partition inside `parallel(...)`: `dynamic` or `balanced INDPTR`.
+    fn partition(&mut self) -> PResult<ForKind> {
+        let expected = "a partition (`dynamic` or `balanced INDPTR`)";
+        let (word, span) = self.expect_word(expected)?;
+        match word.as_str() {
+            "dynamic" => Ok(ForKind::ParallelDynamic),
+            "balanced" => {
+                let (name, nspan) = self.expect_name("an indptr buffer name")?;
+                let indptr = self
+                    .func
+                    .buffer_by_name(&name)
+                    .ok_or_else(|| ParseError::new(nspan, format!("unknown buffer `{name}`")))?;
+                Ok(ForKind::ParallelBalanced { indptr })
+            }
+            _ => Err(ParseError::new(
+                span,
+                format!("expected {expected}, found `{word}`"),
+            )),
+        }
     }
 
     fn if_stmt(&mut self) -> PResult<Stmt> {

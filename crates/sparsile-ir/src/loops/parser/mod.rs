@@ -16,14 +16,16 @@
 //! layout    = [ IDENT { "," IDENT } ]    (* axes: when the first word names an axis *)
 //!           | expr ;                     (* flat: the length, over parameters *)
 //! ROLE      = "input" | "output" | "temp" ;
-//! KIND      = "values" | "scratch" | ( "indptr" | "indices" ) "(" IDENT "," INT ")" ;
-//! stmt      = for | if | let | assign | store | block ;
+//! KIND      = "values" | "scratch" | "local" | ( "indptr" | "indices" ) "(" IDENT "," INT ")" ;
+//! stmt      = for | if | let | assign | store | atomic | block ;
 //! for       = "for" IDENT "in" expr ".." expr [ FORKIND ] "{" { stmt } "}" ;
-//! FORKIND   = "parallel" | "vectorized" | "unrolled" ;   (* none: serial *)
+//! FORKIND   = "parallel" [ "(" PARTITION ")" ] | "vectorized" | "unrolled" ;   (* none: serial *)
+//! PARTITION = "dynamic" | "balanced" IDENT ;   (* IDENT: a flat integer buffer *)
 //! if        = "if" expr "{" { stmt } "}" [ "else" "{" { stmt } "}" ] ;
 //! let       = "let" IDENT ":" ( "idx" | DTYPE ) "=" expr ;
 //! assign    = IDENT "=" expr ;
 //! store     = IDENT "[" [ expr { "," expr } ] "]" "=" expr ;
+//! atomic    = "atomic" IDENT "[" [ expr { "," expr } ] "]" "+" "=" expr ;  (* printed `+=` *)
 //! block     = "block" IDENT { "." IDENT } "{" { stmt } "}" ;
 //! expr      = conj { "||" conj } ;                     (* left associative *)
 //! conj      = cmp { "&&" cmp } ;                       (* left associative *)
@@ -171,7 +173,8 @@ fn clear_stmt_spans(stmts: &mut [Stmt]) {
             Stmt::Let { span, .. }
             | Stmt::Assign { span, .. }
             | Stmt::Store { span, .. }
-            | Stmt::Prefetch { span, .. } => *span = Span::default(),
+            | Stmt::Prefetch { span, .. }
+            | Stmt::AtomicAdd { span, .. } => *span = Span::default(),
             Stmt::Block { body, span, .. } => {
                 *span = Span::default();
                 clear_stmt_spans(body);

@@ -1,0 +1,678 @@
+//! `cache_write`: accumulates the elements of a buffer that one iteration of a loop
+//! writes in a local array, and writes them back once at the end of the iteration.
+//!
+//! Purpose: an SpMM row `C[i, 0..K]` is read and written once per non-zero of row `i`;
+//! cached, it lives in registers or on the stack (a [`BufferKind::Local`] array) and `C`
+//! is touched twice per row.
+//!
+//! Preconditions (each violation is its own [`ScheduleError`]):
+//! - the loop exists; `buffer` is a values buffer laid out over axes (stage II) that the
+//!   loop body stores to ([`ScheduleError::UnknownBuffer`],
+//!   [`ScheduleError::CacheBuffer`]);
+//! - every access of `buffer` in the loop body (loads, stores; no `search`) has, at each
+//!   index position, either
+//!   - *fixed*: the same expression in every access, computable at the top of the
+//!     iteration (it reads only variables declared outside the body or by the `let`s
+//!     that open it, and no buffer the body stores to); or
+//!   - *cached*: the variable of an inner loop with constant bounds (after `bound`), over
+//!     a parentless `dense_fixed` axis of `buffer` (so position = coordinate and the
+//!     valid positions are `0..length`);
+//!
+//!   ([`ScheduleError::CacheAccess`] names the access and position that is neither);
+//! - the cached positions span at most [`MAX_LOCAL_ELEMENTS`] elements
+//!   ([`ScheduleError::CacheTooLarge`]).
+//!
+//! Postcondition: a new `local` buffer `<buffer>_local` of the union of the cached ranges;
+//! after the opening `let`s the iteration loads the cached elements that exist
+//! (`0 <= c < length`; the others start at 0), every access of `buffer` in the body
+//! becomes an access of the local array, and the iteration ends by storing the existing
+//! elements back. Loading first makes it correct whatever the loop does not write.
+//!
+//! Example (`tests/schedule/cache_write/spmm_csr.before` → `.after`):
+//! ```text
+//! for i_2 in 0..m {                      for i_2 in 0..m {
+//!   for j_p in ... {                        for c_k in 0..8 { if c_k < k { C_local[c_k] = C[i_2, c_k] } else { C_local[c_k] = 0.0 } }
+//!     for k2 in 0..8 {            →         for j_p in ... { for k2 in 0..8 { if k2 < k {
+//!       if k2 < k {                               C_local[k2] = C_local[k2] + ... } } }
+//!         C[i_2, k2] = C[i_2, k2] + ...     for c_k in 0..8 { if c_k < k { C[i_2, c_k] = C_local[c_k] } }
+//! ```
+
+use std::collections::{HashMap, HashSet};
+
+use sparsile_ir::coord::BufferRole;
+use sparsile_ir::id::{BufferId, VarId};
+use sparsile_ir::loops::{
+    Buffer, BufferKind, BufferLayout, Expr, ExprDisplay, For, ForKind, Func, Stmt,
+};
+use sparsile_ir::{AxisKind, Span};
+
+use super::loop_ref::{fresh_index_var, fresh_name, loop_mut};
+use super::parallel::find_loop;
+use super::{LoopRef, ScheduleError};
+use crate::index_expr::{add, all, ge, lt, mul, npos, sub};
+
+const PRIMITIVE: &str = "cache_write";
+
+/// The largest local array `cache_write` and `cache_read` create, in elements.
+pub const MAX_LOCAL_ELEMENTS: i64 = 1 << 16;
+
+/// Caches the elements of `buffer` written by one iteration of `target` (see the module
+/// docs). Returns the function and the name of the local buffer.
+pub fn cache_write(
+    func: &Func,
+    target: &LoopRef,
+    buffer: &str,
+) -> Result<(Func, String), ScheduleError> {
+    let found = find_loop(func, target, PRIMITIVE)?;
+    let f = found.for_;
+    let id = func
+        .buffer_by_name(buffer)
+        .ok_or_else(|| ScheduleError::UnknownBuffer {
+            primitive: PRIMITIVE,
+            buffer: buffer.to_string(),
+        })?;
+    let body = Body::of(f);
+    if !body.stores.contains(&id) {
+        return Err(cache_buffer(
+            target,
+            buffer,
+            f.span,
+            "the loop does not store to it",
+        ));
+    }
+    let plan = Plan::new(func, target, f, id, &body, PRIMITIVE)?;
+    let mut out = func.clone();
+    let local = plan.declare_local(&mut out, buffer);
+    let (load_back, store_back) = plan.copy_loops(&mut out, local, true);
+    let lets = body.leading_lets;
+    let f = loop_mut(&mut out, target, PRIMITIVE)?;
+    let mut new_body: Vec<Stmt> = f.body[..lets].to_vec();
+    new_body.push(load_back);
+    new_body.extend(f.body[lets..].iter().map(|s| plan.rewrite_stmt(s, local)));
+    new_body.push(store_back);
+    f.body = new_body;
+    let name = out.buffers[local].name.clone();
+    Ok((out, name))
+}
+
+fn cache_buffer(target: &LoopRef, buffer: &str, span: Span, reason: &str) -> ScheduleError {
+    cache_buffer_for(PRIMITIVE, target, buffer, span, reason)
+}
+
+/// [`ScheduleError::CacheBuffer`] of `primitive`.
+pub(crate) fn cache_buffer_for(
+    primitive: &'static str,
+    target: &LoopRef,
+    buffer: &str,
+    span: Span,
+    reason: &str,
+) -> ScheduleError {
+    ScheduleError::CacheBuffer {
+        primitive,
+        block: target.block.clone(),
+        var: target.var.clone(),
+        buffer: buffer.to_string(),
+        reason: reason.to_string(),
+        span,
+    }
+}
+
+/// What a loop body declares and writes.
+pub(crate) struct Body {
+    /// Variables declared in the body (inner loops, `let`s) except the opening `let`s.
+    pub inner_vars: HashSet<VarId>,
+    /// Inner loops with constant bounds: variable → (lo, hi).
+    pub constant_loops: HashMap<VarId, (i64, i64)>,
+    /// Buffers the body stores to.
+    pub stores: HashSet<BufferId>,
+    /// How many `let`s open the body.
+    pub leading_lets: usize,
+}
+
+impl Body {
+    pub(crate) fn of(f: &For) -> Body {
+        let leading_lets = f
+            .body
+            .iter()
+            .take_while(|s| matches!(s, Stmt::Let { .. }))
+            .count();
+        let mut b = Body {
+            inner_vars: HashSet::new(),
+            constant_loops: HashMap::new(),
+            stores: HashSet::new(),
+            leading_lets,
+        };
+        b.walk(&f.body[leading_lets..]);
+        // Opening lets are computable at the top, unless something assigns them.
+        b
+    }
+
+    fn walk(&mut self, stmts: &[Stmt]) {
+        for s in stmts {
+            match s {
+                Stmt::For(g) => {
+                    self.inner_vars.insert(g.var);
+                    if let (Expr::Int(lo), Expr::Int(hi)) = (&g.lo, &g.hi) {
+                        self.constant_loops.insert(g.var, (*lo, *hi));
+                    }
+                    self.walk(&g.body);
+                }
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    self.walk(then_body);
+                    self.walk(else_body);
+                }
+                Stmt::Let { var, .. } | Stmt::Assign { var, .. } => {
+                    self.inner_vars.insert(*var);
+                }
+                Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
+                    self.stores.insert(*buffer);
+                }
+                Stmt::Prefetch { .. } => {}
+                Stmt::Block { body, .. } => self.walk(body),
+            }
+        }
+    }
+
+    /// Whether `e` can be computed after the opening `let`s: no inner variable, no load
+    /// of a buffer the body writes.
+    fn top_computable(&self, e: &Expr) -> bool {
+        let mut ok = true;
+        e.visit(&mut |x| match x {
+            Expr::Var(v) if self.inner_vars.contains(v) => ok = false,
+            Expr::Load { buffer, .. } | Expr::Search { buffer, .. }
+                if self.stores.contains(buffer) =>
+            {
+                ok = false
+            }
+            _ => {}
+        });
+        ok
+    }
+}
+
+/// One index position of the cached buffer.
+#[derive(Debug, Clone)]
+pub(crate) enum Dim {
+    Fixed(Expr),
+    /// Positions `lo..hi`, valid below `len`.
+    Cached {
+        lo: i64,
+        hi: i64,
+        len: Expr,
+    },
+}
+
+/// How accesses of the buffer map to the local array.
+pub(crate) struct Plan {
+    pub buffer: BufferId,
+    pub dims: Vec<Dim>,
+    pub size: i64,
+}
+
+impl Plan {
+    pub(crate) fn new(
+        func: &Func,
+        target: &LoopRef,
+        f: &For,
+        id: BufferId,
+        body: &Body,
+        primitive: &'static str,
+    ) -> Result<Plan, ScheduleError> {
+        let buf = &func.buffers[id];
+        let name = buf.name.clone();
+        let BufferLayout::Axes(axes) = &buf.layout else {
+            return Err(ScheduleError::CacheBuffer {
+                primitive,
+                block: target.block.clone(),
+                var: target.var.clone(),
+                buffer: name,
+                reason: "it is not laid out over axes (a stage-II values buffer)".to_string(),
+                span: f.span,
+            });
+        };
+        if buf.kind != BufferKind::Values || buf.dtype.is_int() {
+            return Err(ScheduleError::CacheBuffer {
+                primitive,
+                block: target.block.clone(),
+                var: target.var.clone(),
+                buffer: name,
+                reason: "only float values buffers are cached".to_string(),
+                span: f.span,
+            });
+        }
+        let accesses = accesses(&f.body[body.leading_lets..], id);
+        let err = |a: &(Option<Vec<Expr>>, Span), dim: usize, reason: String| {
+            let text = match &a.0 {
+                Some(ix) => {
+                    let parts: Vec<String> = ix
+                        .iter()
+                        .map(|e| ExprDisplay::new(func, e).to_string())
+                        .collect();
+                    format!("{name}[{}]", parts.join(", "))
+                }
+                None => format!("search({name}, ..)"),
+            };
+            ScheduleError::CacheAccess {
+                primitive,
+                block: target.block.clone(),
+                var: target.var.clone(),
+                access: text,
+                dim,
+                reason,
+                span: a.1,
+            }
+        };
+        if let Some(a) = accesses.iter().find(|a| a.0.is_none()) {
+            return Err(err(a, 0, "a search cannot be redirected".to_string()));
+        }
+        let mut dims = Vec::new();
+        let mut size: i64 = 1;
+        for (d, &axis) in axes.iter().enumerate() {
+            let first = &accesses[0];
+            let e0 = &first.0.as_ref().expect("no searches")[d];
+            let same = accesses
+                .iter()
+                .all(|a| a.0.as_ref().expect("no searches")[d] == *e0);
+            if same && body.top_computable(e0) {
+                dims.push(Dim::Fixed(e0.clone()));
+                continue;
+            }
+            let mut range: Option<(i64, i64)> = None;
+            for a in &accesses {
+                let e = &a.0.as_ref().expect("no searches")[d];
+                let Expr::Var(v) = e else {
+                    return Err(err(a, d, "the index is neither the same computable expression in every access nor the variable of an inner loop with constant bounds".to_string()));
+                };
+                let Some(&(lo, hi)) = body.constant_loops.get(v) else {
+                    return Err(err(
+                        a,
+                        d,
+                        format!(
+                            "loop `{}` has no constant bounds (use bound first)",
+                            func.vars[*v].name
+                        ),
+                    ));
+                };
+                range = Some(match range {
+                    None => (lo, hi.max(lo)),
+                    Some((a, b)) => (a.min(lo), b.max(hi)),
+                });
+            }
+            let decl = &func.axes[axis];
+            if decl.kind != AxisKind::DenseFixed || decl.parent.is_some() {
+                return Err(err(
+                    first,
+                    d,
+                    format!("axis `{}` is not a parentless dense_fixed axis", decl.name),
+                ));
+            }
+            let (lo, hi) = range.expect("at least one access");
+            size = size.saturating_mul((hi - lo).max(1));
+            dims.push(Dim::Cached {
+                lo,
+                hi: hi.max(lo + 1),
+                len: npos(&func.axes, axis),
+            });
+        }
+        if size > MAX_LOCAL_ELEMENTS {
+            return Err(ScheduleError::CacheTooLarge {
+                primitive,
+                block: target.block.clone(),
+                var: target.var.clone(),
+                buffer: name,
+                size,
+                max: MAX_LOCAL_ELEMENTS,
+            });
+        }
+        Ok(Plan {
+            buffer: id,
+            dims,
+            size,
+        })
+    }
+
+    /// Adds the local buffer to `func`.
+    pub(crate) fn declare_local(&self, func: &mut Func, buffer: &str) -> BufferId {
+        let name = fresh_name(func, &format!("{buffer}_local"));
+        let dtype = func.buffers[self.buffer].dtype;
+        func.buffers.push(Buffer {
+            name,
+            dtype,
+            layout: BufferLayout::Flat(Expr::Int(self.size)),
+            role: BufferRole::Temp,
+            kind: BufferKind::Local,
+            span: Span::default(),
+        })
+    }
+
+    /// The offset in the local array of the access with these indices.
+    fn offset(&self, indices: &[Expr]) -> Expr {
+        let mut offset = Expr::Int(0);
+        for (d, dim) in self.dims.iter().enumerate() {
+            if let Dim::Cached { lo, hi, .. } = dim {
+                offset = add(
+                    mul(offset, Expr::Int(hi - lo)),
+                    sub(indices[d].clone(), Expr::Int(*lo)),
+                );
+            }
+        }
+        offset
+    }
+
+    /// Loops over the cached elements: the first copies the buffer into the local array
+    /// (0 where the element does not exist) when `load` is set, the second copies the
+    /// local array back.
+    pub(crate) fn copy_loops(&self, func: &mut Func, local: BufferId, load: bool) -> (Stmt, Stmt) {
+        let fill = self.copy_nest(func, local, "in", |buf, local, indices, offset| {
+            let zero = Stmt::Store {
+                buffer: local,
+                indices: vec![offset.clone()],
+                value: Expr::Float(0.0),
+                span: Span::default(),
+            };
+            if !load {
+                return (zero, None);
+            }
+            let copy = Stmt::Store {
+                buffer: local,
+                indices: vec![offset],
+                value: Expr::load(buf, indices),
+                span: Span::default(),
+            };
+            (copy, Some(zero))
+        });
+        let back = self.copy_nest(func, local, "out", |buf, local, indices, offset| {
+            let copy = Stmt::Store {
+                buffer: buf,
+                indices,
+                value: Expr::load(local, vec![offset]),
+                span: Span::default(),
+            };
+            (copy, None)
+        });
+        (fill, back)
+    }
+
+    /// A loop nest over the cached elements with fresh variables `<buffer>_<tag><d>`;
+    /// `make` gives the statement for an existing element and the one for a missing
+    /// element (if any).
+    fn copy_nest(
+        &self,
+        func: &mut Func,
+        local: BufferId,
+        tag: &str,
+        make: impl FnOnce(BufferId, BufferId, Vec<Expr>, Expr) -> (Stmt, Option<Stmt>),
+    ) -> Stmt {
+        let mut vars = Vec::new();
+        let mut indices = Vec::new();
+        let mut conds = Vec::new();
+        let base = func.buffers[self.buffer].name.clone();
+        for (d, dim) in self.dims.iter().enumerate() {
+            match dim {
+                Dim::Fixed(e) => indices.push(e.clone()),
+                Dim::Cached { lo, hi, len } => {
+                    let (v, _) = fresh_index_var(func, &format!("{base}_{tag}{d}"));
+                    vars.push((v, *lo, *hi));
+                    indices.push(Expr::Var(v));
+                    if *lo < 0 {
+                        conds.push(ge(Expr::Var(v), Expr::Int(0)));
+                    }
+                    if !matches!(len, Expr::Int(n) if *n >= *hi) {
+                        conds.push(lt(Expr::Var(v), len.clone()));
+                    }
+                }
+            }
+        }
+        let offset = self.offset(&indices);
+        let (then, otherwise) = make(self.buffer, local, indices, offset);
+        let mut body = match all(conds) {
+            None => vec![then],
+            Some(c) => vec![Stmt::If {
+                cond: c,
+                then_body: vec![then],
+                else_body: otherwise.into_iter().collect(),
+                span: Span::default(),
+            }],
+        };
+        for &(v, lo, hi) in vars.iter().rev() {
+            body = vec![Stmt::For(For {
+                var: v,
+                lo: Expr::Int(lo),
+                hi: Expr::Int(hi),
+                kind: ForKind::Serial,
+                body,
+                span: Span::default(),
+            })];
+        }
+        unwrap_one(body)
+    }
+
+    /// `s` with every access of the buffer redirected to `local`.
+    pub(crate) fn rewrite_stmt(&self, s: &Stmt, local: BufferId) -> Stmt {
+        let rs = |b: &[Stmt]| b.iter().map(|s| self.rewrite_stmt(s, local)).collect();
+        let re = |e: &Expr| self.rewrite_expr(e, local);
+        match s {
+            Stmt::For(f) => Stmt::For(For {
+                lo: re(&f.lo),
+                hi: re(&f.hi),
+                body: rs(&f.body),
+                ..f.clone()
+            }),
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+                span,
+            } => Stmt::If {
+                cond: re(cond),
+                then_body: rs(then_body),
+                else_body: rs(else_body),
+                span: *span,
+            },
+            Stmt::Let { var, value, span } => Stmt::Let {
+                var: *var,
+                value: re(value),
+                span: *span,
+            },
+            Stmt::Assign { var, value, span } => Stmt::Assign {
+                var: *var,
+                value: re(value),
+                span: *span,
+            },
+            Stmt::Store {
+                buffer,
+                indices,
+                value,
+                span,
+            } => {
+                let indices: Vec<Expr> = indices.iter().map(re).collect();
+                let (buffer, indices) = if *buffer == self.buffer {
+                    (local, vec![self.offset(&indices)])
+                } else {
+                    (*buffer, indices)
+                };
+                Stmt::Store {
+                    buffer,
+                    indices,
+                    value: re(value),
+                    span: *span,
+                }
+            }
+            Stmt::AtomicAdd {
+                buffer,
+                indices,
+                value,
+                span,
+            } => {
+                let indices: Vec<Expr> = indices.iter().map(re).collect();
+                let (buffer, indices) = if *buffer == self.buffer {
+                    (local, vec![self.offset(&indices)])
+                } else {
+                    (*buffer, indices)
+                };
+                Stmt::AtomicAdd {
+                    buffer,
+                    indices,
+                    value: re(value),
+                    span: *span,
+                }
+            }
+            Stmt::Prefetch {
+                buffer,
+                indices,
+                span,
+            } => Stmt::Prefetch {
+                buffer: *buffer,
+                indices: indices.iter().map(re).collect(),
+                span: *span,
+            },
+            Stmt::Block { name, body, span } => Stmt::Block {
+                name: name.clone(),
+                body: rs(body),
+                span: *span,
+            },
+        }
+    }
+
+    pub(crate) fn rewrite_expr(&self, e: &Expr, local: BufferId) -> Expr {
+        map_expr(e, &mut |x| match x {
+            Expr::Load { buffer, indices } if *buffer == self.buffer => {
+                Some(Expr::load(local, vec![self.offset(indices)]))
+            }
+            _ => None,
+        })
+    }
+}
+
+/// A single statement, or the statements in an `if 1 { ... }`.
+fn unwrap_one(mut stmts: Vec<Stmt>) -> Stmt {
+    if stmts.len() == 1 {
+        return stmts.pop().expect("one statement");
+    }
+    Stmt::If {
+        cond: Expr::Int(1),
+        then_body: stmts,
+        else_body: Vec::new(),
+        span: Span::default(),
+    }
+}
+
+/// `e` rebuilt bottom-up, with `f` replacing a node (after its children) when it returns
+/// `Some`.
+pub(crate) fn map_expr(e: &Expr, f: &mut impl FnMut(&Expr) -> Option<Expr>) -> Expr {
+    let mut m = |x: &Expr| Box::new(map_expr(x, f));
+    let rebuilt = match e {
+        Expr::Int(_) | Expr::Float(_) | Expr::Var(_) | Expr::Param(_) => e.clone(),
+        Expr::Load { buffer, indices } => Expr::Load {
+            buffer: *buffer,
+            indices: indices.iter().map(|x| *m(x)).collect(),
+        },
+        Expr::Unary { op, arg } => Expr::Unary {
+            op: *op,
+            arg: m(arg),
+        },
+        Expr::Binary { op, lhs, rhs } => Expr::Binary {
+            op: *op,
+            lhs: m(lhs),
+            rhs: m(rhs),
+        },
+        Expr::Cmp { op, lhs, rhs } => Expr::Cmp {
+            op: *op,
+            lhs: m(lhs),
+            rhs: m(rhs),
+        },
+        Expr::Logic { op, lhs, rhs } => Expr::Logic {
+            op: *op,
+            lhs: m(lhs),
+            rhs: m(rhs),
+        },
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => Expr::Select {
+            cond: m(cond),
+            then: m(then),
+            otherwise: m(otherwise),
+        },
+        Expr::Search {
+            buffer,
+            lo,
+            hi,
+            value,
+        } => Expr::Search {
+            buffer: *buffer,
+            lo: m(lo),
+            hi: m(hi),
+            value: m(value),
+        },
+    };
+    f(&rebuilt).unwrap_or(rebuilt)
+}
+
+/// Every access of `buffer` in `stmts`: its indices (`None` for a search) and statement.
+pub(crate) fn accesses(stmts: &[Stmt], buffer: BufferId) -> Vec<(Option<Vec<Expr>>, Span)> {
+    let mut out = Vec::new();
+    fn expr(e: &Expr, buffer: BufferId, span: Span, out: &mut Vec<(Option<Vec<Expr>>, Span)>) {
+        e.visit(&mut |x| match x {
+            Expr::Load { buffer: b, indices } if *b == buffer => {
+                out.push((Some(indices.clone()), span))
+            }
+            Expr::Search { buffer: b, .. } if *b == buffer => out.push((None, span)),
+            _ => {}
+        });
+    }
+    fn walk(stmts: &[Stmt], buffer: BufferId, out: &mut Vec<(Option<Vec<Expr>>, Span)>) {
+        for s in stmts {
+            match s {
+                Stmt::For(f) => {
+                    expr(&f.lo, buffer, f.span, out);
+                    expr(&f.hi, buffer, f.span, out);
+                    walk(&f.body, buffer, out);
+                }
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                    span,
+                } => {
+                    expr(cond, buffer, *span, out);
+                    walk(then_body, buffer, out);
+                    walk(else_body, buffer, out);
+                }
+                Stmt::Let { value, span, .. } | Stmt::Assign { value, span, .. } => {
+                    expr(value, buffer, *span, out)
+                }
+                Stmt::Store {
+                    buffer: b,
+                    indices,
+                    value,
+                    span,
+                }
+                | Stmt::AtomicAdd {
+                    buffer: b,
+                    indices,
+                    value,
+                    span,
+                } => {
+                    if *b == buffer {
+                        out.push((Some(indices.clone()), *span));
+                    }
+                    indices.iter().for_each(|e| expr(e, buffer, *span, out));
+                    expr(value, buffer, *span, out);
+                }
+                // A prefetch reads nothing; its indices may load.
+                Stmt::Prefetch { indices, span, .. } => {
+                    indices.iter().for_each(|e| expr(e, buffer, *span, out));
+                }
+                Stmt::Block { body, .. } => walk(body, buffer, out),
+            }
+        }
+    }
+    walk(stmts, buffer, &mut out);
+    out
+}

@@ -1,0 +1,363 @@
+//! `rfactor`: splits the sum a reduction loop accumulates into partial sums, one per
+//! iteration of an inner loop with constant bounds, combined after the loop.
+//!
+//! Purpose: a long row reduction `for jp { y[i] = y[i] + A[jp] * x[j] }` is a chain of
+//! dependent additions. After `split(jp, F)`, `rfactor(jp_o, jp_i)` accumulates into a
+//! local array `partial[0..F]` indexed by `jp_i`, so the `F` chains are independent and
+//! the inner loop can be vectorised; the partial sums are added into `y[i]` after the
+//! reduction loop.
+//!
+//! Preconditions (each violation is its own [`ScheduleError`]):
+//! - `target` (the reduction loop) and `inner` (a loop inside it, same block, with
+//!   constant bounds) exist ([`ScheduleError::UnknownLoop`],
+//!   [`ScheduleError::RfactorInner`]);
+//! - the loop body updates exactly one element of one buffer through `X[e] = X[e] + v`
+//!   (any number of such statements, all inside `inner`), `e` computable before the loop
+//!   (it reads no variable declared inside it and no buffer it writes), `v` not reading
+//!   `X`, and the loop touches `X` nowhere else ([`ScheduleError::NotAReduction`]).
+//!
+//! Postcondition: a local buffer `<X>_partial` of `inner`'s trip count; before `target`
+//! it is zeroed, inside every update becomes `partial[w - lo] = partial[w - lo] + v`
+//! (`w` the inner variable), and after `target` every partial sum is added to `X[e]` in
+//! order. Floating-point sums are reassociated.
+//!
+//! Example (`tests/schedule_rfactor.rs`):
+//! ```text
+//! for jp_o in 0..(n + 3) / 4 {            for r in 0..4 { y_partial[r] = 0.0 }
+//!   for jp_i in 0..4 {            →       for jp_o in ... { for jp_i in 0..4 { ...
+//!     ... y[i] = y[i] + v                     y_partial[jp_i] = y_partial[jp_i] + v } }
+//!                                         for r in 0..4 { y[i] = y[i] + y_partial[r] }
+//! ```
+
+use sparsile_ir::coord::{BinaryOp, BufferRole};
+use sparsile_ir::id::{BufferId, VarId};
+use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, Expr, For, ForKind, Func, Stmt};
+use sparsile_ir::Span;
+
+use super::cache_write::{accesses, Body};
+use super::loop_ref::{fresh_index_var, fresh_name};
+use super::parallel::find_loop;
+use super::{LoopRef, ScheduleError};
+use crate::index_expr::sub;
+
+const PRIMITIVE: &str = "rfactor";
+
+/// Splits the reduction of `target` over the iterations of `inner` (see the module docs).
+/// Returns the function and the name of the partial-sum buffer.
+pub fn rfactor(
+    func: &Func,
+    target: &LoopRef,
+    inner: &LoopRef,
+) -> Result<(Func, String), ScheduleError> {
+    let f = find_loop(func, target, PRIMITIVE)?.for_;
+    let g = find_loop(func, inner, PRIMITIVE)?.for_;
+    let inner_err = |reason: &str| ScheduleError::RfactorInner {
+        block: target.block.clone(),
+        var: target.var.clone(),
+        inner: inner.var.clone(),
+        reason: reason.to_string(),
+        span: g.span,
+    };
+    if inner.block != target.block || !contains_loop(&f.body, g.var) {
+        return Err(inner_err("it is not inside the loop"));
+    }
+    let (Expr::Int(lo), Expr::Int(hi)) = (&g.lo, &g.hi) else {
+        return Err(inner_err("its bounds are not constants (use bound first)"));
+    };
+    let (lo, hi) = (*lo, (*hi).max(*lo + 1));
+    if hi - lo > super::cache_write::MAX_LOCAL_ELEMENTS {
+        return Err(inner_err("it runs too many iterations for a local array"));
+    }
+    let not_reduction = |buffer: &str, reason: &str, span: Span| ScheduleError::NotAReduction {
+        primitive: PRIMITIVE,
+        block: target.block.clone(),
+        var: target.var.clone(),
+        buffer: buffer.to_string(),
+        reason: reason.to_string(),
+        span,
+    };
+    // The one buffer the loop updates.
+    let mut updated: Vec<(BufferId, Vec<Expr>, Span)> = Vec::new();
+    collect_updates(&f.body, false, g.var, &mut updated, &mut None);
+    let body = Body::of(f);
+    let stored: Vec<BufferId> = body.stores.iter().copied().collect();
+    let Some(&(x, ref e, span)) = updated.first() else {
+        return Err(not_reduction(
+            "",
+            "the loop has no update `X[e] = X[e] + v`",
+            f.span,
+        ));
+    };
+    let name = func.buffers[x].name.clone();
+    if stored
+        .iter()
+        .any(|b| *b != x && func.buffers[*b].kind != BufferKind::Local)
+    {
+        return Err(not_reduction(
+            &name,
+            "the loop stores to other buffers too",
+            f.span,
+        ));
+    }
+    let mut outside = None;
+    collect_updates(&f.body, false, g.var, &mut Vec::new(), &mut outside);
+    if let Some(span) = outside {
+        return Err(not_reduction(
+            &name,
+            "a store to it is not an update inside the inner loop",
+            span,
+        ));
+    }
+    if updated.iter().any(|(b, ix, _)| *b != x || ix != e) {
+        return Err(not_reduction(
+            &name,
+            "the updates do not all add to one element",
+            span,
+        ));
+    }
+    let all = accesses(&f.body, x).len();
+    if all != 2 * updated.len() {
+        return Err(not_reduction(
+            &name,
+            "the loop reads it outside its `+=` updates",
+            span,
+        ));
+    }
+    let declared_inside = declared(&f.body);
+    let mut computable = true;
+    for ix in e {
+        ix.visit(&mut |y| match y {
+            Expr::Var(v) if *v == f.var || declared_inside.contains(v) => computable = false,
+            Expr::Load { buffer, .. } | Expr::Search { buffer, .. } if stored.contains(buffer) => {
+                computable = false
+            }
+            _ => {}
+        });
+    }
+    if !computable {
+        return Err(not_reduction(
+            &name,
+            "the updated element depends on the loop or on what it declares or writes",
+            span,
+        ));
+    }
+    let mut out = func.clone();
+    let pname = fresh_name(&out, &format!("{name}_partial"));
+    let partial = out.buffers.push(Buffer {
+        name: pname.clone(),
+        dtype: func.buffers[x].dtype,
+        layout: BufferLayout::Flat(Expr::Int(hi - lo)),
+        role: BufferRole::Temp,
+        kind: BufferKind::Local,
+        span: Span::default(),
+    });
+    let (r0, _) = fresh_index_var(&mut out, "r");
+    let (r1, _) = fresh_index_var(&mut out, "r");
+    let zero = Stmt::For(For {
+        var: r0,
+        lo: Expr::Int(0),
+        hi: Expr::Int(hi - lo),
+        kind: ForKind::Serial,
+        body: vec![Stmt::Store {
+            buffer: partial,
+            indices: vec![Expr::Var(r0)],
+            value: Expr::Float(0.0),
+            span: f.span,
+        }],
+        span: f.span,
+    });
+    let combine = Stmt::For(For {
+        var: r1,
+        lo: Expr::Int(0),
+        hi: Expr::Int(hi - lo),
+        kind: ForKind::Serial,
+        body: vec![Stmt::Store {
+            buffer: x,
+            indices: e.clone(),
+            value: Expr::binary(
+                BinaryOp::Add,
+                Expr::load(x, e.clone()),
+                Expr::load(partial, vec![Expr::Var(r1)]),
+            ),
+            span: f.span,
+        }],
+        span: f.span,
+    });
+    let slot_index = sub(Expr::Var(g.var), Expr::Int(lo));
+    let new_loop = Stmt::For(For {
+        body: f
+            .body
+            .iter()
+            .map(|s| redirect(s, x, partial, &slot_index))
+            .collect(),
+        ..f.clone()
+    });
+    let (list, at) = parent_list_mut(&mut out.body, f.var).expect("the loop was found");
+    list[at] = new_loop;
+    list.insert(at + 1, combine);
+    list.insert(at, zero);
+    Ok((out, pname))
+}
+
+/// Updates `X[e] = X[e] + v` (inside the loop over `inner` when `in_inner`) into
+/// `found`; the span of the first store that is not one, or not inside `inner`, into
+/// `outside`.
+fn collect_updates(
+    stmts: &[Stmt],
+    in_inner: bool,
+    inner: VarId,
+    found: &mut Vec<(BufferId, Vec<Expr>, Span)>,
+    outside: &mut Option<Span>,
+) {
+    for s in stmts {
+        match s {
+            Stmt::For(g) => {
+                collect_updates(&g.body, in_inner || g.var == inner, inner, found, outside)
+            }
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                collect_updates(then_body, in_inner, inner, found, outside);
+                collect_updates(else_body, in_inner, inner, found, outside);
+            }
+            Stmt::Block { body, .. } => collect_updates(body, in_inner, inner, found, outside),
+            Stmt::Store {
+                buffer,
+                indices,
+                value,
+                span,
+            } => {
+                let is_update = matches!(value, Expr::Binary { op: BinaryOp::Add, lhs, .. }
+                    if matches!(&**lhs, Expr::Load { buffer: b, indices: ix } if b == buffer && ix == indices));
+                if is_update && in_inner {
+                    found.push((*buffer, indices.clone(), *span));
+                } else if outside.is_none() {
+                    *outside = Some(*span);
+                }
+            }
+            Stmt::AtomicAdd { span, .. } => {
+                if outside.is_none() {
+                    *outside = Some(*span);
+                }
+            }
+            Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Prefetch { .. } => {}
+        }
+    }
+}
+
+fn redirect(s: &Stmt, x: BufferId, partial: BufferId, slot: &Expr) -> Stmt {
+    let rs = |b: &[Stmt]| b.iter().map(|s| redirect(s, x, partial, slot)).collect();
+    match s {
+        Stmt::For(f) => Stmt::For(For {
+            body: rs(&f.body),
+            ..f.clone()
+        }),
+        Stmt::If {
+            cond,
+            then_body,
+            else_body,
+            span,
+        } => Stmt::If {
+            cond: cond.clone(),
+            then_body: rs(then_body),
+            else_body: rs(else_body),
+            span: *span,
+        },
+        Stmt::Block { name, body, span } => Stmt::Block {
+            name: name.clone(),
+            body: rs(body),
+            span: *span,
+        },
+        Stmt::Store {
+            buffer,
+            value:
+                Expr::Binary {
+                    op: BinaryOp::Add,
+                    rhs,
+                    ..
+                },
+            span,
+            ..
+        } if *buffer == x => {
+            let at = vec![slot.clone()];
+            Stmt::Store {
+                buffer: partial,
+                indices: at.clone(),
+                value: Expr::binary(BinaryOp::Add, Expr::load(partial, at), (**rhs).clone()),
+                span: *span,
+            }
+        }
+        _ => s.clone(),
+    }
+}
+
+fn contains_loop(stmts: &[Stmt], var: VarId) -> bool {
+    stmts.iter().any(|s| match s {
+        Stmt::For(f) => f.var == var || contains_loop(&f.body, var),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => contains_loop(then_body, var) || contains_loop(else_body, var),
+        Stmt::Block { body, .. } => contains_loop(body, var),
+        _ => false,
+    })
+}
+
+fn declared(stmts: &[Stmt]) -> Vec<VarId> {
+    let mut out = Vec::new();
+    for s in stmts {
+        match s {
+            Stmt::For(f) => {
+                out.push(f.var);
+                out.extend(declared(&f.body));
+            }
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                out.extend(declared(then_body));
+                out.extend(declared(else_body));
+            }
+            Stmt::Block { body, .. } => out.extend(declared(body)),
+            Stmt::Let { var, .. } => out.push(*var),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The statement list holding the loop over `var`, and its index there.
+fn parent_list_mut(stmts: &mut Vec<Stmt>, var: VarId) -> Option<(&mut Vec<Stmt>, usize)> {
+    if let Some(at) = stmts
+        .iter()
+        .position(|s| matches!(s, Stmt::For(f) if f.var == var))
+    {
+        return Some((stmts, at));
+    }
+    for s in stmts.iter_mut() {
+        let found = match s {
+            Stmt::For(f) => parent_list_mut(&mut f.body, var),
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                if contains_loop(then_body, var) {
+                    parent_list_mut(then_body, var)
+                } else {
+                    parent_list_mut(else_body, var)
+                }
+            }
+            Stmt::Block { body, .. } => parent_list_mut(body, var),
+            _ => None,
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}

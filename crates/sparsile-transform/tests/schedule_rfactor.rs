@@ -1,0 +1,92 @@
+//! `rfactor`: SpMV rows split by 4 with partial sums per inner iteration (then the row
+//! loop parallel and the inner loop vectorised) match the interpreter (stage II, stage
+//! III, native with 1 and 3 threads) on matrices with empty rows, one huge row and no
+//! entries; each precondition failure is its own error.
+
+mod features;
+
+use features::{check, native_settings, spmm, spmv, Rows, ALL_ROWS};
+use sparsile_transform::schedule::rfactor::rfactor;
+use sparsile_transform::schedule::{LoopRef, Schedule, ScheduleError, SplitTail};
+
+#[test]
+fn spmv_partial_sums_match_the_interpreter() {
+    let cache = tempfile::tempdir().unwrap();
+    let native = native_settings(cache.path());
+    let mut seed = 700;
+    for rows in ALL_ROWS {
+        for (m, n) in [(6, 11), (1, 3), (0, 2), (9, 4)] {
+            for factor in [1, 4] {
+                seed += 1;
+                let case = spmv(m, n, rows, seed);
+                let mut sch = Schedule::new(&case.program);
+                let (o, i) = sch
+                    .split(&LoopRef::new("y", "j_p"), factor, SplitTail::InnerFixed)
+                    .unwrap();
+                let partial = sch
+                    .rfactor(&o, &i)
+                    .unwrap_or_else(|e| panic!("{e}\n{}", sch.func().unwrap()));
+                assert_eq!(partial, "y_partial");
+                sch.vectorize(&i)
+                    .unwrap_or_else(|e| panic!("{e}\n{}", sch.func().unwrap()));
+                sch.parallel(&LoopRef::new("y", "i_2")).unwrap();
+                check(&case, &sch, native.as_ref());
+            }
+        }
+    }
+}
+
+fn split_spmv() -> (sparsile_ir::loops::Func, LoopRef, LoopRef) {
+    let case = spmv(4, 4, Rows::Random, 1);
+    let mut sch = Schedule::new(&case.program);
+    let (o, i) = sch
+        .split(&LoopRef::new("y", "j_p"), 4, SplitTail::InnerFixed)
+        .unwrap();
+    (sch.func().unwrap().clone(), o, i)
+}
+
+#[test]
+fn refuses_an_inner_loop_outside_the_target() {
+    let (func, o, i) = split_spmv();
+    let err = rfactor(&func, &i, &o).unwrap_err();
+    assert!(matches!(err, ScheduleError::RfactorInner { .. }), "{err}");
+}
+
+#[test]
+fn refuses_an_inner_loop_without_constant_bounds() {
+    let (func, _, _) = split_spmv();
+    let err = rfactor(
+        &func,
+        &LoopRef::new("y", "i_2"),
+        &LoopRef::new("y", "j_p_o"),
+    )
+    .unwrap_err();
+    assert!(matches!(err, ScheduleError::RfactorInner { .. }), "{err}");
+    assert!(err.to_string().contains("not constants"), "{err}");
+}
+
+#[test]
+fn refuses_updates_of_an_element_chosen_by_the_loop() {
+    // Over the rows, each iteration updates its own y[i_2]: not one element.
+    let case = spmm(4, 4, 2, Rows::Random, 1);
+    let mut sch = Schedule::new(&case.program);
+    sch.bound(&LoopRef::new("C", "k2_2"), 2).unwrap();
+    let func = sch.func().unwrap().clone();
+    let err = rfactor(&func, &LoopRef::new("C", "j_p"), &LoopRef::new("C", "k2_2")).unwrap_err();
+    assert!(matches!(err, ScheduleError::NotAReduction { .. }), "{err}");
+}
+
+#[test]
+fn refuses_a_loop_without_updates() {
+    let case = spmm(4, 4, 2, Rows::Random, 1);
+    let mut sch = Schedule::new(&case.program);
+    sch.bound(&LoopRef::new("C.init", "k2"), 2).unwrap();
+    let func = sch.func().unwrap().clone();
+    let err = rfactor(
+        &func,
+        &LoopRef::new("C.init", "i"),
+        &LoopRef::new("C.init", "k2"),
+    )
+    .unwrap_err();
+    assert!(matches!(err, ScheduleError::NotAReduction { .. }), "{err}");
+}
