@@ -6,8 +6,10 @@
 //! sparsile eval --expr 'C[i,k] = A[i,j] * B[j,k]' --input A=data/cora.mtx --dim k=32
 //! sparsile run  --expr 'C[i,k] = A[i,j] * B[j,k]' --input A=data/cora.mtx --dim k=32 --threads 2
 //! sparsile compile --expr 'y[i] = A[i,j] * x[j]' --format A=csr --emit c
+//! sparsile bench --op spmm --k 32 --matrix data/cora.mtx --peers scipy --threads 2
 //! ```
 
+mod cmd_bench;
 mod cmd_compile;
 mod cmd_convert;
 mod cmd_eval;
@@ -47,6 +49,8 @@ enum Command {
     Compile(cmd_compile::CompileArgs),
     /// Compile a program to native code and run it.
     Run(cmd_run::RunArgs),
+    /// Measure Sparsile against its peers (SciPy, MKL, GraphBLAS, PyTorch) on SpMM, SDDMM, SpMV.
+    Bench(cmd_bench::BenchArgs),
     /// List the named schedules (`--recipe NAME[:key=value,...]`) and their parameters.
     Recipes(cmd_recipes::RecipesArgs),
 }
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Command::Eval(a) => cmd_eval::run(a),
         Command::Compile(a) => cmd_compile::run(a),
         Command::Run(a) => cmd_run::run(a),
+        Command::Bench(a) => cmd_bench::run(a),
         Command::Recipes(a) => cmd_recipes::run(a),
     };
     match result {

@@ -1,0 +1,385 @@
+//! The peers: Python scripts in `bench/peers/` (SciPy, MKL, python-graphblas, PyTorch),
+//! each run in its own process per case with the benchmark's thread count, so that no
+//! two threading runtimes share the cores.
+//!
+//! The harness writes the operands and a `case.json` into the case's folder; the peer
+//! script loads them, runs warm-up and timed repeats (timing only the operation), and
+//! writes its result (`out.NAME.f32`, raw little-endian) and `result.NAME.json`:
+//!
+//! ```json
+//! {"supported": true, "note": null, "version": "scipy 1.17.1", "times_ms": [1.2, 1.1]}
+//! ```
+//!
+//! A peer without the operation answers `"supported": false` with a note; one whose
+//! package is missing says so the same way.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cmd_bench::cases::{Case, Op};
+use crate::cmd_bench::operands::{read_f32, Csr};
+
+/// The peers `--peers` accepts.
+pub const KNOWN: &[&str] = &["scipy", "mkl", "graphblas", "torch"];
+
+/// Checks a `--peers` list; `none` (alone) means no peer.
+pub fn parse_list(list: &[String]) -> Result<Vec<String>> {
+    let names: Vec<String> = list
+        .iter()
+        .map(|s| s.trim().to_ascii_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if names.iter().any(|n| n == "none") {
+        if names.len() > 1 {
+            bail!("--peers none cannot be combined with other peers");
+        }
+        return Ok(Vec::new());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        if !KNOWN.contains(&n.as_str()) {
+            bail!("unknown peer `{n}` (known: {}, or none)", KNOWN.join(", "));
+        }
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    Ok(out)
+}
+
+/// The folder holding `peers/` and `.venv/`: `given`, else a `bench/` beside the current
+/// folder or one of its ancestors, else the one of the repository this binary was built
+/// from.
+pub fn find_bench_dir(given: Option<&Path>) -> Result<PathBuf> {
+    if let Some(dir) = given {
+        if !dir.join("peers").is_dir() {
+            bail!("{} has no peers/ folder", dir.display());
+        }
+        return Ok(dir.to_path_buf());
+    }
+    let cwd = std::env::current_dir().context("cannot read the current folder")?;
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench");
+    cwd.ancestors()
+        .map(|a| a.join("bench"))
+        .chain(std::iter::once(built))
+        .find(|b| b.join("peers").join("common.py").is_file())
+        .context("cannot find the bench/ folder with the peers; pass --bench-dir")
+}
+
+/// The Python interpreter of the bench environment.
+pub fn python(bench_dir: &Path) -> Result<PathBuf> {
+    let py = bench_dir.join(".venv").join("bin").join("python");
+    if !py.is_file() {
+        bail!(
+            "no Python environment for the peers at {}: run {}/setup.sh (or pass --peers none)",
+            bench_dir.join(".venv").display(),
+            bench_dir.display()
+        );
+    }
+    Ok(py)
+}
+
+/// What the harness tells a peer about a case (`case.json`).
+#[derive(Debug, Serialize)]
+pub struct CaseFile<'a> {
+    pub op: &'a str,
+    pub m: usize,
+    pub n: usize,
+    pub nnz: usize,
+    pub k: usize,
+    pub threads: usize,
+    pub warmup: usize,
+    pub repeat: usize,
+    /// The folder of the operand files.
+    pub dir: &'a Path,
+}
+
+/// What a peer reports (`result.NAME.json`).
+#[derive(Debug, Deserialize)]
+struct ResultFile {
+    supported: bool,
+    note: Option<String>,
+    version: Option<String>,
+    #[serde(default)]
+    times_ms: Vec<f64>,
+}
+
+/// A peer's run of one case.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PeerRun {
+    /// Timed runs (seconds) and the result.
+    Ran {
+        times: Vec<f64>,
+        output: Vec<f32>,
+        version: Option<String>,
+        note: Option<String>,
+    },
+    /// The peer lacks the operation or its package; the note says which.
+    Unsupported { note: String },
+    /// The peer's process failed; the note holds the end of its error output.
+    Failed { note: String },
+}
+
+/// How many runs a peer makes, and with how many threads.
+#[derive(Debug, Clone, Copy)]
+pub struct Runs {
+    pub threads: usize,
+    pub warmup: usize,
+    pub repeat: usize,
+}
+
+/// Writes `case.json` for the peers into `dir` (which holds `a`'s and the dense
+/// operands' files).
+pub fn write_case(dir: &Path, case: &Case, a: &Csr, runs: Runs) -> Result<PathBuf> {
+    let file = CaseFile {
+        op: case.op.name(),
+        m: a.m,
+        n: a.n,
+        nnz: a.nnz(),
+        k: if case.op == Op::Spmv {
+            1
+        } else {
+            case.k.unwrap_or(1)
+        },
+        threads: runs.threads,
+        warmup: runs.warmup,
+        repeat: runs.repeat,
+        dir,
+    };
+    let path = dir.join("case.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&file)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// Runs peer `name` on the case described by `case_json` (in the operands' folder); a
+/// peer still running after `timeout` is stopped and reported as failed.
+pub fn run_peer(
+    python: &Path,
+    bench_dir: &Path,
+    name: &str,
+    case_json: &Path,
+    threads: usize,
+    timeout: Duration,
+) -> Result<PeerRun> {
+    let script = bench_dir.join("peers").join(format!("{name}_peer.py"));
+    if !script.is_file() {
+        bail!("peer script {} is missing", script.display());
+    }
+    let dir = case_json.parent().unwrap_or(Path::new("."));
+    let result_path = dir.join(format!("result.{name}.json"));
+    let out_path = dir.join(format!("out.{name}.f32"));
+    let _ = std::fs::remove_file(&result_path);
+    let _ = std::fs::remove_file(&out_path);
+    let t = threads.to_string();
+    let stderr_path = dir.join(format!("stderr.{name}.txt"));
+    let stderr_file = std::fs::File::create(&stderr_path)
+        .with_context(|| format!("cannot create {}", stderr_path.display()))?;
+    let mut child = Command::new(python)
+        .arg(&script)
+        .arg(case_json)
+        .env("OMP_NUM_THREADS", &t)
+        .env("MKL_NUM_THREADS", &t)
+        .env("OPENBLAS_NUM_THREADS", &t)
+        .env("NUMEXPR_NUM_THREADS", &t)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr_file)
+        .spawn()
+        .with_context(|| format!("cannot start {}", python.display()))?;
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().context("cannot wait for a peer")? {
+            break status;
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(PeerRun::Failed {
+                note: format!("{name} timed out after {} s", timeout.as_secs()),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if !status.success() || !result_path.is_file() {
+        let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+        let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Ok(PeerRun::Failed {
+            note: format!("{name} failed ({status}): {}", tail.join(" | ")),
+        });
+    }
+    let text = std::fs::read_to_string(&result_path)
+        .with_context(|| format!("cannot read {}", result_path.display()))?;
+    let result: ResultFile = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a peer result", result_path.display()))?;
+    if !result.supported {
+        return Ok(PeerRun::Unsupported {
+            note: result
+                .note
+                .unwrap_or_else(|| format!("{name}: not supported")),
+        });
+    }
+    if result.times_ms.is_empty() {
+        return Ok(PeerRun::Failed {
+            note: format!("{name} reported no timed run"),
+        });
+    }
+    Ok(PeerRun::Ran {
+        times: result.times_ms.iter().map(|t| t / 1e3).collect(),
+        output: read_f32(&out_path)?,
+        version: result.version,
+        note: result.note,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_lists() {
+        assert_eq!(parse_list(&["none".into()]).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            parse_list(&["SciPy".into(), "mkl".into(), "scipy".into()]).unwrap(),
+            vec!["scipy".to_string(), "mkl".to_string()]
+        );
+        assert!(parse_list(&["none".into(), "scipy".into()]).is_err());
+        assert!(parse_list(&["cusparse".into()]).is_err());
+    }
+
+    #[test]
+    fn a_missing_environment_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = python(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("setup.sh"), "{err}");
+    }
+
+    #[cfg(unix)]
+    /// A bench folder whose `.venv/bin/python` is the system's python3 and whose peers
+    /// are small stdlib-only scripts; `None` when there is no python3.
+    fn fake_bench(dir: &Path) -> Option<PathBuf> {
+        let python = std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|p| p.join("python3"))
+            .find(|p| p.is_file())?;
+        let bin = dir.join(".venv").join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(&python, bin.join("python")).unwrap();
+        let peers = dir.join("peers");
+        std::fs::create_dir_all(&peers).unwrap();
+        let write = |name: &str, body: &str| {
+            std::fs::write(peers.join(format!("{name}_peer.py")), body).unwrap();
+        };
+        // Writes y = 2 * x (m values) and two timings.
+        write(
+            "scipy",
+            r#"import json, os, struct, sys
+case = json.load(open(sys.argv[1]))
+d = case["dir"]
+x = open(os.path.join(d, "X.f32"), "rb").read()
+vals = struct.unpack("<%df" % (len(x) // 4), x)
+open(os.path.join(d, "out.scipy.f32"), "wb").write(struct.pack("<%df" % len(vals), *[2 * v for v in vals]))
+json.dump({"supported": True, "note": None, "version": "fake 1", "times_ms": [2.0, 4.0]},
+          open(os.path.join(d, "result.scipy.json"), "w"))
+"#,
+        );
+        write(
+            "mkl",
+            r#"import json, os, sys
+case = json.load(open(sys.argv[1]))
+json.dump({"supported": False, "note": "mkl: no " + case["op"], "version": None},
+          open(os.path.join(case["dir"], "result.mkl.json"), "w"))
+"#,
+        );
+        write("graphblas", "raise RuntimeError('boom')\n");
+        write("torch", "import time\ntime.sleep(30)\n");
+        Some(bin.join("python"))
+    }
+
+    const LONG: Duration = Duration::from_secs(120);
+
+    #[cfg(unix)]
+    #[test]
+    fn peer_processes_report_runs_notes_and_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(python) = fake_bench(dir.path()) else {
+            eprintln!("skipped: no python3");
+            return;
+        };
+        let case_dir = dir.path().join("case");
+        std::fs::create_dir_all(&case_dir).unwrap();
+        let a = Csr {
+            m: 3,
+            n: 3,
+            indptr: vec![0, 1, 2, 3],
+            indices: vec![0, 1, 2],
+            values: vec![1.0; 3],
+        };
+        let dense = crate::cmd_bench::operands::Dense::random(Op::Spmv, 3, 3, 1, 4);
+        a.write(&case_dir).unwrap();
+        dense.write(&case_dir).unwrap();
+        let case = Case {
+            path: "a.mtx".into(),
+            matrix: "a".into(),
+            op: Op::Spmv,
+            k: None,
+            format: "csr".into(),
+            recipe: "default".into(),
+        };
+        let runs = Runs {
+            threads: 1,
+            warmup: 1,
+            repeat: 2,
+        };
+        let case_json = write_case(&case_dir, &case, &a, runs).unwrap();
+        match run_peer(&python, dir.path(), "scipy", &case_json, 1, LONG).unwrap() {
+            PeerRun::Ran {
+                times,
+                output,
+                version,
+                ..
+            } => {
+                assert_eq!(times, vec![0.002, 0.004]);
+                let doubled: Vec<f32> = dense.x.iter().map(|v| 2.0 * v).collect();
+                assert_eq!(output, doubled);
+                assert_eq!(version.as_deref(), Some("fake 1"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            run_peer(&python, dir.path(), "mkl", &case_json, 1, LONG).unwrap(),
+            PeerRun::Unsupported {
+                note: "mkl: no spmv".into()
+            }
+        );
+        match run_peer(&python, dir.path(), "graphblas", &case_json, 1, LONG).unwrap() {
+            PeerRun::Failed { note } => assert!(note.contains("boom"), "{note}"),
+            other => panic!("{other:?}"),
+        }
+        match run_peer(
+            &python,
+            dir.path(),
+            "torch",
+            &case_json,
+            1,
+            Duration::from_millis(300),
+        )
+        .unwrap()
+        {
+            PeerRun::Failed { note } => assert!(note.contains("timed out"), "{note}"),
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_file(dir.path().join("peers").join("torch_peer.py")).unwrap();
+        assert!(run_peer(&python, dir.path(), "torch", &case_json, 1, LONG).is_err());
+    }
+
+    #[test]
+    fn the_repository_bench_folder_is_found() {
+        let dir = find_bench_dir(None).unwrap();
+        assert!(dir.join("peers").join("scipy_peer.py").is_file());
+    }
+}
