@@ -172,8 +172,7 @@ fn check_updates(
             primitive: PRIMITIVE,
             block: target.block.clone(),
             var: target.var.clone(),
-            buffer: name,
-            reason: reason.to_string(),
+            what: format!("`{name}` but not as a sum: {reason}"),
             span,
         }),
         None => Ok(()),
@@ -283,17 +282,16 @@ fn per_thread(
             {
                 axes.clone()
             }
-            _ => {
-                return Err(ScheduleError::NotAReduction {
-                    primitive: PRIMITIVE,
-                    block: target.block.clone(),
-                    var: target.var.clone(),
-                    buffer: buf.name.clone(),
-                    reason: "per-thread copies need a buffer over parentless dense_fixed axes"
-                        .to_string(),
-                    span: buf.span,
-                })
-            }
+            _ => return Err(ScheduleError::NotAReduction {
+                primitive: PRIMITIVE,
+                block: target.block.clone(),
+                var: target.var.clone(),
+                what: format!(
+                    "`{}`, and per-thread copies need a buffer over parentless dense_fixed axes",
+                    buf.name
+                ),
+                span: buf.span,
+            }),
         };
         let count = value_count(&func.axes, &axes);
         let name = fresh_name(&func, &format!("{}_copies", buf.name));
