@@ -282,16 +282,18 @@ fn per_thread(
             {
                 axes.clone()
             }
-            _ => return Err(ScheduleError::NotAReduction {
-                primitive: PRIMITIVE,
-                block: target.block.clone(),
-                var: target.var.clone(),
-                what: format!(
+            _ => {
+                return Err(ScheduleError::NotAReduction {
+                    primitive: PRIMITIVE,
+                    block: target.block.clone(),
+                    var: target.var.clone(),
+                    what: format!(
                     "`{}`, and per-thread copies need a buffer over parentless dense_fixed axes",
                     buf.name
                 ),
-                span: buf.span,
-            }),
+                    span: buf.span,
+                })
+            }
         };
         let count = value_count(&func.axes, &axes);
         let name = fresh_name(&func, &format!("{}_copies", buf.name));
