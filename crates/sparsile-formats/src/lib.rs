@@ -22,6 +22,7 @@ pub mod axis;
 pub mod container;
 pub mod convert;
 pub mod coo;
+pub mod decompose;
 pub mod error;
 pub mod format;
 pub mod index_array;

@@ -115,6 +115,7 @@ fn walk(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Expr)) {
                 indices.iter_mut().for_each(|i| expr(i, f));
                 expr(value, f);
             }
+            Stmt::Prefetch { indices, .. } => indices.iter_mut().for_each(|i| expr(i, f)),
             Stmt::Block { body, .. } => walk(body, f),
         }
     }

@@ -8,6 +8,11 @@
 //! - [`pipeline::compile_to_flat`] runs them in order and can print the IR after each;
 //! - [`schedule`]: schedule primitives (one module each), [`Schedule`] and its [`Trace`].
 
+// Schedule errors name the primitive, the loop, the access and the reason (with spans):
+// they are large by design and only built on the cold error path, so returning them by
+// value is fine.
+#![allow(clippy::result_large_err)]
+
 pub mod default_schedule;
 mod error;
 pub mod index_expr;

@@ -155,6 +155,15 @@ fn stmt(s: &Stmt, rw: &Rewrite<'_>) -> Stmt {
             value: expr(value, rw),
             span: *span,
         },
+        Stmt::Prefetch {
+            buffer,
+            indices,
+            span,
+        } => Stmt::Prefetch {
+            buffer: *buffer,
+            indices: rw(*buffer, indices.iter().map(|e| expr(e, rw)).collect()),
+            span: *span,
+        },
         Stmt::AtomicAdd {
             buffer,
             indices,

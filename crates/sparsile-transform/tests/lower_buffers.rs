@@ -153,6 +153,10 @@ fn every_buffer_becomes_flat() {
                     assert_eq!(indices.len(), 1);
                     check(value);
                 }
+                Stmt::Prefetch { indices, .. } => {
+                    assert_eq!(indices.len(), 1);
+                    indices.iter().for_each(check);
+                }
                 Stmt::Block { body, .. } => walk(body),
             }
         }

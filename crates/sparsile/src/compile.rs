@@ -36,9 +36,11 @@ use sparsile_transform::schedule::{ScheduleError, Trace};
 use sparsile_transform::{compile_to_flat, LowerError};
 use thiserror::Error;
 
+use crate::derived_inputs::with_derived;
 use crate::evaluate::{by_buffer, by_tensor, declared_dim_params};
 use crate::notation::{self, NotationError};
 use crate::DimError;
+use sparsile_formats::decompose::DecomposeCache;
 
 /// A stage of the pipeline whose IR can be shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,6 +159,7 @@ fn build(lowered: Lowered) -> Result<Kernel, CompileError> {
         ast: None,
         lowered,
         compiled,
+        decompose_cache: DecomposeCache::new(),
     })
 }
 
@@ -175,6 +178,8 @@ pub struct Kernel {
     ast: Option<notation::ast::Program>,
     lowered: Lowered,
     compiled: CompiledKernel,
+    /// Decomposition plans of derived buffers, per input sparsity pattern.
+    decompose_cache: DecomposeCache,
 }
 
 /// Compiles an index-notation program.
@@ -270,7 +275,12 @@ impl Kernel {
             threads: options.threads,
             ..KernelOptions::default()
         };
-        let outputs = self.compiled.run(&by_buffer(inputs), &options)?;
+        let bound = with_derived(
+            &self.lowered.stage1,
+            by_buffer(inputs),
+            &self.decompose_cache,
+        )?;
+        let outputs = self.compiled.run(&bound, &options)?;
         Ok(match &self.ast {
             Some(ast) => by_tensor(ast, outputs),
             None => outputs,

@@ -15,6 +15,7 @@
 //! ```
 
 mod compile;
+mod derived_inputs;
 mod dims;
 mod evaluate;
 pub mod notation;
@@ -24,6 +25,7 @@ pub use compile::{
     compile, compile_for, compile_program, compile_program_with, lower_program, lower_program_with,
     specialize_index_types, CompileError, Kernel, Lowered, RunOptions, Stage,
 };
+pub use derived_inputs::interpret_program;
 pub use dims::{bind_dims, DimError};
 pub use evaluate::{dim_params, evaluate, EvaluateError};
 pub use notation::{compile_notation, lower, NotationError};

@@ -118,7 +118,10 @@ fn rowwise_specialises_the_width_and_refuses_another() {
 #[test]
 fn recipe_traces_replay_to_the_same_ir() {
     for info in recipe::list() {
-        for program in [SPMM, SDDMM, SPMV] {
+        for (op, program) in [("spmm", SPMM), ("sddmm", SDDMM), ("spmv", SPMV)] {
+            if !info.ops.contains(&op) && !info.ops.contains(&"any") {
+                continue;
+            }
             let stage1 = compile_notation(program).unwrap();
             let context = RecipeContext {
                 params: HashMap::from([("k".to_string(), 16)]),

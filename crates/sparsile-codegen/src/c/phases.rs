@@ -188,6 +188,12 @@ impl Uses {
                 indices.iter().for_each(|i| self.expr(i));
                 self.expr(value);
             }
+            Stmt::Prefetch {
+                buffer, indices, ..
+            } => {
+                self.buffers.insert(*buffer);
+                indices.iter().for_each(|i| self.expr(i));
+            }
             Stmt::Block { body, .. } => self.stmts(body),
         }
     }
@@ -212,7 +218,7 @@ pub(crate) fn stored_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
                     walk(else_body, out);
                 }
                 Stmt::Block { body, .. } => walk(body, out),
-                Stmt::Let { .. } | Stmt::Assign { .. } => {}
+                Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Prefetch { .. } => {}
             }
         }
     }

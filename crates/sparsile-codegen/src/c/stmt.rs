@@ -128,6 +128,19 @@ fn emit_stmt(
             let v = emit_as(ctx, value, ty)?;
             w.line(&format!("{} = {};", ctx.var_name(*var)?, v.text));
         }
+        Stmt::Prefetch {
+            buffer,
+            indices,
+            span,
+        } => {
+            ctx.span = *span;
+            let offset = emit_offset(ctx, *buffer, indices)?;
+            w.line(&format!(
+                "__builtin_prefetch(&{}[{}], 0, 3);",
+                ctx.buffer_name(*buffer)?,
+                offset.text
+            ));
+        }
         Stmt::Store {
             buffer,
             indices,
@@ -259,7 +272,10 @@ pub(crate) fn assigned_vars(stmts: &[Stmt]) -> HashSet<VarId> {
                     walk(else_body, out);
                 }
                 Stmt::Block { body, .. } => walk(body, out),
-                Stmt::Let { .. } | Stmt::Store { .. } | Stmt::AtomicAdd { .. } => {}
+                Stmt::Let { .. }
+                | Stmt::Store { .. }
+                | Stmt::Prefetch { .. }
+                | Stmt::AtomicAdd { .. } => {}
             }
         }
     }

@@ -47,6 +47,16 @@ impl Display for Program {
                 buffer.role.name()
             )?;
         }
+        for d in &self.derived {
+            writeln!(
+                f,
+                "  derived {} = part({}, {}) by {}",
+                names.buffer(d.buffer),
+                names.buffer(d.source),
+                d.part,
+                d.rule
+            )?;
+        }
         for stmt in &self.body {
             write_stmt(f, names, stmt, 1)?;
         }

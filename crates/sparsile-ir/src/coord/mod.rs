@@ -25,6 +25,7 @@
 //! See `crates/sparsile-ir/tests/` for text-IR examples.
 
 pub mod builder;
+pub mod derived;
 pub mod display;
 mod expr;
 pub mod parser;
@@ -33,6 +34,7 @@ mod stmt;
 pub mod verify;
 
 pub use builder::{BodyBuilder, ProgramBuilder};
+pub use derived::{DerivedBuffer, RuleSpec};
 pub use expr::{BinaryOp, Expr, UnaryOp};
 pub use parser::ParseError;
 pub use program::{

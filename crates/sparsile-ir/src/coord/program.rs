@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::derived::DerivedBuffer;
 use super::stmt::Stmt;
 use crate::id::{AxisId, BufferId, IdVec, IterVarId, ParamId};
 use crate::{AxisKind, DType, IndexType, Span};
@@ -161,6 +162,9 @@ pub struct Program {
     pub buffers: IdVec<BufferId, BufferDecl>,
     pub vars: IdVec<IterVarId, IterVar>,
     pub body: Vec<Stmt>,
+    /// Input buffers computed from other inputs before a run (see [`super::derived`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub derived: Vec<DerivedBuffer>,
 }
 
 impl Program {
@@ -173,6 +177,7 @@ impl Program {
             buffers: IdVec::new(),
             vars: IdVec::new(),
             body: Vec::new(),
+            derived: Vec::new(),
         }
     }
 
@@ -186,6 +191,11 @@ impl Program {
 
     pub fn buffer_by_name(&self, name: &str) -> Option<BufferId> {
         self.buffers.position(|b| b.name == name)
+    }
+
+    /// The derivation of `buffer`, when it is a derived buffer.
+    pub fn derivation(&self, buffer: BufferId) -> Option<&DerivedBuffer> {
+        self.derived.iter().find(|d| d.buffer == buffer)
     }
 
     /// The chain of ancestors of `axis`, root first, ending with `axis` itself.

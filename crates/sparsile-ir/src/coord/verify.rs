@@ -14,6 +14,8 @@
 //!   `union`/`intersect` operands are other sparse axes with the same parent and length
 //!   as the axis.
 //! - buffers: axes exist; each axis's parent comes earlier in the buffer's axis list.
+//! - derived buffers: buffer and source exist, are distinct input buffers, the source is
+//!   not derived itself, and no buffer is derived twice.
 //! - iterations: axes exist; each axis's parent comes earlier in the same iteration or
 //!   in an enclosing one; no spatial axis has a reduction axis as parent; each variable
 //!   is bound once, to the axis it is declared for, and used only inside its iteration
@@ -183,6 +185,7 @@ pub fn verify(program: &Program) -> Result<(), Vec<VerifyError>> {
     v.names();
     v.axes();
     v.buffers();
+    v.derived();
     let scope = Scope::default();
     for s in &program.body {
         v.stmt(s, &scope, None);
@@ -383,6 +386,42 @@ impl Verifier<'_> {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// Derived buffers: both buffers exist, are distinct inputs, the source is not itself
+    /// derived, and no buffer is derived twice.
+    fn derived(&mut self) {
+        let p = self.program;
+        let name = |b: crate::id::BufferId| {
+            p.buffers
+                .get(b)
+                .map_or_else(|| b.to_string(), |d| d.name.clone())
+        };
+        for (k, d) in p.derived.iter().enumerate() {
+            let what = format!("derived buffer `{}`", name(d.buffer));
+            for (role, b) in [("buffer", d.buffer), ("source", d.source)] {
+                match p.buffers.get(b) {
+                    None => self.err(d.span, format!("{what}: {role} {b} does not exist")),
+                    Some(decl) if decl.role != BufferRole::Input => self.err(
+                        d.span,
+                        format!("{what}: {role} `{}` must be an input buffer", decl.name),
+                    ),
+                    Some(_) => {}
+                }
+            }
+            if d.buffer == d.source {
+                self.err(d.span, format!("{what}: derived from itself"));
+            }
+            if p.derivation(d.source).is_some() {
+                self.err(
+                    d.span,
+                    format!("{what}: source `{}` is itself derived", name(d.source)),
+                );
+            }
+            if p.derived[..k].iter().any(|e| e.buffer == d.buffer) {
+                self.err(d.span, format!("{what}: derived twice"));
             }
         }
     }

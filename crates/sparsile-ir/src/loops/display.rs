@@ -222,6 +222,13 @@ fn write_stmt(f: &mut Formatter<'_>, names: Names<'_>, stmt: &Stmt, depth: usize
             write_expr(f, names, value)?;
             f.write_str("\n")
         }
+        Stmt::Prefetch {
+            buffer, indices, ..
+        } => {
+            write!(f, "prefetch {}", names.buffer(*buffer))?;
+            write_list(f, names, '[', indices, ']')?;
+            f.write_str("\n")
+        }
         Stmt::AtomicAdd {
             buffer,
             indices,

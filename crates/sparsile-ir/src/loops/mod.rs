@@ -33,6 +33,7 @@ mod expr;
 mod func;
 pub mod parser;
 mod stmt;
+mod substitute;
 pub mod verify;
 
 pub use builder::FuncBuilder;

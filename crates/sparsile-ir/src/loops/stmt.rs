@@ -123,6 +123,14 @@ pub enum Stmt {
         value: Expr,
         span: Span,
     },
+    /// A hint: fetch the element `buffer[indices]` into the cache ahead of its use. It
+    /// changes no value; its indices are evaluated like a load's, and the element must
+    /// be in bounds (the `prefetch` primitive guards it). Text: `prefetch B[j, 0]`.
+    Prefetch {
+        buffer: BufferId,
+        indices: Vec<Expr>,
+        span: Span,
+    },
     /// `atomic buffer[indices] += value`: adds `value` to one element as a single
     /// indivisible update, so iterations of a parallel loop may add to the same element
     /// concurrently (the sum is the same up to floating-point reassociation). Only for

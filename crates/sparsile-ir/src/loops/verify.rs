@@ -785,6 +785,18 @@ impl<'a> Verifier<'a> {
                     }
                 }
             }
+            Stmt::Prefetch {
+                buffer,
+                indices,
+                span,
+            } => {
+                let ctx = format!("prefetch of `{}`", self.buffer_name(*buffer));
+                let access = Expr::Load {
+                    buffer: *buffer,
+                    indices: indices.clone(),
+                };
+                self.expr(&access, scope, *span, &ctx);
+            }
             Stmt::Block { name, body, span } => {
                 if !is_valid_block_name(name) {
                     self.error(

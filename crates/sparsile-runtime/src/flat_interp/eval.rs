@@ -140,8 +140,8 @@ impl Exec<'_, '_> {
             })
     }
 
-    /// The element offset of an access (`access` is "load" or "store"), checked to be
-    /// in bounds.
+    /// The element offset of an access (`access` is "load", "store" or "prefetch"),
+    /// checked to be in bounds.
     pub(crate) fn offset(
         &self,
         buffer: BufferId,

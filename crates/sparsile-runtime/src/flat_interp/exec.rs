@@ -152,6 +152,15 @@ impl<'f, 'i> Exec<'f, 'i> {
                 let value = self.eval(value)?;
                 self.store(*buffer, offset, value)
             }
+            Stmt::Prefetch {
+                buffer,
+                indices,
+                span,
+            } => {
+                // A hint: only its indices are checked (in bounds, loads valid).
+                self.at = *span;
+                self.offset(*buffer, indices, "prefetch").map(|_| ())
+            }
             Stmt::AtomicAdd {
                 buffer,
                 indices,

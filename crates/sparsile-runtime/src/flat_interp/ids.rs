@@ -113,6 +113,12 @@ impl Checker<'_> {
                     indices.iter().for_each(|e| self.expr(e));
                     self.expr(value);
                 }
+                Stmt::Prefetch {
+                    buffer, indices, ..
+                } => {
+                    self.buffer(*buffer);
+                    indices.iter().for_each(|e| self.expr(e));
+                }
                 Stmt::Block { body, .. } => self.stmts(body),
             }
         }

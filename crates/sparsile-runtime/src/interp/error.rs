@@ -16,6 +16,9 @@ pub enum InterpError {
     #[error("input buffer `{buffer}` was not given a tensor")]
     MissingInput { buffer: String },
 
+    #[error("derived buffer `{buffer}`: {message}")]
+    Derive { buffer: String, message: String },
+
     #[error("a tensor was given for `{name}`, which is not an input buffer of the program")]
     UnknownInput { name: String },
 

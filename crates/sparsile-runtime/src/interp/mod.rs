@@ -94,6 +94,7 @@
 
 mod access;
 mod binding;
+pub mod derived;
 mod error;
 mod eval_expr;
 mod iterate;
@@ -129,8 +130,25 @@ pub struct InterpOptions {
 /// The outputs of a program, by output buffer name.
 pub type Outputs = HashMap<String, SparseTensor<'static>>;
 
-/// Executes `program` on `inputs` (one tensor per input buffer, by buffer name).
-pub fn interpret<'i>(
+/// Executes `program` on `inputs` (one tensor per input buffer, by buffer name). The
+/// tensors of derived buffers not given are computed from their sources
+/// ([`derived::derive_inputs`]).
+pub fn interpret(
+    program: &Program,
+    inputs: &HashMap<String, SparseTensor<'_>>,
+    options: &InterpOptions,
+) -> Result<Outputs, InterpError> {
+    let derived = derived::derive_inputs(program, inputs, None)?;
+    if derived.is_empty() {
+        return interpret_bound(program, inputs, options);
+    }
+    let mut all: HashMap<String, SparseTensor<'_>> =
+        inputs.iter().map(|(n, t)| (n.clone(), t.view())).collect();
+    all.extend(derived);
+    interpret_bound(program, &all, options)
+}
+
+fn interpret_bound<'i>(
     program: &Program,
     inputs: &'i HashMap<String, SparseTensor<'_>>,
     options: &InterpOptions,

@@ -57,6 +57,7 @@ fn stmt_span(s: &Stmt) -> Span {
         | Stmt::Let { span, .. }
         | Stmt::Assign { span, .. }
         | Stmt::Store { span, .. }
+        | Stmt::Prefetch { span, .. }
         | Stmt::AtomicAdd { span, .. }
         | Stmt::Block { span, .. } => *span,
     }

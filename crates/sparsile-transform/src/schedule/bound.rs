@@ -133,7 +133,7 @@ fn modified(stmts: &[Stmt], stores: &mut HashSet<BufferId>, assigns: &mut HashSe
             Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
                 stores.insert(*buffer);
             }
-            Stmt::Let { .. } => {}
+            Stmt::Let { .. } | Stmt::Prefetch { .. } => {}
         }
     }
 }

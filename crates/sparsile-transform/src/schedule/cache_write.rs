@@ -171,6 +171,7 @@ impl Body {
                 Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
                     self.stores.insert(*buffer);
                 }
+                Stmt::Prefetch { .. } => {}
                 Stmt::Block { body, .. } => self.walk(body),
             }
         }
@@ -518,6 +519,15 @@ impl Plan {
                     span: *span,
                 }
             }
+            Stmt::Prefetch {
+                buffer,
+                indices,
+                span,
+            } => Stmt::Prefetch {
+                buffer: *buffer,
+                indices: indices.iter().map(re).collect(),
+                span: *span,
+            },
             Stmt::Block { name, body, span } => Stmt::Block {
                 name: name.clone(),
                 body: rs(body),
@@ -652,6 +662,10 @@ pub(crate) fn accesses(stmts: &[Stmt], buffer: BufferId) -> Vec<(Option<Vec<Expr
                     }
                     indices.iter().for_each(|e| expr(e, buffer, *span, out));
                     expr(value, buffer, *span, out);
+                }
+                // A prefetch reads nothing; its indices may load.
+                Stmt::Prefetch { indices, span, .. } => {
+                    indices.iter().for_each(|e| expr(e, buffer, *span, out));
                 }
                 Stmt::Block { body, .. } => walk(body, buffer, out),
             }

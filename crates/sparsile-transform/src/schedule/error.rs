@@ -363,6 +363,91 @@ pub enum ScheduleError {
         value: i64,
     },
     // ---- end of specialize ----
+    // ---- decomposition: decompose_format, horizontal_fuse (also UnknownBuffer) ----
+    /// The buffer cannot be decomposed (not an input, derived itself, or not stored with
+    /// one axis per logical dimension).
+    #[error("decompose_format: buffer `{buffer}` (line {}, column {}) cannot be decomposed: {reason}", .span.line, .span.col)]
+    NotDecomposable {
+        buffer: String,
+        reason: String,
+        span: Span,
+    },
+    /// The rule is malformed or does not apply to the buffer.
+    #[error("decompose_format: rule `{rule}` for buffer `{buffer}`: {reason}")]
+    DecomposeBadRule {
+        buffer: String,
+        rule: String,
+        reason: String,
+    },
+    /// No top-level iteration reads the buffer, so there is nothing to rewrite.
+    #[error("decompose_format: no top-level iteration reads buffer `{buffer}`")]
+    BufferNotRead { buffer: String },
+    /// An iteration reading the buffer does not iterate one of its axes (or iterates a
+    /// child of one that is not part of the buffer).
+    #[error("decompose_format: iteration `{iteration}` (line {}, column {}) reads `{buffer}` but does not iterate its axis `{axis}`", .span.line, .span.col)]
+    SourceAxisNotIterated {
+        iteration: String,
+        buffer: String,
+        axis: String,
+        span: Span,
+    },
+    /// A read of the buffer is not indexed by the variables of its axes.
+    #[error("decompose_format: iteration `{iteration}` (line {}, column {}): the read `{access}` is not indexed by the iteration variables of the buffer's axes", .span.line, .span.col)]
+    SourceAccessNotIterated {
+        iteration: String,
+        access: String,
+        span: Span,
+    },
+    /// The iteration does more than accumulate, so splitting it over parts could change
+    /// its result.
+    #[error("decompose_format: iteration `{iteration}` (line {}, column {}) does not only accumulate: {what}", .span.line, .span.col)]
+    NotAnAccumulation {
+        iteration: String,
+        what: String,
+        span: Span,
+    },
+    /// Fewer than two blocks to fuse, or one named twice.
+    #[error("horizontal_fuse: {what}")]
+    BadBlockList { what: String },
+    /// A block is not a top-level block made of exactly one loop.
+    #[error("horizontal_fuse: block `{block}` (line {}, column {}) {what}", .span.line, .span.col)]
+    NotASingleLoopBlock {
+        block: String,
+        what: String,
+        span: Span,
+    },
+    /// The blocks are not consecutive top-level statements.
+    #[error("horizontal_fuse: block `{block}` does not directly follow block `{previous}` at the top level")]
+    BlocksNotAdjacent { previous: String, block: String },
+    /// Running the blocks' iterations interleaved could change the result: one block
+    /// touches a buffer another writes, other than by accumulating into it.
+    #[error("horizontal_fuse: block `{block}` {what} buffer `{buffer}`, which block `{other}` writes; fused blocks may share a written buffer only by accumulating into it (`X[..] = X[..] + e`)")]
+    BlocksDependent {
+        block: String,
+        other: String,
+        buffer: String,
+        what: &'static str,
+    },
+    // ---- end of decomposition variants ----
+    // ---- prefetch (also uses UnknownBuffer) ----
+    /// The loop body never loads the buffer.
+    #[error("{primitive}: loop `{var}` in block `{block}` does not load buffer `{buffer}`")]
+    NoLoadInLoop {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        buffer: String,
+    },
+    /// The load's indices cannot be computed ahead.
+    #[error("prefetch: loop `{var}` in block `{block}` ({span}): the load of `{buffer}` cannot be computed ahead: {reason}")]
+    PrefetchIndex {
+        block: String,
+        var: String,
+        buffer: String,
+        reason: String,
+        span: Span,
+    },
+    // ---- end of prefetch ----
 }
 
 /// The details of [`ScheduleError::CacheAccess`]: an access of the cached buffer whose

@@ -207,7 +207,7 @@ pub fn bounds_invariant(f: &For) -> bool {
                     written(else_body, bufs, vars);
                 }
                 Stmt::Block { body, .. } => written(body, bufs, vars),
-                Stmt::Let { .. } => {}
+                Stmt::Let { .. } | Stmt::Prefetch { .. } => {}
             }
         }
     }

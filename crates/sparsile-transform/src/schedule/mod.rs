@@ -29,11 +29,14 @@
 pub mod bound;
 pub mod cache_read;
 pub mod cache_write;
+pub mod decompose_format;
 pub mod error;
 pub mod fuse;
+pub mod horizontal_fuse;
 pub mod loop_ref;
 pub mod parallel;
 pub mod partition;
+pub mod prefetch;
 pub mod reduction;
 pub mod reorder;
 pub mod rfactor;
@@ -48,11 +51,14 @@ pub mod vectorize;
 pub use bound::bound;
 pub use cache_read::cache_read;
 pub use cache_write::cache_write;
+pub use decompose_format::decompose_format;
 pub use error::ScheduleError;
 pub use fuse::fuse;
+pub use horizontal_fuse::horizontal_fuse;
 pub use loop_ref::LoopRef;
 pub use parallel::parallel;
 pub use partition::{parallel_with, LoopPartition};
+pub use prefetch::prefetch;
 pub use reduction::{parallel_reduce, ReductionStrategy};
 pub use reorder::reorder;
 pub use rfactor::rfactor;
@@ -64,6 +70,7 @@ pub use trace::{Step, Trace};
 pub use unroll::unroll;
 pub use vectorize::vectorize;
 
+use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
 use sparsile_ir::loops::{verify, Func};
 
@@ -138,11 +145,18 @@ impl Schedule {
             Step::Vectorize { target } => self.vectorize(target),
             Step::Unroll { target } => self.unroll(target),
             Step::Bound { target, extent } => self.bound(target, *extent),
+            Step::Prefetch {
+                target,
+                buffer,
+                distance,
+            } => self.prefetch(target, buffer, *distance),
             Step::ParallelWith { target, partition } => self.parallel_with(target, partition),
             Step::CacheWrite { target, buffer } => self.cache_write(target, buffer).map(|_| ()),
             Step::ParallelReduce { target, strategy } => self.parallel_reduce(target, *strategy),
             Step::CacheRead { target, buffer } => self.cache_read(target, buffer).map(|_| ()),
             Step::Rfactor { target, inner } => self.rfactor(target, inner).map(|_| ()),
+            Step::DecomposeFormat { buffer, rule } => self.decompose_format(buffer, rule.clone()),
+            Step::HorizontalFuse { blocks } => self.horizontal_fuse(blocks).map(|_| ()),
         }
     }
 
@@ -285,6 +299,23 @@ impl Schedule {
         self.stage2(step, |f| bound(f, target, extent).map(|f| (f, ())))
     }
 
+    /// [`prefetch()`]: prefetches the element of `buffer` that loop `target` loads
+    /// `distance` iterations ahead.
+    pub fn prefetch(
+        &mut self,
+        target: &LoopRef,
+        buffer: &str,
+        distance: i64,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::Prefetch {
+            target: target.clone(),
+            buffer: buffer.to_string(),
+            distance,
+        };
+        self.stage2(step, |f| {
+            prefetch(f, target, buffer, distance).map(|f| (f, ()))
+        })
+    }
     /// [`parallel_with()`]: marks the loop parallel with this partition.
     pub fn parallel_with(
         &mut self,
@@ -341,6 +372,31 @@ impl Schedule {
         self.stage2(step, |f| {
             parallel_reduce(f, target, strategy).map(|f| (f, ()))
         })
+    }
+    /// [`decompose_format()`]: rewrites the iterations reading input `buffer` into one
+    /// iteration per part of `rule`; the parts become derived input buffers. Only before
+    /// the first stage-II call.
+    pub fn decompose_format(
+        &mut self,
+        buffer: &str,
+        rule: DecomposeRule,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::DecomposeFormat {
+            buffer: buffer.to_string(),
+            rule: rule.clone(),
+        };
+        self.stage1("decompose_format", step, |p| {
+            decompose_format(p, buffer, &rule)
+        })
+    }
+
+    /// [`horizontal_fuse()`]: runs the top-level blocks `blocks` as one loop over their
+    /// concatenated iterations; returns that loop.
+    pub fn horizontal_fuse(&mut self, blocks: &[String]) -> Result<LoopRef, ScheduleError> {
+        let step = Step::HorizontalFuse {
+            blocks: blocks.to_vec(),
+        };
+        self.stage2(step, |f| horizontal_fuse(f, blocks))
     }
 
     /// Lowers to stage II if needed and flattens the function (`lower_buffers`).

@@ -204,6 +204,7 @@ pub(crate) fn find_loop<'a>(
                 Stmt::Let { .. }
                 | Stmt::Assign { .. }
                 | Stmt::Store { .. }
+                | Stmt::Prefetch { .. }
                 | Stmt::AtomicAdd { .. } => {}
             }
         }
@@ -257,6 +258,7 @@ pub(crate) fn with_loop(func: &Func, target: &LoopRef, edit: impl FnOnce(&mut Fo
                 Stmt::Let { .. }
                 | Stmt::Assign { .. }
                 | Stmt::Store { .. }
+                | Stmt::Prefetch { .. }
                 | Stmt::AtomicAdd { .. } => {}
             }
         }
@@ -420,6 +422,10 @@ fn collect_stmts(stmts: &[Stmt], b: &mut Body) {
                     indices: Some(indices.clone()),
                     span: *span,
                 });
+            }
+            // The prefetched element is not accessed; only the loads in its indices.
+            Stmt::Prefetch { indices, span, .. } => {
+                indices.iter().for_each(|e| collect_expr(e, *span, b));
             }
             Stmt::Block { body, .. } => collect_stmts(body, b),
         }

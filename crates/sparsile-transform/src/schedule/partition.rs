@@ -187,6 +187,7 @@ pub(crate) fn for_each_expr(stmts: &[sparsile_ir::loops::Stmt], visit: &mut impl
                 indices.iter().for_each(|e| e.visit(visit));
                 value.visit(visit);
             }
+            Stmt::Prefetch { indices, .. } => indices.iter().for_each(|e| e.visit(visit)),
             Stmt::Block { body, .. } => for_each_expr(body, visit),
         }
     }

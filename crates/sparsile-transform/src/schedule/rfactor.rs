@@ -242,7 +242,7 @@ fn collect_updates(
                     *outside = Some(*span);
                 }
             }
-            Stmt::Let { .. } | Stmt::Assign { .. } => {}
+            Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Prefetch { .. } => {}
         }
     }
 }

@@ -18,6 +18,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
 
 use super::loop_ref::LoopRef;
@@ -72,6 +73,12 @@ pub enum Step {
         target: LoopRef,
         extent: i64,
     },
+    /// Stage II: prefetch the element of `buffer` loaded `distance` iterations ahead.
+    Prefetch {
+        target: LoopRef,
+        buffer: String,
+        distance: i64,
+    },
     /// `parallel` with a partition of the iterations between threads.
     ParallelWith {
         target: LoopRef,
@@ -97,6 +104,15 @@ pub enum Step {
         target: LoopRef,
         inner: LoopRef,
     },
+    /// Stage I: decompose input `buffer` by `rule` into derived parts.
+    DecomposeFormat {
+        buffer: String,
+        rule: DecomposeRule,
+    },
+    /// Stage II: run these top-level blocks as one loop over their tasks.
+    HorizontalFuse {
+        blocks: Vec<String>,
+    },
 }
 
 impl Step {
@@ -114,11 +130,14 @@ impl Step {
             Step::Vectorize { .. } => "vectorize",
             Step::Unroll { .. } => "unroll",
             Step::Bound { .. } => "bound",
+            Step::Prefetch { .. } => "prefetch",
             Step::ParallelWith { .. } => "parallel_with",
             Step::CacheWrite { .. } => "cache_write",
             Step::ParallelReduce { .. } => "parallel_reduce",
             Step::CacheRead { .. } => "cache_read",
             Step::Rfactor { .. } => "rfactor",
+            Step::DecomposeFormat { .. } => "decompose_format",
+            Step::HorizontalFuse { .. } => "horizontal_fuse",
         }
     }
 }

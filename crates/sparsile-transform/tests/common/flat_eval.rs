@@ -100,6 +100,17 @@ impl<'f> Machine<'f> {
                 let v = self.eval(value);
                 self.vars[var.0 as usize] = Some(v);
             }
+            Stmt::Prefetch {
+                buffer, indices, ..
+            } => {
+                let off = self.eval(&indices[0]).i("offset");
+                let len = self.bufs[buffer.0 as usize].len();
+                assert!(
+                    off >= 0 && (off as usize) < len,
+                    "prefetch of {}[{off}] out of bounds (length {len})",
+                    self.func.buffers[*buffer].name
+                );
+            }
             Stmt::Store {
                 buffer,
                 indices,

@@ -29,7 +29,9 @@
 
 mod args;
 mod default;
+mod hyb;
 mod nest;
+mod rgms_hyb;
 mod rowwise;
 mod spec;
 
@@ -114,7 +116,12 @@ pub(crate) struct Recipe {
 }
 
 fn registry() -> Vec<Recipe> {
-    vec![default::RECIPE, rowwise::RECIPE]
+    vec![
+        default::RECIPE,
+        rowwise::RECIPE,
+        hyb::RECIPE,
+        rgms_hyb::RECIPE,
+    ]
 }
 
 /// Every recipe, in the order `sparsile recipes` lists them.

@@ -6,13 +6,16 @@
 //! constant when the inputs fix it (`specialize`), the outermost spatial loop of each
 //! block runs in parallel, and every innermost loop whose iterations carry no
 //! dependence through memory is vectorised (a reduction into memory is left serial).
+//! Rows of a dense operand gathered through the sparse operand's indices (`B[j, :]` in
+//! SpMM, `Y[j, :]` in SDDMM) are prefetched `prefetch` non-zeros ahead, which hides
+//! the memory latency of scattered gathers.
 
 use sparsile_ir::loops::Expr;
 use sparsile_transform::lower_iterations;
 use sparsile_transform::schedule::{Schedule, ScheduleError};
 
 use super::default::parallel_outer;
-use super::nest::{blocks, main_iteration, nest};
+use super::nest::{blocks, gathered_rows, main_iteration, nest};
 use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
@@ -22,11 +25,18 @@ fn info() -> RecipeInfo {
         name: "rowwise",
         summary: "rows in parallel; the innermost dense extent (K) fixed at compile time; innermost loops vectorised",
         ops: &["spmm", "sddmm", "spmv"],
-        params: vec![ParamInfo {
-            name: "k",
-            default: "auto",
-            doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
-        }],
+        params: vec![
+            ParamInfo {
+                name: "k",
+                default: "auto",
+                doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
+            },
+            ParamInfo {
+                name: "prefetch",
+                default: "8",
+                doc: "how many non-zeros ahead gathered dense rows are prefetched (0: never)",
+            },
+        ],
         source: "DA-SpMM (row balance, row-major, sequential reduction)",
     }
 }
@@ -37,7 +47,9 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         sch.specialize(&param, value).map_err(sched(name))?;
     }
     parallel_outer(sch, name)?;
-    vectorize_innermost(sch, name)
+    vectorize_innermost(sch, name)?;
+    let distance = args.int("prefetch", 0, 1 << 16)?;
+    prefetch_gathers(sch, name, distance)
 }
 
 /// The parameter bounding the innermost loop of the main iteration, and the value to
@@ -89,6 +101,31 @@ pub(super) fn vectorize_innermost(sch: &mut Schedule, recipe: &str) -> Result<()
                 Err(ScheduleError::LoopCarriedAccess(_) | ScheduleError::NotSerial { .. }) => {}
                 Err(e) => return Err(sched(recipe)(e)),
             }
+        }
+    }
+    Ok(())
+}
+
+/// Prefetches, `distance` iterations ahead, every dense row gathered through sparse
+/// indices in the main iteration (nothing when `distance` is 0).
+pub(super) fn prefetch_gathers(
+    sch: &mut Schedule,
+    recipe: &str,
+    distance: i64,
+) -> Result<(), RecipeError> {
+    if distance == 0 {
+        return Ok(());
+    }
+    let Some(main) = main_iteration(sch.program()) else {
+        return Ok(());
+    };
+    let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
+    for (target, buffer) in gathered_rows(&func, &main) {
+        match sch.prefetch(&target, &buffer, distance) {
+            Ok(()) => {}
+            // A gather the primitive cannot compute ahead is left as it is.
+            Err(ScheduleError::PrefetchIndex { .. }) => {}
+            Err(e) => return Err(sched(recipe)(e)),
         }
     }
     Ok(())

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use super::lexer::{Tok, Token};
 use super::{ParseError, RESERVED};
+use crate::coord::derived::{DerivedBuffer, RuleSpec};
 use crate::coord::expr::{BinaryOp, Expr, UnaryOp};
 use crate::coord::program::{
     AxisDecl, AxisStructure, BufferDecl, BufferRole, Extent, IterVar, Param, Program,
@@ -223,6 +224,10 @@ impl Parser {
             }
             self.program.buffers.push(b);
         }
+        while self.is_keyword("derived") && matches!(self.peek_at(1), Tok::Ident(_)) {
+            let d = self.derived()?;
+            self.program.derived.push(d);
+        }
         let body = self.stmts_until_close()?;
         self.program.body = body;
         if self.peek().tok != Tok::Eof {
@@ -388,6 +393,69 @@ impl Parser {
             dtype,
             axes,
             role,
+            span: start.join(self.prev_span()),
+        })
+    }
+
+    /// `derived B = part(S, N) by NAME(arg, …)`.
+    fn derived(&mut self) -> PResult<DerivedBuffer> {
+        let start = self.expect_keyword("derived")?;
+        let buffer_ref = |p: &Self, name: &str, span: Span| {
+            p.program
+                .buffer_by_name(name)
+                .ok_or_else(|| ParseError::new(span, format!("unknown buffer `{name}`")))
+        };
+        let (name, span) = self.expect_name("a buffer name")?;
+        let buffer = buffer_ref(self, &name, span)?;
+        if self.program.derivation(buffer).is_some() {
+            return Err(ParseError::new(
+                span,
+                format!("buffer `{name}` is derived twice"),
+            ));
+        }
+        self.expect_punct('=')?;
+        let (word, word_span) = self.expect_word("`part`")?;
+        if word != "part" {
+            return Err(ParseError::new(
+                word_span,
+                format!("expected `part`, found `{word}`"),
+            ));
+        }
+        self.expect_punct('(')?;
+        let (source_name, source_span) = self.expect_name("a buffer name")?;
+        let source = buffer_ref(self, &source_name, source_span)?;
+        self.expect_punct(',')?;
+        let part = match &self.peek().tok {
+            Tok::Int(digits) => {
+                let digits = digits.clone();
+                let span = self.bump().span;
+                digits.parse::<usize>().map_err(|_| {
+                    ParseError::new(span, format!("part number `{digits}` is too large"))
+                })?
+            }
+            _ => return Err(self.error_expected("a part number")),
+        };
+        self.expect_punct(')')?;
+        let (by, by_span) = self.expect_word("`by`")?;
+        if by != "by" {
+            return Err(ParseError::new(
+                by_span,
+                format!("expected `by`, found `{by}`"),
+            ));
+        }
+        let (rule_name, _) = self.expect_word("a rule name")?;
+        let args = self.list('(', ')', |p| match &p.peek().tok {
+            Tok::Ident(s) | Tok::Int(s) => {
+                let s = s.clone();
+                Ok((s, p.bump().span))
+            }
+            _ => Err(p.error_expected("a rule argument (an identifier or an integer)")),
+        })?;
+        Ok(DerivedBuffer {
+            buffer,
+            source,
+            part,
+            rule: RuleSpec::new(rule_name, args.into_iter().map(|(a, _)| a).collect()),
             span: start.join(self.prev_span()),
         })
     }

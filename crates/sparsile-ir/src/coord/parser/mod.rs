@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! program    = "func" IDENT "(" [ IDENT { "," IDENT } ] ")" "{"
-//!                { axis } { buffer } { stmt } "}" ;
+//!                { axis } { buffer } { derived } { stmt } "}" ;
 //! axis       = "axis" IDENT "=" KIND "(" [ parent "," ] extent { "," attr } ")"
 //!                [ "=" ( "union" | "intersect" ) "(" IDENT { "," IDENT } ")" ] ;
 //! KIND       = "dense_fixed" | "dense_variable" | "sparse_fixed" | "sparse_variable" ;
@@ -20,6 +20,8 @@
 //! buffer     = "buffer" IDENT ":" DTYPE "[" [ IDENT { "," IDENT } ] "]" ROLE ;
 //! DTYPE      = "f16" | "bf16" | "f32" | "f64" | "i32" | "i64" ;
 //! ROLE       = "input" | "output" | "temp" ;
+//! derived    = "derived" IDENT "=" "part" "(" IDENT "," INT ")" "by" IDENT
+//!                "(" [ ( IDENT | INT ) { "," ( IDENT | INT ) } ] ")" ;
 //! stmt       = iteration | store ;
 //! iteration  = "iter" IDENT "over" "[" [ iteraxis { "," iteraxis } ] "]"
 //!                "as" "(" [ IDENT { "," IDENT } ] ")" "{" [ init ] { stmt } "}" ;
@@ -141,6 +143,9 @@ impl Program {
         }
         for (_, b) in self.buffers.iter_mut() {
             b.span = Span::default();
+        }
+        for d in &mut self.derived {
+            d.span = Span::default();
         }
         clear_stmt_spans(&mut self.body);
     }

@@ -550,6 +550,20 @@ impl Parser {
                     span: start.join(self.prev_span()),
                 })
             }
+            "prefetch" => {
+                self.bump();
+                let (name, nspan) = self.expect_word("a buffer name")?;
+                let buffer = self
+                    .func
+                    .buffer_by_name(&name)
+                    .ok_or_else(|| ParseError::new(nspan, format!("unknown buffer `{name}`")))?;
+                let indices = self.list("[", "]", |p| p.expr())?;
+                Ok(Stmt::Prefetch {
+                    buffer,
+                    indices,
+                    span: start.join(self.prev_span()),
+                })
+            }
             "block" => {
                 self.bump();
                 let (mut name, _) = self.expect_word("a block name")?;

@@ -107,6 +107,7 @@ pub const RESERVED: &[&str] = &[
     "intersect",
     "nonunique",
     "nopad",
+    "prefetch",
     "inf",
     "nan",
 ];
@@ -172,6 +173,7 @@ fn clear_stmt_spans(stmts: &mut [Stmt]) {
             Stmt::Let { span, .. }
             | Stmt::Assign { span, .. }
             | Stmt::Store { span, .. }
+            | Stmt::Prefetch { span, .. }
             | Stmt::AtomicAdd { span, .. } => *span = Span::default(),
             Stmt::Block { body, span, .. } => {
                 *span = Span::default();

@@ -1,0 +1,225 @@
+//! Compiled kernels with decomposed operands: SpMM with `A` (CSR) decomposed by hyb(c, k)
+//! (parts horizontally fused into one loop), converted to DBSR and to SR-BCRS, and RGMS
+//! with a 3-D hyb, run through `Kernel::run` (which derives the parts from `A`, caching
+//! the plan per pattern) against the reference interpreter on the original program, f32
+//! and f64. Without a C compiler the test prints that it skipped.
+
+use std::collections::HashMap;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sparsile::formats::decompose::DecomposeRule;
+use sparsile::formats::{CooTensor, Format, SparseTensor};
+use sparsile::ir::settings::Settings;
+use sparsile::ir::DType;
+use sparsile::transform::schedule::Schedule;
+use sparsile::{compile_notation, compile_program_with, evaluate, RunOptions};
+
+fn have_compiler() -> bool {
+    match sparsile::runtime::jit::Compiler::detect(&Settings::from_env()) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("skipping compiled kernels: {e}");
+            false
+        }
+    }
+}
+
+fn matrix(m: usize, n: usize, long_row: bool, rng: &mut ChaCha8Rng) -> CooTensor {
+    let mut t = Vec::new();
+    for i in 0..m {
+        for j in 0..n {
+            let keep = (long_row && i == m / 2) || (i % 4 != 3 && rng.random::<f64>() < 0.25);
+            if keep {
+                t.push((i, j, rng.random_range(-1.0..1.0)));
+            }
+        }
+    }
+    CooTensor::from_triplets(vec![m, n], &t).unwrap()
+}
+
+fn dense(shape: &[usize], dtype: DType, rng: &mut ChaCha8Rng) -> SparseTensor<'static> {
+    let len: usize = shape.iter().product();
+    let v: Vec<f64> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
+    SparseTensor::dense_from_f64(shape, &v, dtype).unwrap()
+}
+
+fn is_part_block(name: &str) -> bool {
+    name.rsplit_once("_p")
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Schedules `text` with `A` (or `buffer`) decomposed by `rule`, parts fused, compiles it
+/// and compares two runs (the second reusing the cached plan) with the interpreter.
+fn check(
+    text: &str,
+    buffer: &str,
+    rule: DecomposeRule,
+    inputs: &HashMap<String, SparseTensor<'static>>,
+    dtype: DType,
+    what: &str,
+) {
+    let expected = evaluate(text, inputs).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let program = compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.decompose_format(buffer, rule).unwrap();
+    sch.func_or_lower().unwrap();
+    let parts: Vec<String> = sch
+        .func()
+        .unwrap()
+        .body
+        .iter()
+        .filter_map(|s| match s {
+            sparsile::ir::loops::Stmt::Block { name, .. } if is_part_block(name) => {
+                Some(name.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    if parts.len() > 1 {
+        sch.horizontal_fuse(&parts).unwrap();
+    }
+    let kernel = compile_program_with(program, sch.trace())
+        .unwrap_or_else(|e| panic!("{what}: compile: {e}"));
+    assert!(kernel.ir(sparsile::Stage::Stage1).contains("derived "));
+    let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
+    for threads in [1, 2, 1] {
+        let options = RunOptions {
+            threads: Some(threads),
+            ..RunOptions::default()
+        };
+        let got = kernel
+            .run(inputs, &options)
+            .unwrap_or_else(|e| panic!("{what}: run: {e}"));
+        for (name, t) in &expected {
+            let (g, w) = (got[name].to_dense_f64(), t.to_dense_f64());
+            assert_eq!(g.len(), w.len());
+            for (k, (x, y)) in g.iter().zip(&w).enumerate() {
+                assert!(
+                    (x - y).abs() <= tol * (1.0 + y.abs()),
+                    "{what} ({threads} threads): {name}[{k}]: compiled {x}, interpreted {y}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn spmm_with_decomposed_operands() {
+    if !have_compiler() {
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(40);
+    let rules = [
+        DecomposeRule::Hyb { c: 1, k: 2 },
+        DecomposeRule::Hyb { c: 3, k: 1 },
+        DecomposeRule::Convert {
+            format: "dbsr:2x2".into(),
+        },
+        DecomposeRule::Convert {
+            format: "srbcrs:4x2".into(),
+        },
+    ];
+    for dtype in [DType::F32, DType::F64] {
+        let text = format!(
+            "tensor A: {dtype}[m, n] csr\ntensor B: {dtype}[n, k]\ntensor C: {dtype}[m, k]\nC[i,k] = A[i,j] * B[j,k]\n"
+        );
+        for (m, n, long_row) in [(13, 11, false), (9, 40, true), (6, 5, false)] {
+            let a =
+                SparseTensor::from_coo_with(&matrix(m, n, long_row, &mut rng), &Format::Csr, dtype)
+                    .unwrap();
+            let inputs = HashMap::from([
+                ("A".to_string(), a),
+                ("B".to_string(), dense(&[n, 6], dtype, &mut rng)),
+            ]);
+            for rule in &rules {
+                check(
+                    &text,
+                    "A",
+                    rule.clone(),
+                    &inputs,
+                    dtype,
+                    &format!("{rule} {m}x{n} {dtype}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn rgms_with_a_3d_hyb() {
+    if !have_compiler() {
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(41);
+    let (rels, outs, ins) = (3, 12, 10);
+    let mut coo = CooTensor::empty(vec![rels, outs, ins]);
+    for r in 0..rels {
+        for o in 0..outs {
+            for i in 0..ins {
+                if (r == 2 && o == 5) || (o % 4 != 0 && rng.random::<f64>() < 0.3) {
+                    coo.coords.extend([r, o, i]);
+                    coo.values.push(rng.random_range(-1.0..1.0));
+                }
+            }
+        }
+    }
+    let m = SparseTensor::from_coo(&coo, &Format::Csf).unwrap();
+    let inputs = HashMap::from([
+        ("M".to_string(), m),
+        ("X".to_string(), dense(&[ins, 2], DType::F64, &mut rng)),
+        ("W".to_string(), dense(&[rels, 2, 3], DType::F64, &mut rng)),
+    ]);
+    let text = "tensor M: f64[kk, outs, ins] csf\ntensor X: f64[ins, ci]\ntensor W: f64[kk, ci, co]\ntensor Y: f64[outs, co]\nY[o,c] = M[r,o,i] * X[i,d] * W[r,d,c]\n";
+    check(
+        text,
+        "M",
+        DecomposeRule::Hyb { c: 1, k: 2 },
+        &inputs,
+        DType::F64,
+        "rgms hyb(1, 2)",
+    );
+}
+
+#[test]
+fn hyb_and_rgms_hyb_recipes() {
+    use sparsile::recipe::{self, RecipeContext, RecipeError};
+    let spmm = "tensor A: f64[m, n] csr\ntensor B: f64[n, k]\ntensor C: f64[m, k]\nC[i,k] = A[i,j] * B[j,k]\n";
+    let rgms = "tensor M: f64[kk, outs, ins] csf\ntensor X: f64[ins, ci]\ntensor W: f64[kk, ci, co]\ntensor Y: f64[outs, co]\nY[o,c] = M[r,o,i] * X[i,d] * W[r,d,c]\n";
+    let ctx = RecipeContext::default();
+    let steps = |program: &str, spec: &str| {
+        let stage1 = compile_notation(program).unwrap();
+        let trace = recipe::trace(spec, &stage1, &ctx).unwrap();
+        trace
+            .steps
+            .iter()
+            .map(|s| s.primitive())
+            .collect::<Vec<_>>()
+    };
+    let hyb = steps(spmm, "hyb:c=2,k=2");
+    assert_eq!(hyb.first(), Some(&"decompose_format"));
+    assert_eq!(hyb.last(), Some(&"horizontal_fuse"));
+    let r = steps(rgms, "rgms_hyb:k=2");
+    assert_eq!(r.first(), Some(&"decompose_format"));
+    // rgms_hyb needs an order-3 sparse input.
+    let stage1 = compile_notation(spmm).unwrap();
+    assert!(matches!(
+        recipe::trace("rgms_hyb", &stage1, &ctx),
+        Err(RecipeError::NotApplicable { .. })
+    ));
+    if !have_compiler() {
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    let a = SparseTensor::from_coo(&matrix(10, 21, true, &mut rng), &Format::Csr).unwrap();
+    let inputs = HashMap::from([
+        ("A".to_string(), a),
+        ("B".to_string(), dense(&[21, 4], DType::F64, &mut rng)),
+    ]);
+    let kernel = sparsile::compile_recipe(spmm, &inputs, "hyb:c=2,k=2").unwrap();
+    let want = evaluate(spmm, &inputs).unwrap()["C"].to_dense_f64();
+    let got = kernel.run(&inputs, &RunOptions::default()).unwrap()["C"].to_dense_f64();
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-10 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+}
