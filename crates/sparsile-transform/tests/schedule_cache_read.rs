@@ -77,7 +77,7 @@ fn refuses_an_index_read_from_memory() {
             .unwrap();
     let err = cache_read(&func, &LoopRef::new("C", "i_2"), "B").unwrap_err();
     assert!(
-        matches!(err, ScheduleError::CacheAccess { dim: 0, .. }),
+        matches!(&err, ScheduleError::CacheAccess(a) if a.dim == 0),
         "{err}"
     );
 }

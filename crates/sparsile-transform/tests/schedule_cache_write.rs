@@ -88,7 +88,7 @@ fn refuses_an_unbounded_cached_dimension() {
     // Without `bound`, the k loop runs to the parameter `k`.
     let err = cache_write(&lowered_spmm(), &LoopRef::new("C", "i_2"), "C").unwrap_err();
     assert!(
-        matches!(err, ScheduleError::CacheAccess { dim: 1, .. }),
+        matches!(&err, ScheduleError::CacheAccess(a) if a.dim == 1),
         "{err}"
     );
     assert!(err.to_string().contains("no constant bounds"), "{err}");
@@ -100,7 +100,7 @@ fn refuses_an_index_that_varies_inside_the_iteration_over_a_sparse_axis() {
     // with k2_2 (unbounded); caching A's row is refused since it is not written.
     let func = lowered_spmm();
     let err = cache_write(&func, &LoopRef::new("C", "j_p"), "C").unwrap_err();
-    assert!(matches!(err, ScheduleError::CacheAccess { .. }), "{err}");
+    assert!(matches!(err, ScheduleError::CacheAccess(_)), "{err}");
 }
 
 #[test]

@@ -28,6 +28,7 @@ pub(crate) enum Helper {
     SearchI64,
     AtomicAddF32,
     AtomicAddF64,
+    NoOuterVectorizeMacro,
 }
 
 impl Helper {
@@ -158,6 +159,17 @@ static inline int64_t sparsile_search_i64(const int64_t *a, int64_t lo, int64_t 
     }
     return (first < hi && a[first] == x) ? first : -1;
 }
+"
+            }
+            Helper::NoOuterVectorizeMacro => {
+                "/* Loops around a vectorized loop: GCC would otherwise vectorize them too, with
+ * gathers across their iterations (outer-loop vectorization), which is slower than the
+ * vectorized inner loop alone. An empty volatile asm statement keeps it from doing so. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SPARSILE_NO_OUTER_VECTORIZE __asm__ volatile(\"\");
+#else
+#define SPARSILE_NO_OUTER_VECTORIZE
+#endif
 "
             }
             Helper::AtomicAddF32 => {

@@ -6,7 +6,9 @@
 //!           acc = acc + A[jp] * x[(int64_t)A_indices[jp]];
 //!       }
 //! ```
-//! A loop bound that reads memory or a local the body assigns is evaluated once into a
+//! A loop that holds a vectorized loop starts its body with
+//! `SPARSILE_NO_OUTER_VECTORIZE` (see [`Helper`]), so that GCC vectorizes the inner loop
+//! only. A loop bound that reads memory or a local the body assigns is evaluated once into a
 //! second loop variable (`jp_end`), as the IR requires; a plain bound (`m`, `4 * m`) is
 //! written in the condition. Blocks become C scopes headed by their name, and every loop
 //! names the block it came from.
@@ -78,6 +80,10 @@ fn emit_stmt(
             }
             w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
             w.indent += 1;
+            if f.kind != ForKind::Vectorized && holds_vectorized_loop(&f.body) {
+                ctx.helpers.insert(Helper::NoOuterVectorizeMacro);
+                w.line("SPARSILE_NO_OUTER_VECTORIZE");
+            }
             emit_stmts(ctx, w, &f.body, block)?;
             w.indent -= 1;
             w.line("}");
@@ -199,6 +205,20 @@ fn emit_stmt(
         }
     }
     Ok(())
+}
+
+/// Whether `stmts` hold a vectorized loop directly (not inside another loop).
+fn holds_vectorized_loop(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match s {
+        Stmt::For(f) => f.kind == ForKind::Vectorized,
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => holds_vectorized_loop(then_body) || holds_vectorized_loop(else_body),
+        Stmt::Block { body, .. } => holds_vectorized_loop(body),
+        _ => false,
+    })
 }
 
 /// `for (int64_t v = lo; v < hi; ++v)`, with the bound evaluated once when it must be.

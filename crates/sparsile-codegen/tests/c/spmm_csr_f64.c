@@ -17,6 +17,15 @@
 #define SPARSILE_IVDEP
 #endif
 
+/* Loops around a vectorized loop: GCC would otherwise vectorize them too, with
+ * gathers across their iterations (outer-loop vectorization), which is slower than the
+ * vectorized inner loop alone. An empty volatile asm statement keeps it from doing so. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SPARSILE_NO_OUTER_VECTORIZE __asm__ volatile("");
+#else
+#define SPARSILE_NO_OUTER_VECTORIZE
+#endif
+
 /* Phase 0: number of work items (iterations of the parallel loop). */
 static int64_t spmm_phase0_extent(void *const *buffers, const int64_t *params)
 {
@@ -62,6 +71,7 @@ static int32_t spmm_phase1(void *const *buffers, const int64_t *params, int64_t 
     double *restrict C = (double *)buffers[4];
     for (int64_t i = begin; i < end; ++i) { /* spmm, parallel */
         for (int64_t jp = A_indptr[i], jp_end = A_indptr[i + 1]; jp < jp_end; ++jp) { /* spmm */
+            SPARSILE_NO_OUTER_VECTORIZE
             int64_t j = A_indices[jp];
             SPARSILE_IVDEP
             for (int64_t kk = 0; kk < k; ++kk) { /* spmm, vectorized */

@@ -16,6 +16,15 @@
 #define SPARSILE_IVDEP
 #endif
 
+/* Loops around a vectorized loop: GCC would otherwise vectorize them too, with
+ * gathers across their iterations (outer-loop vectorization), which is slower than the
+ * vectorized inner loop alone. An empty volatile asm statement keeps it from doing so. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SPARSILE_NO_OUTER_VECTORIZE __asm__ volatile("");
+#else
+#define SPARSILE_NO_OUTER_VECTORIZE
+#endif
+
 /* Phase 0: number of work items (iterations of the parallel loop). */
 static int64_t spmm_rowacc_phase0_extent(void *const *buffers, const int64_t *params)
 {
@@ -49,6 +58,7 @@ static int32_t spmm_rowacc_phase0(void *const *buffers, const int64_t *params, i
         }
         tmp[0] = 0.0f;
         for (int64_t jp = (int64_t)A_indptr[i], jp_end = (int64_t)A_indptr[i + 1]; jp < jp_end; ++jp) { /* spmm */
+            SPARSILE_NO_OUTER_VECTORIZE
             int64_t j = (int64_t)A_indices[jp];
             tmp[0] = tmp[0] + A[jp];
             SPARSILE_IVDEP

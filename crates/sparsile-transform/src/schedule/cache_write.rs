@@ -46,6 +46,7 @@ use sparsile_ir::loops::{
 };
 use sparsile_ir::{AxisKind, Span};
 
+use super::error::CacheAccess;
 use super::loop_ref::{fresh_index_var, fresh_name, loop_mut};
 use super::parallel::find_loop;
 use super::{LoopRef, ScheduleError};
@@ -95,7 +96,7 @@ pub fn cache_write(
     Ok((out, name))
 }
 
-fn cache_buffer(target: &LoopRef, buffer: &str, span: Span, reason: &str) -> ScheduleError {
+fn cache_buffer(target: &LoopRef, buffer: &str, span: Span, reason: &'static str) -> ScheduleError {
     cache_buffer_for(PRIMITIVE, target, buffer, span, reason)
 }
 
@@ -105,14 +106,13 @@ pub(crate) fn cache_buffer_for(
     target: &LoopRef,
     buffer: &str,
     span: Span,
-    reason: &str,
+    reason: &'static str,
 ) -> ScheduleError {
     ScheduleError::CacheBuffer {
         primitive,
         block: target.block.clone(),
         var: target.var.clone(),
-        buffer: buffer.to_string(),
-        reason: reason.to_string(),
+        what: format!("`{buffer}`: {reason}"),
         span,
     }
 }
@@ -229,8 +229,7 @@ impl Plan {
                 primitive,
                 block: target.block.clone(),
                 var: target.var.clone(),
-                buffer: name,
-                reason: "it is not laid out over axes (a stage-II values buffer)".to_string(),
+                what: format!("`{name}`: it is not laid out over axes (a stage-II values buffer)"),
                 span: f.span,
             });
         };
@@ -239,8 +238,7 @@ impl Plan {
                 primitive,
                 block: target.block.clone(),
                 var: target.var.clone(),
-                buffer: name,
-                reason: "only float values buffers are cached".to_string(),
+                what: format!("`{name}`: only float values buffers are cached"),
                 span: f.span,
             });
         }
@@ -256,7 +254,7 @@ impl Plan {
                 }
                 None => format!("search({name}, ..)"),
             };
-            ScheduleError::CacheAccess {
+            ScheduleError::CacheAccess(Box::new(CacheAccess {
                 primitive,
                 block: target.block.clone(),
                 var: target.var.clone(),
@@ -264,7 +262,7 @@ impl Plan {
                 dim,
                 reason,
                 span: a.1,
-            }
+            }))
         };
         if let Some(a) = accesses.iter().find(|a| a.0.is_none()) {
             return Err(err(a, 0, "a search cannot be redirected".to_string()));

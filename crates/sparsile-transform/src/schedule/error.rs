@@ -310,27 +310,18 @@ pub enum ScheduleError {
         buffer: String,
         span: Span,
     },
-    #[error(
-        "{primitive}: loop `{var}` in block `{block}` ({span}): cannot cache `{buffer}`: {reason}"
-    )]
+    /// `what` names the buffer and why it cannot be cached (`` `C`: the loop does not
+    /// store to it``).
+    #[error("{primitive}: loop `{var}` in block `{block}` ({span}): cannot cache {what}")]
     CacheBuffer {
         primitive: &'static str,
         block: String,
         var: String,
-        buffer: String,
-        reason: String,
+        what: String,
         span: Span,
     },
-    #[error("{primitive}: loop `{var}` in block `{block}`: access `{access}` ({span}), index position {dim}: {reason}")]
-    CacheAccess {
-        primitive: &'static str,
-        block: String,
-        var: String,
-        access: String,
-        dim: usize,
-        reason: String,
-        span: Span,
-    },
+    #[error("{0}")]
+    CacheAccess(Box<CacheAccess>),
     #[error("{primitive}: loop `{var}` in block `{block}`: caching `{buffer}` needs {size} elements, more than {max}")]
     CacheTooLarge {
         primitive: &'static str,
@@ -340,13 +331,12 @@ pub enum ScheduleError {
         size: i64,
         max: i64,
     },
-    #[error("{primitive}: loop `{var}` in block `{block}`: the iterations share `{buffer}` ({span}) but not as a sum: {reason}")]
+    #[error("{primitive}: loop `{var}` in block `{block}`: the iterations share {what} ({span})")]
     NotAReduction {
         primitive: &'static str,
         block: String,
         var: String,
-        buffer: String,
-        reason: String,
+        what: String,
         span: Span,
     },
     #[error("rfactor: loop `{var}` in block `{block}`: cannot factor over loop `{inner}` ({span}): {reason}")]
@@ -354,7 +344,7 @@ pub enum ScheduleError {
         block: String,
         var: String,
         inner: String,
-        reason: String,
+        reason: &'static str,
         span: Span,
     },
     // ---- end of loop-IR feature primitives ----
@@ -458,6 +448,32 @@ pub enum ScheduleError {
         span: Span,
     },
     // ---- end of prefetch ----
+}
+
+/// The details of [`ScheduleError::CacheAccess`]: an access of the cached buffer whose
+/// index at one position is neither fixed per iteration nor a constant inner loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheAccess {
+    pub primitive: &'static str,
+    pub block: String,
+    pub var: String,
+    /// The access as text (`C[i_2, k]`).
+    pub access: String,
+    /// The index position.
+    pub dim: usize,
+    pub reason: String,
+    /// The statement holding the access.
+    pub span: Span,
+}
+
+impl std::fmt::Display for CacheAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: loop `{}` in block `{}`: access `{}` ({}), index position {}: {}",
+            self.primitive, self.var, self.block, self.access, self.span, self.dim, self.reason
+        )
+    }
 }
 
 fn list(errors: &[VerifyError]) -> String {

@@ -172,8 +172,7 @@ fn check_updates(
             primitive: PRIMITIVE,
             block: target.block.clone(),
             var: target.var.clone(),
-            buffer: name,
-            reason: reason.to_string(),
+            what: format!("`{name}` but not as a sum: {reason}"),
             span,
         }),
         None => Ok(()),
@@ -288,9 +287,10 @@ fn per_thread(
                     primitive: PRIMITIVE,
                     block: target.block.clone(),
                     var: target.var.clone(),
-                    buffer: buf.name.clone(),
-                    reason: "per-thread copies need a buffer over parentless dense_fixed axes"
-                        .to_string(),
+                    what: format!(
+                    "`{}`, and per-thread copies need a buffer over parentless dense_fixed axes",
+                    buf.name
+                ),
                     span: buf.span,
                 })
             }

@@ -51,11 +51,11 @@ pub fn rfactor(
 ) -> Result<(Func, String), ScheduleError> {
     let f = find_loop(func, target, PRIMITIVE)?.for_;
     let g = find_loop(func, inner, PRIMITIVE)?.for_;
-    let inner_err = |reason: &str| ScheduleError::RfactorInner {
+    let inner_err = |reason: &'static str| ScheduleError::RfactorInner {
         block: target.block.clone(),
         var: target.var.clone(),
         inner: inner.var.clone(),
-        reason: reason.to_string(),
+        reason,
         span: g.span,
     };
     if inner.block != target.block || !contains_loop(&f.body, g.var) {
@@ -68,14 +68,14 @@ pub fn rfactor(
     if hi - lo > super::cache_write::MAX_LOCAL_ELEMENTS {
         return Err(inner_err("it runs too many iterations for a local array"));
     }
-    let not_reduction = |buffer: &str, reason: &str, span: Span| ScheduleError::NotAReduction {
-        primitive: PRIMITIVE,
-        block: target.block.clone(),
-        var: target.var.clone(),
-        buffer: buffer.to_string(),
-        reason: reason.to_string(),
-        span,
-    };
+    let not_reduction =
+        |buffer: &str, reason: &'static str, span: Span| ScheduleError::NotAReduction {
+            primitive: PRIMITIVE,
+            block: target.block.clone(),
+            var: target.var.clone(),
+            what: format!("`{buffer}` but not as a sum: {reason}"),
+            span,
+        };
     // The one buffer the loop updates.
     let mut updated: Vec<(BufferId, Vec<Expr>, Span)> = Vec::new();
     collect_updates(&f.body, false, g.var, &mut updated, &mut None);
