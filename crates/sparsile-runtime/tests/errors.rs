@@ -758,3 +758,22 @@ fn padding_on_an_axis_declared_without_padding() {
         "{err}"
     );
 }
+
+#[test]
+fn a_structure_changed_after_a_valid_run_is_checked_again() {
+    // A valid owned structure, run once (its validity is remembered).
+    let mut a = csr(&matrix());
+    let y = run(&spmv(), with("A", a.clone())).unwrap();
+    assert_eq!(y["y"].to_dense_f64().len(), 3);
+    // Changing it through the Arc gives a new allocation (a weak reference exists), so the
+    // broken copy is validated and refused.
+    std::sync::Arc::make_mut(&mut a.structure).axes[1].indices =
+        Some(IndexArray::from_usizes(&[3, 1, 0], IndexType::I32));
+    let err = run(&spmv(), with("A", a.clone())).unwrap_err();
+    assert!(
+        matches!(&err, InterpError::InvalidStorage { buffer, .. } if buffer == "A"),
+        "{err}"
+    );
+    // The same broken structure again: still refused (failures are not remembered).
+    assert!(run(&spmv(), with("A", a)).is_err());
+}

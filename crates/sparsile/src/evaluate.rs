@@ -67,13 +67,20 @@ pub fn evaluate(
     Ok(by_tensor(&ast, outputs))
 }
 
-/// The inputs keyed by the buffers that carry them (views, no copies).
+/// The inputs keyed by the buffers that carry them (no copies: the structure is shared,
+/// so facts the runtime remembers about it stay attached; the values are viewed).
 pub(crate) fn by_buffer<'a>(
     inputs: &'a HashMap<String, SparseTensor<'_>>,
 ) -> HashMap<String, SparseTensor<'a>> {
     inputs
         .iter()
-        .map(|(n, t)| (buffer_name(n), t.view()))
+        .map(|(n, t)| {
+            let view = SparseTensor {
+                structure: std::sync::Arc::clone(&t.structure),
+                values: t.values.view(),
+            };
+            (buffer_name(n), view)
+        })
         .collect()
 }
 

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use sparsile_formats::{AxisStorage, Structure};
+use sparsile_formats::{AxisStorage, IndexArray, Structure};
 use sparsile_ir::coord::{Extent, Program};
 use sparsile_ir::{AxisId, BufferId};
 
@@ -20,8 +20,11 @@ use super::InterpError;
 /// The first position of `storage` holding the padding sentinel (a coordinate equal to
 /// the length), if any.
 fn first_padding(storage: &AxisStorage<'_>) -> Option<usize> {
-    let indices = storage.indices.as_ref()?;
-    (0..indices.len()).find(|&p| indices.get(p) >= storage.length)
+    let length = storage.length as u64;
+    match storage.indices.as_ref()? {
+        IndexArray::I32(c) => c.iter().position(|&x| x as u64 >= length),
+        IndexArray::I64(c) => c.iter().position(|&x| x as u64 >= length),
+    }
 }
 
 /// Names an axis's parent for messages.
@@ -134,7 +137,9 @@ impl<'i> Bindings<'i> {
                     axis: axis.name.clone(),
                 });
             }
-            if axis.kind.is_sparse() && !axis.padded {
+            let padding_free =
+                || super::validated::lookup(structure).is_some_and(|facts| !facts[k]);
+            if axis.kind.is_sparse() && !axis.padded && !padding_free() {
                 if let Some(position) = first_padding(storage) {
                     return Err(InterpError::PaddingOnUnpaddedAxis {
                         buffer: decl.name.clone(),

@@ -101,6 +101,8 @@ mod iterate;
 pub(crate) mod state;
 pub(crate) mod structure_derive;
 pub(crate) mod validate;
+mod validate_fast;
+mod validated;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -250,7 +252,7 @@ fn interpret_bound<'i>(
 /// The zero-filled values of an output or temp buffer; an error (not an abort) when
 /// they cannot be allocated.
 pub(crate) fn zeros(buffer: &str, structure: &Structure<'_>) -> Result<Vec<f64>, InterpError> {
-    validate::check_structure(buffer, structure)?;
+    validate::check_axes(buffer, structure)?;
     let count = validate::checked_nnz_stored(buffer, structure)?;
     let mut values = Vec::new();
     values

@@ -9,6 +9,8 @@
 //! (unique axes) or weakly (non-unique axes), padding last; `dense_variable` runs are no
 //! longer than the axis. Separately, the value count must equal `Structure::nnz_stored`.
 
+use std::sync::Arc;
+
 use sparsile_formats::{AxisStorage, IndexArray, Pos, Structure};
 use sparsile_ir::AxisKind;
 
@@ -22,8 +24,33 @@ fn invalid(buffer: &str, position: usize, detail: String) -> InterpError {
     }
 }
 
-/// Checks every axis of `structure`.
-pub(crate) fn check_structure(buffer: &str, structure: &Structure<'_>) -> Result<(), InterpError> {
+/// Checks every axis of `structure`, once per structure that owns its arrays (see
+/// [`super::validated`]).
+pub(crate) fn check_structure(
+    buffer: &str,
+    structure: &Arc<Structure<'_>>,
+) -> Result<(), InterpError> {
+    if super::validated::lookup(structure).is_some() {
+        return Ok(());
+    }
+    check_axes(buffer, structure)?;
+    let padding = structure.axes.iter().map(has_padding).collect();
+    super::validated::remember(structure, padding);
+    Ok(())
+}
+
+/// Whether a stored coordinate of `axis` equals its length (a padding slot).
+pub(crate) fn has_padding(axis: &AxisStorage<'_>) -> bool {
+    let length = axis.length as u64;
+    match &axis.indices {
+        None => false,
+        Some(IndexArray::I32(c)) => c.iter().any(|&x| x as u64 >= length),
+        Some(IndexArray::I64(c)) => c.iter().any(|&x| x as u64 >= length),
+    }
+}
+
+/// Checks every axis of `structure`, without the cache.
+pub(crate) fn check_axes(buffer: &str, structure: &Structure<'_>) -> Result<(), InterpError> {
     for (i, axis) in structure.axes.iter().enumerate() {
         let parent_npos = match axis.parent {
             Some(p) if p >= i => {
@@ -36,7 +63,9 @@ pub(crate) fn check_structure(buffer: &str, structure: &Structure<'_>) -> Result
             Some(p) => Some(structure.axes[p].npos),
             None => None,
         };
-        check_axis(buffer, i, axis, parent_npos)?;
+        if !super::validate_fast::quick_valid(axis, parent_npos) {
+            check_axis(buffer, i, axis, parent_npos)?;
+        }
     }
     Ok(())
 }

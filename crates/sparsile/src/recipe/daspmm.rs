@@ -54,7 +54,8 @@ fn info() -> RecipeInfo {
             ParamInfo {
                 name: "reduce",
                 default: "seq",
-                doc: "`seq`: one accumulation chain per element; `par`: partial sums combined after",
+                doc:
+                    "`seq`: one accumulation chain per element; `par`: partial sums combined after",
             },
             ParamInfo {
                 name: "k",
@@ -114,20 +115,26 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         ("row", _) => sch
             .sparse_reorder(&main, &[row.clone(), wid.clone(), col.clone()])
             .map_err(&s)?,
-        (_, "row") => sch.sparse_fuse(&main, &[row.clone(), col.clone()]).map_err(&s)?,
+        (_, "row") => sch
+            .sparse_fuse(&main, &[row.clone(), col.clone()])
+            .map_err(&s)?,
         _ => {
             sch.sparse_reorder(&main, &[wid.clone(), row.clone(), col.clone()])
                 .map_err(&s)?;
-            sch.sparse_fuse(&main, &[row.clone(), col.clone()]).map_err(&s)?;
+            sch.sparse_fuse(&main, &[row.clone(), col.clone()])
+                .map_err(&s)?;
         }
     }
     let func = sch.func_or_lower().map_err(&s)?.clone();
     let loops: Vec<LoopRef> = nest(&func, &main).into_iter().map(|(r, _)| r).collect();
     let loop_at = |k: usize| -> Result<LoopRef, RecipeError> {
-        loops.get(k).cloned().ok_or_else(|| RecipeError::NotApplicable {
-            recipe: NAME.into(),
-            reason: format!("the lowered main block has fewer than {} loops", k + 1),
-        })
+        loops
+            .get(k)
+            .cloned()
+            .ok_or_else(|| RecipeError::NotApplicable {
+                recipe: NAME.into(),
+                reason: format!("the lowered main block has fewer than {} loops", k + 1),
+            })
     };
     // Prefetch before the loops are restructured (the gather loop is still whole).
     if dense == "row" {
@@ -143,8 +150,11 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
             let (_, j_i) = sch
                 .split(&loop_at(1)?, PARTS, SplitTail::InnerFixed)
                 .map_err(&s)?;
-            sch.rfactor(&loop_at(1).map(|l| LoopRef::new(&l.block, format!("{}_o", l.var)))?, &j_i)
-                .map_err(&s)?;
+            sch.rfactor(
+                &loop_at(1).map(|l| LoopRef::new(&l.block, format!("{}_o", l.var)))?,
+                &j_i,
+            )
+            .map_err(&s)?;
             parallel_outer(sch, NAME)?;
             vectorize_innermost(sch, NAME)?;
         }
@@ -165,7 +175,9 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         (_, _, r) => {
             // [k, p] → [p_o, k, p_i]: chunks of non-zeros in parallel, k inside a chunk.
             let k = loop_at(0)?;
-            let (p_o, _) = sch.split(&loop_at(1)?, CHUNK, SplitTail::InnerFixed).map_err(&s)?;
+            let (p_o, _) = sch
+                .split(&loop_at(1)?, CHUNK, SplitTail::InnerFixed)
+                .map_err(&s)?;
             sch.reorder(&[p_o.clone(), k]).map_err(&s)?;
             sch.parallel_reduce(&p_o, strategy(r)).map_err(&s)?;
         }
