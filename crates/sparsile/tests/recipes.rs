@@ -95,6 +95,58 @@ fn every_recipe_matches_the_interpreter() {
     }
 }
 
+/// Every design of the recipes with parameters, on SpMM (and SpMV where it applies).
+#[test]
+fn every_design_matches_the_interpreter() {
+    if !have_compiler() {
+        return;
+    }
+    let mut specs: Vec<String> = Vec::new();
+    for b in ["row", "nnz"] {
+        for d in ["row", "col"] {
+            for r in ["seq", "par"] {
+                if (b, d, r) != ("row", "row", "par") {
+                    specs.push(format!("daspmm:balance={b},dense={d},reduce={r}"));
+                }
+            }
+        }
+    }
+    for p in ["static", "dynamic", "balanced"] {
+        specs.push(format!("rowwise:partition={p},cache=off"));
+        specs.push(format!("rowwise:partition={p},prefetch=3"));
+    }
+    specs.push("hyb:c=2,k=2".into());
+    specs.push("hyb:c=1,k=0".into());
+    for spec in &specs {
+        for (s, (kind, m, n)) in SHAPES.into_iter().enumerate() {
+            for k in [1, 5, 32] {
+                for (op, program, inputs) in cases(kind, m, n, k, s as u64 * 7 + k as u64) {
+                    let applies = match spec.split(':').next().unwrap() {
+                        "daspmm" => op == "spmm",
+                        "hyb" => op != "sddmm",
+                        _ => true,
+                    };
+                    if !applies {
+                        continue;
+                    }
+                    let what = format!("{spec} {op} {kind} {m}x{n} k={k}");
+                    let kernel = compile_recipe(program, &inputs, spec)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    check_kernel(&kernel, program, &inputs, DType::F32, &what);
+                }
+            }
+        }
+    }
+    // The one design not expressible yet says why.
+    let (_, program, inputs) = cases("random", 5, 5, 4, 1).remove(0);
+    let err =
+        compile_recipe(program, &inputs, "daspmm:balance=row,dense=row,reduce=par").unwrap_err();
+    assert!(
+        err.to_string().contains("partial sums of whole rows"),
+        "{err}"
+    );
+}
+
 #[test]
 fn rowwise_specialises_the_width_and_refuses_another() {
     if !have_compiler() {

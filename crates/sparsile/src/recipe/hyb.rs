@@ -5,13 +5,13 @@
 //! iteration reads) is decomposed by [`DecomposeRule::Hyb`]: `c` column partitions,
 //! rows bucketed into ELL parts of width 1, 2, …, 2^k. The other blocks (the output's
 //! initialisation) get the default schedule; the part blocks are fused with
-//! `horizontal_fuse` into one loop over all bucket rows (serial: rows of different
-//! parts may write the same output row).
+//! `horizontal_fuse` into one loop over all bucket rows, run in parallel with atomic
+//! adds (`parallel_reduce`): rows of different parts may add into the same output row.
 
 use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::{BufferRole, Expr, Program, Stmt};
 use sparsile_ir::BufferId;
-use sparsile_transform::schedule::Schedule;
+use sparsile_transform::schedule::{ReductionStrategy, Schedule};
 
 use sparsile_ir::loops::ForKind;
 use sparsile_transform::default_schedule;
@@ -147,8 +147,23 @@ pub(super) fn decompose_and_fuse(
             sch.parallel(&target).map_err(sched(recipe))?;
         }
     }
-    if parts.len() > 1 {
-        sch.horizontal_fuse(&parts).map_err(sched(recipe))?;
+    // One loop over every part's rows, run in parallel: rows of different parts (and
+    // pieces of one long row) may add into the same output row, so with atomic adds.
+    let fused = if parts.len() > 1 {
+        Some(sch.horizontal_fuse(&parts).map_err(sched(recipe))?)
+    } else {
+        parts.first().and_then(|b| {
+            let func = sch.func()?;
+            nest(func, b).first().map(|(r, _)| r.clone())
+        })
+    };
+    if let Some(target) = fused {
+        match sch.parallel_reduce(&target, ReductionStrategy::Atomic) {
+            Ok(()) => {}
+            // A part loop that is not a sum of updates stays serial.
+            Err(ScheduleError::NotAReduction { .. }) => {}
+            Err(e) => return Err(sched(recipe)(e)),
+        }
     }
     Ok(())
 }

@@ -10,9 +10,9 @@
 //! SpMM, `Y[j, :]` in SDDMM) are prefetched `prefetch` non-zeros ahead, which hides
 //! the memory latency of scattered gathers.
 
-use sparsile_ir::loops::Expr;
+use sparsile_ir::loops::{BufferKind, Expr, For, Func, Stmt};
 use sparsile_transform::lower_iterations;
-use sparsile_transform::schedule::{Schedule, ScheduleError};
+use sparsile_transform::schedule::{LoopPartition, Schedule, ScheduleError};
 
 use super::default::parallel_outer;
 use super::nest::{blocks, gathered_rows, main_iteration, nest};
@@ -36,8 +36,18 @@ fn info() -> RecipeInfo {
                 default: "8",
                 doc: "how many non-zeros ahead gathered dense rows are prefetched (0: never)",
             },
+            ParamInfo {
+                name: "partition",
+                default: "balanced",
+                doc: "how rows are divided between threads: `static`, `dynamic` or `balanced` (by non-zeros)",
+            },
+            ParamInfo {
+                name: "cache",
+                default: "on",
+                doc: "`on`: accumulate each output row in a local array (cache_write); `off`",
+            },
         ],
-        source: "DA-SpMM (row balance, row-major, sequential reduction)",
+        source: "DA-SpMM (row balance, row-major, sequential reduction) with CPU levers",
     }
 }
 
@@ -46,10 +56,100 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     if let Some((param, value)) = width(sch, args, ctx)? {
         sch.specialize(&param, value).map_err(sched(name))?;
     }
+    let partition = args.choice("partition", &["static", "dynamic", "balanced"])?;
+    let cache = args.choice("cache", &["on", "off"])? == "on";
+    let distance = args.int("prefetch", 0, 1 << 16)?;
     parallel_outer(sch, name)?;
     vectorize_innermost(sch, name)?;
-    let distance = args.int("prefetch", 0, 1 << 16)?;
-    prefetch_gathers(sch, name, distance)
+    prefetch_gathers(sch, name, distance)?;
+    if let Some(main) = main_iteration(sch.program()) {
+        let func = sch.func_or_lower().map_err(sched(name))?.clone();
+        if let Some((rows, row_loop)) = nest(&func, &main).first().map(|(r, f)| (r.clone(), *f)) {
+            if cache {
+                for buffer in stored_values(&func, row_loop) {
+                    match sch.cache_write(&rows, &buffer) {
+                        Ok(_) => {}
+                        // Outputs that are not dense rows (SDDMM's sparse output) stay.
+                        Err(
+                            ScheduleError::CacheAccess(_)
+                            | ScheduleError::CacheBuffer { .. }
+                            | ScheduleError::CacheTooLarge { .. },
+                        ) => {}
+                        Err(e) => return Err(sched(name)(e)),
+                    }
+                }
+            }
+            let part = match partition {
+                "dynamic" => Some(LoopPartition::Dynamic),
+                "balanced" => {
+                    row_indptr(&func, row_loop).map(|indptr| LoopPartition::Balanced { indptr })
+                }
+                _ => None,
+            };
+            if let Some(part) = part {
+                if row_loop.kind.is_parallel() {
+                    sch.parallel_with(&rows, &part).map_err(sched(name))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The values buffers stored to in the body of `f`, by name, in order.
+fn stored_values(func: &Func, f: &For) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    fn walk(func: &Func, stmts: &[Stmt], out: &mut Vec<String>) {
+        for s in stmts {
+            match s {
+                Stmt::Store { buffer, .. } => {
+                    let b = &func.buffers[*buffer];
+                    if b.kind == BufferKind::Values && !out.contains(&b.name) {
+                        out.push(b.name.clone());
+                    }
+                }
+                Stmt::For(g) => walk(func, &g.body, out),
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    walk(func, then_body, out);
+                    walk(func, else_body, out);
+                }
+                Stmt::Block { body, .. } => walk(func, body, out),
+                _ => {}
+            }
+        }
+    }
+    walk(func, &f.body, &mut out);
+    out
+}
+
+/// The `indptr` buffer the row loop `f` reads at its own variable (`indptr[v]`), which
+/// weighs its iterations by non-zeros.
+fn row_indptr(func: &Func, f: &For) -> Option<String> {
+    let mut found: Option<String> = None;
+    let mut look = |e: &Expr| {
+        e.visit(&mut |x| {
+            if let Expr::Load { buffer, indices } = x {
+                let b = &func.buffers[*buffer];
+                if found.is_none()
+                    && matches!(b.kind, BufferKind::Indptr { .. })
+                    && indices.first() == Some(&Expr::Var(f.var))
+                {
+                    found = Some(b.name.clone());
+                }
+            }
+        })
+    };
+    for s in &f.body {
+        if let Stmt::For(g) = s {
+            look(&g.lo);
+            look(&g.hi);
+        }
+    }
+    found
 }
 
 /// The parameter bounding the innermost loop of the main iteration, and the value to
