@@ -16,7 +16,13 @@
 //!   (it reads no variable declared inside it and no buffer it writes), `v` not reading
 //!   `X`, and the loop touches `X` nowhere else ([`ScheduleError::NotAReduction`]).
 //!
-//! Postcondition: a local buffer `<X>_partial` of `inner`'s trip count; before `target`
+//! A *row* of partial sums is supported too: when one index of the updated element is
+//! the variable of a loop inside `target` that runs over the whole of a parentless
+//! `dense_fixed` axis of constant length `W` (SpMM's `k` after `specialize`), the partial
+//! buffer holds `W` sums per iteration of `inner` (`partial[(w - lo) * W + k]`) and the
+//! combine adds each row back (DA-SpMM's row-major parallel reduction).
+//!
+//! Postcondition: a local buffer `<X>_partial` of `inner`'s trip count (times `W`); before `target`
 //! it is zeroed, inside every update becomes `partial[w - lo] = partial[w - lo] + v`
 //! (`w` the inner variable), and after `target` every partial sum is added to `X[e]` in
 //! order. Floating-point sums are reassociated.
@@ -29,16 +35,17 @@
 //!                                         for r in 0..4 { y[i] = y[i] + y_partial[r] }
 //! ```
 
+use sparsile_ir::coord::Extent;
 use sparsile_ir::coord::{BinaryOp, BufferRole};
 use sparsile_ir::id::{BufferId, VarId};
 use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, Expr, For, ForKind, Func, Stmt};
-use sparsile_ir::Span;
+use sparsile_ir::{AxisKind, Span};
 
 use super::cache_write::{accesses, Body};
 use super::loop_ref::{fresh_index_var, fresh_name};
 use super::parallel::find_loop;
 use super::{LoopRef, ScheduleError};
-use crate::index_expr::sub;
+use crate::index_expr::{add, mul, sub};
 
 const PRIMITIVE: &str = "rfactor";
 
@@ -124,8 +131,14 @@ pub fn rfactor(
         ));
     }
     let declared_inside = declared(&f.body);
+    // A *row* position: an index that is exactly the variable of a loop inside `target`
+    // running over the whole of a parentless dense_fixed axis of constant length.
+    let row = row_position(func, f, x, e);
     let mut computable = true;
-    for ix in e {
+    for (k, ix) in e.iter().enumerate() {
+        if row.as_ref().is_some_and(|r| r.position == k) {
+            continue;
+        }
         ix.visit(&mut |y| match y {
             Expr::Var(v) if *v == f.var || declared_inside.contains(v) => computable = false,
             Expr::Load { buffer, .. } | Expr::Search { buffer, .. } if stored.contains(buffer) => {
@@ -141,12 +154,18 @@ pub fn rfactor(
             span,
         ));
     }
+    let width = row.as_ref().map_or(1, |r| r.width);
+    if (hi - lo) * width > super::cache_write::MAX_LOCAL_ELEMENTS {
+        return Err(inner_err(
+            "the partial rows are too large for a local array",
+        ));
+    }
     let mut out = func.clone();
     let pname = fresh_name(&out, &format!("{name}_partial"));
     let partial = out.buffers.push(Buffer {
         name: pname.clone(),
         dtype: func.buffers[x].dtype,
-        layout: BufferLayout::Flat(Expr::Int(hi - lo)),
+        layout: BufferLayout::Flat(Expr::Int((hi - lo) * width)),
         role: BufferRole::Temp,
         kind: BufferKind::Local,
         span: Span::default(),
@@ -156,7 +175,7 @@ pub fn rfactor(
     let zero = Stmt::For(For {
         var: r0,
         lo: Expr::Int(0),
-        hi: Expr::Int(hi - lo),
+        hi: Expr::Int((hi - lo) * width),
         kind: ForKind::Serial,
         body: vec![Stmt::Store {
             buffer: partial,
@@ -166,24 +185,52 @@ pub fn rfactor(
         }],
         span: f.span,
     });
+    // The combine: X[e] += partial[r] (one element), or for every column c of the row,
+    // X[e with the row variable := c] += partial[r * width + c].
+    let add_into = |indices: Vec<Expr>, slot: Expr| Stmt::Store {
+        buffer: x,
+        indices: indices.clone(),
+        value: Expr::binary(
+            BinaryOp::Add,
+            Expr::load(x, indices),
+            Expr::load(partial, vec![slot]),
+        ),
+        span: f.span,
+    };
+    let combine_body = match &row {
+        None => add_into(e.clone(), Expr::Var(r1)),
+        Some(r) => {
+            let (c, _) = fresh_index_var(&mut out, "c");
+            let mut at = e.clone();
+            at[r.position] = Expr::Var(c);
+            Stmt::For(For {
+                var: c,
+                lo: Expr::Int(0),
+                hi: Expr::Int(width),
+                kind: ForKind::Serial,
+                body: vec![add_into(
+                    at,
+                    add(mul(Expr::Var(r1), Expr::Int(width)), Expr::Var(c)),
+                )],
+                span: f.span,
+            })
+        }
+    };
     let combine = Stmt::For(For {
         var: r1,
         lo: Expr::Int(0),
         hi: Expr::Int(hi - lo),
         kind: ForKind::Serial,
-        body: vec![Stmt::Store {
-            buffer: x,
-            indices: e.clone(),
-            value: Expr::binary(
-                BinaryOp::Add,
-                Expr::load(x, e.clone()),
-                Expr::load(partial, vec![Expr::Var(r1)]),
-            ),
-            span: f.span,
-        }],
+        body: vec![combine_body],
         span: f.span,
     });
-    let slot_index = sub(Expr::Var(g.var), Expr::Int(lo));
+    let slot_index = match &row {
+        None => sub(Expr::Var(g.var), Expr::Int(lo)),
+        Some(r) => add(
+            mul(sub(Expr::Var(g.var), Expr::Int(lo)), Expr::Int(width)),
+            Expr::Var(r.var),
+        ),
+    };
     let new_loop = Stmt::For(For {
         body: f
             .body
@@ -291,6 +338,61 @@ fn redirect(s: &Stmt, x: BufferId, partial: BufferId, slot: &Expr) -> Stmt {
         }
         _ => s.clone(),
     }
+}
+
+/// A row position of the updated element: index `position` is the variable `var` of a
+/// loop inside the reduction loop over `0..width`, and the buffer's axis there is a
+/// parentless `dense_fixed` axis of constant length `width`.
+struct RowPosition {
+    position: usize,
+    var: VarId,
+    width: i64,
+}
+
+fn row_position(func: &Func, f: &For, x: BufferId, e: &[Expr]) -> Option<RowPosition> {
+    let BufferLayout::Axes(axes) = &func.buffers[x].layout else {
+        return None;
+    };
+    let loops = inner_loops(&f.body);
+    e.iter().enumerate().find_map(|(position, ix)| {
+        let Expr::Var(v) = ix else { return None };
+        let l = loops.iter().find(|l| l.var == *v)?;
+        let (Expr::Int(0), Expr::Int(width)) = (&l.lo, &l.hi) else {
+            return None;
+        };
+        let axis = &func.axes[*axes.get(position)?];
+        let whole = axis.kind == AxisKind::DenseFixed
+            && axis.parent.is_none()
+            && axis.length == Extent::Const(*width);
+        whole.then_some(RowPosition {
+            position,
+            var: *v,
+            width: *width,
+        })
+    })
+}
+
+fn inner_loops(stmts: &[Stmt]) -> Vec<&For> {
+    let mut out = Vec::new();
+    for s in stmts {
+        match s {
+            Stmt::For(f) => {
+                out.push(f);
+                out.extend(inner_loops(&f.body));
+            }
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                out.extend(inner_loops(then_body));
+                out.extend(inner_loops(else_body));
+            }
+            Stmt::Block { body, .. } => out.extend(inner_loops(body)),
+            _ => {}
+        }
+    }
+    out
 }
 
 fn contains_loop(stmts: &[Stmt], var: VarId) -> bool {

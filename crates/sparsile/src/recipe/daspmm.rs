@@ -13,9 +13,8 @@
 //!   (EB: with atomic adds where threads share rows); `reduce=par` (PR): the sum is
 //!   split into independent partial sums combined after (RB+CM: `rfactor` over 4
 //!   interleaved partial sums of each output element; EB: per-thread copies of the
-//!   output merged after, `parallel_reduce` with `PerThread`). RB+RM+PR would need 4
-//!   partial *rows* per row, which `rfactor` (single elements) cannot build yet: that
-//!   design answers [`RecipeError::NotApplicable`] saying so.
+//!   output merged after, `parallel_reduce` with `PerThread`; RB+RM: `rfactor` over 4
+//!   partial *rows* of each row).
 //!
 //! All designs specialise the width when the inputs fix it (`k=auto`) and may prefetch
 //! the gathered rows of `B` (`prefetch`, non-zeros ahead; 0 turns it off).
@@ -147,15 +146,13 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
             vectorize_innermost(sch, NAME)?;
         }
         ("row", "row", _) => {
-            // Partial *rows* (one per interleaved group of non-zeros) need `rfactor` over
-            // an element with a cached dimension; it factors single elements only.
-            return Err(RecipeError::NotApplicable {
-                recipe: NAME.into(),
-                reason: "balance=row,dense=row,reduce=par needs partial sums of whole rows, \
-                         which rfactor does not build yet (it factors single elements); \
-                         use dense=col for a row-balanced parallel reduction"
-                    .into(),
-            });
+            // [i, j_p, k] → [i, j_p_o, j_p_i, k]: 4 partial rows, one per interleaved
+            // group of a row's non-zeros, added into the row after it.
+            let (j_o, j_i) = sch
+                .split(&loop_at(1)?, PARTS, SplitTail::InnerFixed)
+                .map_err(&s)?;
+            sch.rfactor(&j_o, &j_i).map_err(&s)?;
+            parallel_outer(sch, NAME)?;
         }
         ("row", _, "seq") => {
             // [i, k, j_p]
