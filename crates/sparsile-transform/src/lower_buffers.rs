@@ -184,51 +184,11 @@ fn stmt(s: &Stmt, rw: &Rewrite<'_>) -> Stmt {
 }
 
 fn expr(e: &Expr, rw: &Rewrite<'_>) -> Expr {
-    let b = |x: &Expr| Box::new(expr(x, rw));
-    match e {
-        Expr::Int(_) | Expr::Float(_) | Expr::Var(_) | Expr::Param(_) => e.clone(),
-        Expr::Load { buffer, indices } => Expr::Load {
+    e.map(&mut |x| match x {
+        Expr::Load { buffer, indices } => Some(Expr::Load {
             buffer: *buffer,
-            indices: rw(*buffer, indices.iter().map(|x| expr(x, rw)).collect()),
-        },
-        Expr::Unary { op, arg } => Expr::Unary {
-            op: *op,
-            arg: b(arg),
-        },
-        Expr::Binary { op, lhs, rhs } => Expr::Binary {
-            op: *op,
-            lhs: b(lhs),
-            rhs: b(rhs),
-        },
-        Expr::Cmp { op, lhs, rhs } => Expr::Cmp {
-            op: *op,
-            lhs: b(lhs),
-            rhs: b(rhs),
-        },
-        Expr::Logic { op, lhs, rhs } => Expr::Logic {
-            op: *op,
-            lhs: b(lhs),
-            rhs: b(rhs),
-        },
-        Expr::Select {
-            cond,
-            then,
-            otherwise,
-        } => Expr::Select {
-            cond: b(cond),
-            then: b(then),
-            otherwise: b(otherwise),
-        },
-        Expr::Search {
-            buffer,
-            lo,
-            hi,
-            value,
-        } => Expr::Search {
-            buffer: *buffer,
-            lo: b(lo),
-            hi: b(hi),
-            value: b(value),
-        },
-    }
+            indices: rw(*buffer, indices.clone()),
+        }),
+        _ => None,
+    })
 }

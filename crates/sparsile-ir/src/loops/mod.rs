@@ -35,6 +35,7 @@ pub mod parser;
 mod stmt;
 mod substitute;
 pub mod verify;
+mod walk;
 
 pub use builder::FuncBuilder;
 pub use display::{ExprDisplay, StmtDisplay};

@@ -537,7 +537,7 @@ impl Plan {
     }
 
     pub(crate) fn rewrite_expr(&self, e: &Expr, local: BufferId) -> Expr {
-        map_expr(e, &mut |x| match x {
+        e.map(&mut |x| match x {
             Expr::Load { buffer, indices } if *buffer == self.buffer => {
                 Some(Expr::load(local, vec![self.offset(indices)]))
             }
@@ -557,59 +557,6 @@ fn unwrap_one(mut stmts: Vec<Stmt>) -> Stmt {
         else_body: Vec::new(),
         span: Span::default(),
     }
-}
-
-/// `e` rebuilt bottom-up, with `f` replacing a node (after its children) when it returns
-/// `Some`.
-pub(crate) fn map_expr(e: &Expr, f: &mut impl FnMut(&Expr) -> Option<Expr>) -> Expr {
-    let mut m = |x: &Expr| Box::new(map_expr(x, f));
-    let rebuilt = match e {
-        Expr::Int(_) | Expr::Float(_) | Expr::Var(_) | Expr::Param(_) => e.clone(),
-        Expr::Load { buffer, indices } => Expr::Load {
-            buffer: *buffer,
-            indices: indices.iter().map(|x| *m(x)).collect(),
-        },
-        Expr::Unary { op, arg } => Expr::Unary {
-            op: *op,
-            arg: m(arg),
-        },
-        Expr::Binary { op, lhs, rhs } => Expr::Binary {
-            op: *op,
-            lhs: m(lhs),
-            rhs: m(rhs),
-        },
-        Expr::Cmp { op, lhs, rhs } => Expr::Cmp {
-            op: *op,
-            lhs: m(lhs),
-            rhs: m(rhs),
-        },
-        Expr::Logic { op, lhs, rhs } => Expr::Logic {
-            op: *op,
-            lhs: m(lhs),
-            rhs: m(rhs),
-        },
-        Expr::Select {
-            cond,
-            then,
-            otherwise,
-        } => Expr::Select {
-            cond: m(cond),
-            then: m(then),
-            otherwise: m(otherwise),
-        },
-        Expr::Search {
-            buffer,
-            lo,
-            hi,
-            value,
-        } => Expr::Search {
-            buffer: *buffer,
-            lo: m(lo),
-            hi: m(hi),
-            value: m(value),
-        },
-    };
-    f(&rebuilt).unwrap_or(rebuilt)
 }
 
 /// Every access of `buffer` in `stmts`: its indices (`None` for a search) and statement.

@@ -121,7 +121,7 @@ pub fn prefetch(
             lets.insert(*var, value.clone());
         }
     }
-    collect_assigned(&l.body, &mut assigned);
+    assigned.extend(Stmt::assigned_vars(&l.body));
     let site = find_load(&l.body, buf, &mut Vec::new(), &mut Vec::new()).ok_or_else(|| {
         ScheduleError::NoLoadInLoop {
             primitive: PRIMITIVE,
@@ -164,7 +164,7 @@ pub fn prefetch(
         indices.push(shifted(e));
     }
     // Every remaining variable must be defined outside the loop (or be the loop's).
-    let inside = declared_inside(&l.body);
+    let inside: HashSet<VarId> = Stmt::declared_vars(&l.body).into_iter().collect();
     for e in indices.iter().chain(&conds) {
         let mut bad: Option<String> = None;
         e.visit(&mut |x| {
@@ -394,61 +394,4 @@ fn dedup(guards: &mut Vec<Expr>) {
             true
         }
     });
-}
-
-fn collect_assigned(stmts: &[Stmt], out: &mut HashSet<VarId>) {
-    for s in stmts {
-        match s {
-            Stmt::Assign { var, .. } => {
-                out.insert(*var);
-            }
-            Stmt::For(f) => collect_assigned(&f.body, out),
-            Stmt::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                collect_assigned(then_body, out);
-                collect_assigned(else_body, out);
-            }
-            Stmt::Block { body, .. } => collect_assigned(body, out),
-            Stmt::Let { .. }
-            | Stmt::Store { .. }
-            | Stmt::AtomicAdd { .. }
-            | Stmt::Prefetch { .. } => {}
-        }
-    }
-}
-
-/// Variables declared (by `let` or as loop variables) anywhere in `stmts`.
-fn declared_inside(stmts: &[Stmt]) -> HashSet<VarId> {
-    let mut out = HashSet::new();
-    fn walk(stmts: &[Stmt], out: &mut HashSet<VarId>) {
-        for s in stmts {
-            match s {
-                Stmt::Let { var, .. } => {
-                    out.insert(*var);
-                }
-                Stmt::For(f) => {
-                    out.insert(f.var);
-                    walk(&f.body, out);
-                }
-                Stmt::If {
-                    then_body,
-                    else_body,
-                    ..
-                } => {
-                    walk(then_body, out);
-                    walk(else_body, out);
-                }
-                Stmt::Block { body, .. } => walk(body, out),
-                Stmt::Assign { .. }
-                | Stmt::Store { .. }
-                | Stmt::AtomicAdd { .. }
-                | Stmt::Prefetch { .. } => {}
-            }
-        }
-    }
-    walk(stmts, &mut out);
-    out
 }

@@ -130,7 +130,7 @@ pub fn rfactor(
             span,
         ));
     }
-    let declared_inside = declared(&f.body);
+    let declared_inside = Stmt::declared_vars(&f.body);
     // A *row* position: an index that is exactly the variable of a loop inside `target`
     // running over the whole of a parentless dense_fixed axis of constant length.
     let row = row_position(func, f, x, e);
@@ -374,24 +374,11 @@ fn row_position(func: &Func, f: &For, x: BufferId, e: &[Expr]) -> Option<RowPosi
 
 fn inner_loops(stmts: &[Stmt]) -> Vec<&For> {
     let mut out = Vec::new();
-    for s in stmts {
-        match s {
-            Stmt::For(f) => {
-                out.push(f);
-                out.extend(inner_loops(&f.body));
-            }
-            Stmt::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                out.extend(inner_loops(then_body));
-                out.extend(inner_loops(else_body));
-            }
-            Stmt::Block { body, .. } => out.extend(inner_loops(body)),
-            _ => {}
+    Stmt::visit_all(stmts, &mut |s| {
+        if let Stmt::For(f) = s {
+            out.push(f);
         }
-    }
+    });
     out
 }
 
@@ -406,30 +393,6 @@ fn contains_loop(stmts: &[Stmt], var: VarId) -> bool {
         Stmt::Block { body, .. } => contains_loop(body, var),
         _ => false,
     })
-}
-
-fn declared(stmts: &[Stmt]) -> Vec<VarId> {
-    let mut out = Vec::new();
-    for s in stmts {
-        match s {
-            Stmt::For(f) => {
-                out.push(f.var);
-                out.extend(declared(&f.body));
-            }
-            Stmt::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                out.extend(declared(then_body));
-                out.extend(declared(else_body));
-            }
-            Stmt::Block { body, .. } => out.extend(declared(body)),
-            Stmt::Let { var, .. } => out.push(*var),
-            _ => {}
-        }
-    }
-    out
 }
 
 /// The statement list holding the loop over `var`, and its index there.

@@ -99,30 +99,14 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
 /// The values buffers stored to in the body of `f`, by name, in order.
 fn stored_values(func: &Func, f: &For) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    fn walk(func: &Func, stmts: &[Stmt], out: &mut Vec<String>) {
-        for s in stmts {
-            match s {
-                Stmt::Store { buffer, .. } => {
-                    let b = &func.buffers[*buffer];
-                    if b.kind == BufferKind::Values && !out.contains(&b.name) {
-                        out.push(b.name.clone());
-                    }
-                }
-                Stmt::For(g) => walk(func, &g.body, out),
-                Stmt::If {
-                    then_body,
-                    else_body,
-                    ..
-                } => {
-                    walk(func, then_body, out);
-                    walk(func, else_body, out);
-                }
-                Stmt::Block { body, .. } => walk(func, body, out),
-                _ => {}
+    Stmt::visit_all(&f.body, &mut |s| {
+        if let Stmt::Store { buffer, .. } = s {
+            let b = &func.buffers[*buffer];
+            if b.kind == BufferKind::Values && !out.contains(&b.name) {
+                out.push(b.name.clone());
             }
         }
-    }
-    walk(func, &f.body, &mut out);
+    });
     out
 }
 
