@@ -161,64 +161,73 @@ impl Launcher {
             buffers: buffers.as_ptr(),
             params: params.as_ptr(),
         };
-        for phase in 0..lib.num_phases()? {
-            let ph = phase as i64;
-            // SAFETY: the caller's contract.
-            let extent = unsafe { extent_fn(ph, args.buffers, args.params) };
-            if extent < 0 {
-                return Err(JitError::NegativeExtent { phase, extent });
-            }
-            let call = |(begin, end): (i64, i64)| {
-                let a = args;
-                // SAFETY: the caller's contract; chunks of one phase are independent.
-                let code = unsafe { run_fn(ph, a.buffers, a.params, begin, end) };
-                if code == 0 {
-                    Ok(())
-                } else {
-                    Err(JitError::PhaseFailed {
-                        phase,
-                        code,
-                        begin,
-                        end,
-                    })
+        let phases = lib.num_phases()?;
+        // All phases run inside one visit to the pool: the calling thread waits once, and
+        // the workers, already awake, go from one phase to the next.
+        let run_all = || -> Result<(), JitError> {
+            for phase in 0..phases {
+                let ph = phase as i64;
+                // SAFETY: the caller's contract.
+                let extent = unsafe { extent_fn(ph, args.buffers, args.params) };
+                if extent < 0 {
+                    return Err(JitError::NegativeExtent { phase, extent });
                 }
-            };
-            if extent <= 1 || self.threads == 1 {
-                if extent > 0 {
-                    call((0, extent))?;
-                }
-                continue;
-            }
-            // SAFETY: the ABI's signature, no memory access.
-            let chunks = match unsafe { partition_fn(ph) } {
-                0 => self.chunks(extent),
-                1 => self.dynamic_chunks(extent),
-                2 => {
-                    let n = (self.threads * CHUNKS_PER_THREAD).clamp(1, extent as usize);
-                    let mut bounds = vec![0i64; n + 1];
-                    // SAFETY: the caller's contract; `bounds` holds n + 1 values.
-                    let code = unsafe {
-                        bounds_fn(ph, args.buffers, args.params, n as i64, bounds.as_mut_ptr())
-                    };
-                    if code != 0 {
-                        return Err(JitError::BadBounds {
+                let call = |(begin, end): (i64, i64)| {
+                    let a = args;
+                    // SAFETY: the caller's contract; chunks of one phase are independent.
+                    let code = unsafe { run_fn(ph, a.buffers, a.params, begin, end) };
+                    if code == 0 {
+                        Ok(())
+                    } else {
+                        Err(JitError::PhaseFailed {
                             phase,
-                            detail: format!("sparsile_phase_bounds returned {code}"),
-                        });
+                            code,
+                            begin,
+                            end,
+                        })
                     }
-                    check_bounds(phase, &bounds, extent)?;
-                    bounds
-                        .windows(2)
-                        .map(|w| (w[0], w[1]))
-                        .filter(|(b, e)| b < e)
-                        .collect()
+                };
+                if extent <= 1 || self.threads == 1 {
+                    if extent > 0 {
+                        call((0, extent))?;
+                    }
+                    continue;
                 }
-                code => return Err(JitError::UnknownPartition { phase, code }),
-            };
-            self.pool
-                .install(|| chunks.into_par_iter().try_for_each(call))?;
+                // SAFETY: the ABI's signature, no memory access.
+                let chunks = match unsafe { partition_fn(ph) } {
+                    0 => self.chunks(extent),
+                    1 => self.dynamic_chunks(extent),
+                    2 => {
+                        let n = (self.threads * CHUNKS_PER_THREAD).clamp(1, extent as usize);
+                        let mut bounds = vec![0i64; n + 1];
+                        // SAFETY: the caller's contract; `bounds` holds n + 1 values.
+                        let code = unsafe {
+                            bounds_fn(ph, args.buffers, args.params, n as i64, bounds.as_mut_ptr())
+                        };
+                        if code != 0 {
+                            return Err(JitError::BadBounds {
+                                phase,
+                                detail: format!("sparsile_phase_bounds returned {code}"),
+                            });
+                        }
+                        check_bounds(phase, &bounds, extent)?;
+                        bounds
+                            .windows(2)
+                            .map(|w| (w[0], w[1]))
+                            .filter(|(b, e)| b < e)
+                            .collect()
+                    }
+                    code => return Err(JitError::UnknownPartition { phase, code }),
+                };
+                chunks.into_par_iter().try_for_each(call)?;
+            }
+            Ok(())
+        };
+        if self.threads == 1 {
+            run_all()
+        } else {
+            self.pool.install(run_all)
         }
-        Ok(())
     }
 }
 
