@@ -21,6 +21,13 @@ use super::KernelError;
 use crate::interp::state::{Bindings, BufValues};
 use crate::interp::{input_values, structure_derive, validate, InterpOptions};
 
+/// Types whose all-zero bit pattern is the value zero.
+trait ZeroBits {}
+impl ZeroBits for f32 {}
+impl ZeroBits for f64 {}
+impl ZeroBits for i32 {}
+impl ZeroBits for i64 {}
+
 /// The values of an input that are converted, or of an output or temp.
 #[derive(Debug)]
 pub(crate) enum Owned {
@@ -33,15 +40,26 @@ pub(crate) enum Owned {
 impl Owned {
     /// `count` zeros of `dtype`, or an error when they cannot be allocated.
     fn zeros(buffer: &str, dtype: DType, count: usize) -> Result<Owned, KernelError> {
-        fn alloc<T: Clone + Default>(buffer: &str, count: usize) -> Result<Vec<T>, KernelError> {
-            let mut v = Vec::new();
-            v.try_reserve_exact(count)
-                .map_err(|_| KernelError::OutputTooLarge {
-                    buffer: buffer.to_string(),
-                    values: count,
-                })?;
-            v.resize(count, T::default());
-            Ok(v)
+        /// `count` zeros from the allocator's zeroed memory: large blocks come as fresh
+        /// zero pages, touched first by the kernel's (parallel) phases instead of being
+        /// cleared here on one thread.
+        fn alloc<T: ZeroBits>(buffer: &str, count: usize) -> Result<Vec<T>, KernelError> {
+            let too_large = || KernelError::OutputTooLarge {
+                buffer: buffer.to_string(),
+                values: count,
+            };
+            if count == 0 || std::mem::size_of::<T>() == 0 {
+                return Ok(Vec::new());
+            }
+            let layout = std::alloc::Layout::array::<T>(count).map_err(|_| too_large())?;
+            // SAFETY: `layout` has a non-zero size (count > 0, T not zero-sized).
+            let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+            if ptr.is_null() {
+                return Err(too_large());
+            }
+            // SAFETY: `ptr` was allocated by the global allocator with the layout of
+            // `count` values of `T`, and all-zero bits are a valid `T` (`ZeroBits`).
+            Ok(unsafe { Vec::from_raw_parts(ptr, count, count) })
         }
         Ok(match dtype {
             DType::F32 => Owned::F32(alloc(buffer, count)?),
