@@ -112,6 +112,7 @@ fn every_design_matches_the_interpreter() {
     for p in ["static", "dynamic", "balanced"] {
         specs.push(format!("rowwise:partition={p},cache=off"));
         specs.push(format!("rowwise:partition={p},prefetch=3"));
+        specs.push(format!("rowwise:partition={p},lanes=4"));
     }
     specs.push("hyb:c=2,k=2".into());
     specs.push("hyb:c=1,k=0".into());

@@ -12,7 +12,7 @@
 
 use sparsile_ir::loops::{BufferKind, Expr, For, Func, Stmt};
 use sparsile_transform::lower_iterations;
-use sparsile_transform::schedule::{LoopPartition, Schedule, ScheduleError};
+use sparsile_transform::schedule::{LoopPartition, Schedule, ScheduleError, SplitTail};
 
 use super::default::parallel_outer;
 use super::nest::{blocks, gathered_rows, main_iteration, nest};
@@ -42,6 +42,11 @@ fn info() -> RecipeInfo {
                 doc: "how rows are divided between threads: `static`, `dynamic` or `balanced` (by non-zeros)",
             },
             ParamInfo {
+                name: "lanes",
+                default: "16",
+                doc: "a dense innermost reduction (SDDMM's k) is split into this many independent, vectorised partial sums (0 or 1: not split)",
+            },
+            ParamInfo {
                 name: "cache",
                 default: "on",
                 doc: "`on`: accumulate each output row in a local array (cache_write); `off`",
@@ -62,6 +67,10 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     parallel_outer(sch, name)?;
     vectorize_innermost(sch, name)?;
     prefetch_gathers(sch, name, distance)?;
+    let lanes = args.int("lanes", 0, 64)?;
+    if lanes > 1 {
+        split_reduction(sch, name, lanes)?;
+    }
     if let Some(main) = main_iteration(sch.program()) {
         let func = sch.func_or_lower().map_err(sched(name))?.clone();
         if let Some((rows, row_loop)) = nest(&func, &main).first().map(|(r, f)| (r.clone(), *f)) {
@@ -92,6 +101,36 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// When the innermost loop of the main iteration is a reduction over a constant dense
+/// range into one element (SDDMM: `C[i, jp] += X[i, k] * Y[j, k]`), splits it by `lanes`
+/// and turns the chain into `lanes` independent partial sums (`rfactor`), vectorised.
+/// Nothing happens (and nothing is recorded) when it does not apply.
+fn split_reduction(sch: &mut Schedule, recipe: &str, lanes: i64) -> Result<(), RecipeError> {
+    let Some(main) = main_iteration(sch.program()) else {
+        return Ok(());
+    };
+    let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
+    let Some((inner, f)) = nest(&func, &main).last().map(|(r, f)| (r.clone(), *f)) else {
+        return Ok(());
+    };
+    let (Expr::Int(lo), Expr::Int(hi)) = (&f.lo, &f.hi) else {
+        return Ok(());
+    };
+    if f.kind != sparsile_ir::loops::ForKind::Serial || hi - lo < lanes {
+        return Ok(());
+    }
+    // Try on a copy: only a schedule where every step applies is kept.
+    let mut trial = sch.clone();
+    let applied = match trial.split(&inner, lanes, SplitTail::InnerFixed) {
+        Ok((outer, lane)) => trial.rfactor(&outer, &lane).is_ok() && trial.vectorize(&lane).is_ok(),
+        Err(_) => false,
+    };
+    if applied {
+        *sch = trial;
     }
     Ok(())
 }
