@@ -39,6 +39,38 @@ impl Stmt {
         }
     }
 
+    /// `stmts` rebuilt with every statement that holds no body (`let`, assignment,
+    /// store, atomic add, prefetch) — nested ones included — replaced by `f`'s answer,
+    /// or kept when `f` answers `None`. Loops, conditionals and blocks keep their shape.
+    pub fn map_leaves(stmts: &[Stmt], f: &mut impl FnMut(&Stmt) -> Option<Stmt>) -> Vec<Stmt> {
+        stmts
+            .iter()
+            .map(|s| match s {
+                Stmt::For(l) => Stmt::For(super::For {
+                    body: Stmt::map_leaves(&l.body, f),
+                    ..l.clone()
+                }),
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                    span,
+                } => Stmt::If {
+                    cond: cond.clone(),
+                    then_body: Stmt::map_leaves(then_body, f),
+                    else_body: Stmt::map_leaves(else_body, f),
+                    span: *span,
+                },
+                Stmt::Block { name, body, span } => Stmt::Block {
+                    name: name.clone(),
+                    body: Stmt::map_leaves(body, f),
+                    span: *span,
+                },
+                leaf => f(leaf).unwrap_or_else(|| leaf.clone()),
+            })
+            .collect()
+    }
+
     /// The variables declared anywhere in `stmts` (loop variables and `let`s), in order.
     pub fn declared_vars(stmts: &[Stmt]) -> Vec<VarId> {
         let mut out = Vec::new();

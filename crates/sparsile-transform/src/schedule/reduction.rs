@@ -98,7 +98,7 @@ pub fn parallel_reduce(
                 let Stmt::For(g) = loop_stmt_mut(&mut out, target, PRIMITIVE)? else {
                     unreachable!("a loop statement")
                 };
-                g.body = g.body.iter().map(|s| to_atomic(s, id)).collect();
+                g.body = to_atomic(&g.body, id);
                 shared.push(id);
             }
             Err(e) => return Err(e),
@@ -221,46 +221,22 @@ fn increment<'e>(value: &'e Expr, id: BufferId, indices: &[Expr]) -> Option<&'e 
     }
 }
 
-/// `s` with the updates of `id` turned into atomic adds.
-fn to_atomic(s: &Stmt, id: BufferId) -> Stmt {
-    let rs = |b: &[Stmt]| b.iter().map(|s| to_atomic(s, id)).collect();
-    match s {
-        Stmt::For(f) => Stmt::For(For {
-            body: rs(&f.body),
-            ..f.clone()
-        }),
-        Stmt::If {
-            cond,
-            then_body,
-            else_body,
-            span,
-        } => Stmt::If {
-            cond: cond.clone(),
-            then_body: rs(then_body),
-            else_body: rs(else_body),
-            span: *span,
-        },
-        Stmt::Block { name, body, span } => Stmt::Block {
-            name: name.clone(),
-            body: rs(body),
-            span: *span,
-        },
+/// `stmts` with the updates of `id` turned into atomic adds.
+fn to_atomic(stmts: &[Stmt], id: BufferId) -> Vec<Stmt> {
+    Stmt::map_leaves(stmts, &mut |s| match s {
         Stmt::Store {
             buffer,
             indices,
             value,
             span,
-        } if *buffer == id => match increment(value, id, indices) {
-            Some(v) => Stmt::AtomicAdd {
-                buffer: id,
-                indices: indices.clone(),
-                value: v.clone(),
-                span: *span,
-            },
-            None => s.clone(),
-        },
-        _ => s.clone(),
-    }
+        } if *buffer == id => increment(value, id, indices).map(|v| Stmt::AtomicAdd {
+            buffer: id,
+            indices: indices.clone(),
+            value: v.clone(),
+            span: *span,
+        }),
+        _ => None,
+    })
 }
 
 /// The per-thread strategy on a loop whose shared updates are atomic adds (see the

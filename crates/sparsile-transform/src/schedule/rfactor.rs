@@ -232,11 +232,7 @@ pub fn rfactor(
         ),
     };
     let new_loop = Stmt::For(For {
-        body: f
-            .body
-            .iter()
-            .map(|s| redirect(s, x, partial, &slot_index))
-            .collect(),
+        body: redirect(&f.body, x, partial, &slot_index),
         ..f.clone()
     });
     let (list, at) = parent_list_mut(&mut out.body, f.var).expect("the loop was found");
@@ -294,29 +290,9 @@ fn collect_updates(
     }
 }
 
-fn redirect(s: &Stmt, x: BufferId, partial: BufferId, slot: &Expr) -> Stmt {
-    let rs = |b: &[Stmt]| b.iter().map(|s| redirect(s, x, partial, slot)).collect();
-    match s {
-        Stmt::For(f) => Stmt::For(For {
-            body: rs(&f.body),
-            ..f.clone()
-        }),
-        Stmt::If {
-            cond,
-            then_body,
-            else_body,
-            span,
-        } => Stmt::If {
-            cond: cond.clone(),
-            then_body: rs(then_body),
-            else_body: rs(else_body),
-            span: *span,
-        },
-        Stmt::Block { name, body, span } => Stmt::Block {
-            name: name.clone(),
-            body: rs(body),
-            span: *span,
-        },
+/// `stmts` with every update `X[e] = X[e] + v` of `x` accumulating into `partial[slot]`.
+fn redirect(stmts: &[Stmt], x: BufferId, partial: BufferId, slot: &Expr) -> Vec<Stmt> {
+    Stmt::map_leaves(stmts, &mut |s| match s {
         Stmt::Store {
             buffer,
             value:
@@ -329,15 +305,15 @@ fn redirect(s: &Stmt, x: BufferId, partial: BufferId, slot: &Expr) -> Stmt {
             ..
         } if *buffer == x => {
             let at = vec![slot.clone()];
-            Stmt::Store {
+            Some(Stmt::Store {
                 buffer: partial,
                 indices: at.clone(),
                 value: Expr::binary(BinaryOp::Add, Expr::load(partial, at), (**rhs).clone()),
                 span: *span,
-            }
+            })
         }
-        _ => s.clone(),
-    }
+        _ => None,
+    })
 }
 
 /// A row position of the updated element: index `position` is the variable `var` of a
