@@ -11,7 +11,7 @@ use numpy::PyArrayMethods;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sparsile::formats::validate::CheckOptions;
-use sparsile::formats::{Format, SparseTensor, Values};
+use sparsile::formats::{Format, IndexArray, SparseTensor, Values};
 use sparsile::ir::{DType, IndexType};
 
 use crate::arrays::{index_to_numpy, values_to_numpy, IndexArg, ValueArg};
@@ -52,6 +52,33 @@ fn options(sort_indices: bool, sum_duplicates: bool) -> CheckOptions {
     }
 }
 
+/// `SparseTensor::from_csr` or `SparseTensor::from_csc`.
+type CompressedCtor<'b> = fn(
+    [usize; 2],
+    IndexArray<'b>,
+    IndexArray<'b>,
+    Values<'b>,
+    CheckOptions,
+) -> Result<SparseTensor<'b>, sparsile::formats::FormatError>;
+
+/// The checked constructor of a compressed (CSR / CSC) matrix applied to borrowed
+/// arrays, without the GIL, then owned.
+fn compressed<'b>(
+    py: Python<'_>,
+    ctor: CompressedCtor<'b>,
+    shape: (usize, usize),
+    (indptr, indices, values): (&'b IndexArg<'_>, &'b IndexArg<'_>, &'b ValueArg<'_>),
+    opts: CheckOptions,
+) -> PyResult<Tensor> {
+    let (indptr, indices, values) = (
+        indptr.borrow("indptr")?,
+        indices.borrow("indices")?,
+        values.borrow("values")?,
+    );
+    let t = py.detach(move || ctor([shape.0, shape.1], indptr, indices, values, opts));
+    owned(py, t)
+}
+
 fn owned(
     py: Python<'_>,
     t: Result<SparseTensor<'_>, sparsile::formats::FormatError>,
@@ -75,17 +102,13 @@ impl Tensor {
         sort_indices: bool,
         sum_duplicates: bool,
     ) -> PyResult<Tensor> {
-        let (indptr, indices, values) = (
-            indptr.borrow("indptr")?,
-            indices.borrow("indices")?,
-            values.borrow("values")?,
-        );
-        let opts = options(sort_indices, sum_duplicates);
-        let t = py.detach(move || {
-            SparseTensor::from_csr([shape.0, shape.1], indptr, indices, values, opts)
-                .map(SparseTensor::into_owned)
-        });
-        owned(py, t)
+        compressed(
+            py,
+            SparseTensor::from_csr,
+            shape,
+            (&indptr, &indices, &values),
+            options(sort_indices, sum_duplicates),
+        )
     }
 
     /// A CSC matrix from SciPy-style arrays (`indptr`: cols + 1 entries).
@@ -100,17 +123,13 @@ impl Tensor {
         sort_indices: bool,
         sum_duplicates: bool,
     ) -> PyResult<Tensor> {
-        let (indptr, indices, values) = (
-            indptr.borrow("indptr")?,
-            indices.borrow("indices")?,
-            values.borrow("values")?,
-        );
-        let opts = options(sort_indices, sum_duplicates);
-        let t = py.detach(move || {
-            SparseTensor::from_csc([shape.0, shape.1], indptr, indices, values, opts)
-                .map(SparseTensor::into_owned)
-        });
-        owned(py, t)
+        compressed(
+            py,
+            SparseTensor::from_csc,
+            shape,
+            (&indptr, &indices, &values),
+            options(sort_indices, sum_duplicates),
+        )
     }
 
     /// A BSR matrix from SciPy-style arrays with `block = (r, c)` dense blocks.
