@@ -28,10 +28,19 @@ fn apply(sch: &mut Schedule, _args: &Args, _ctx: &RecipeContext) -> Result<(), R
 
 /// Marks parallel the loops the default schedule would: lowers the program if needed.
 pub(super) fn parallel_outer(sch: &mut Schedule, recipe: &str) -> Result<(), RecipeError> {
+    parallel_outer_except(sch, recipe, &[])
+}
+
+/// [`parallel_outer`], leaving the blocks named in `skip` as they are.
+pub(super) fn parallel_outer_except(
+    sch: &mut Schedule,
+    recipe: &str,
+    skip: &[String],
+) -> Result<(), RecipeError> {
     let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
     let scheduled =
         default_schedule(sch.program(), func).map_err(|e| sched(recipe)(ScheduleError::from(e)))?;
-    for block in blocks(&scheduled) {
+    for block in blocks(&scheduled).into_iter().filter(|b| !skip.contains(b)) {
         let outer = nest(&scheduled, &block)
             .first()
             .map(|(r, f)| (r.clone(), f.kind));

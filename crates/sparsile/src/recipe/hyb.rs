@@ -13,10 +13,9 @@ use sparsile_ir::coord::{BufferRole, Expr, Program, Stmt};
 use sparsile_ir::BufferId;
 use sparsile_transform::schedule::{ReductionStrategy, Schedule};
 
-use sparsile_ir::loops::ForKind;
-use sparsile_transform::default_schedule;
 use sparsile_transform::schedule::ScheduleError;
 
+use super::default::parallel_outer_except;
 use super::nest::{blocks, nest};
 use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
@@ -134,19 +133,7 @@ pub(super) fn decompose_and_fuse(
         .filter(|b| part_iterations.contains(b))
         .collect();
     // The default schedule for the other blocks (the output's initialisation).
-    let scheduled = default_schedule(&program, func.clone())
-        .map_err(|e| sched(recipe)(ScheduleError::from(e)))?;
-    for block in blocks(&scheduled) {
-        if parts.contains(&block) {
-            continue;
-        }
-        let outer = nest(&scheduled, &block)
-            .first()
-            .map(|(r, f)| (r.clone(), f.kind));
-        if let Some((target, ForKind::Parallel)) = outer {
-            sch.parallel(&target).map_err(sched(recipe))?;
-        }
-    }
+    parallel_outer_except(sch, recipe, &parts)?;
     // One loop over every part's rows, run in parallel: rows of different parts (and
     // pieces of one long row) may add into the same output row, so with atomic adds.
     let fused = if parts.len() > 1 {
