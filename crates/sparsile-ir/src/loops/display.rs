@@ -169,6 +169,7 @@ fn write_stmt(f: &mut Formatter<'_>, names: Names<'_>, stmt: &Stmt, depth: usize
             match l.kind {
                 ForKind::Serial => {}
                 ForKind::ParallelDynamic => f.write_str(" parallel(dynamic)")?,
+                ForKind::VectorizedReduction => f.write_str(" vectorized(reassociate)")?,
                 ForKind::ParallelBalanced { indptr } => {
                     write!(f, " parallel(balanced {})", names.buffer(indptr))?
                 }

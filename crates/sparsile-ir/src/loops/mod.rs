@@ -16,7 +16,8 @@
 //!   `hi` are evaluated once, before the first iteration. The loop kind is a promise
 //!   about how it may run: `parallel` iterations are independent (they write disjoint
 //!   elements) and may run in any order on any thread; `vectorized` and `unrolled` are
-//!   hints with serial semantics.
+//!   hints with serial semantics; `vectorized(reassociate)` is `vectorized` whose
+//!   reductions into local buffers ([`local_reductions`]) may be summed in any order.
 //! - `let v = e` declares a local visible until the end of the enclosing statement list;
 //!   `v = e` assigns it.
 //! - Integer arithmetic is on i64 with floor `/` and `%`; comparisons and `&&`/`||` give
@@ -31,6 +32,7 @@ pub mod builder;
 pub mod display;
 mod expr;
 mod func;
+mod local_reduction;
 pub mod parser;
 mod stmt;
 mod substitute;
@@ -41,6 +43,7 @@ pub use builder::FuncBuilder;
 pub use display::{ExprDisplay, StmtDisplay};
 pub use expr::{CmpOp, Expr, LogicOp};
 pub use func::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
+pub use local_reduction::{local_reductions, reduction_addend, LocalReduction, ReductionError};
 pub use parser::ParseError;
 pub use stmt::{For, ForKind, Partition, Stmt};
 pub use verify::{expr_type, verify, verify_stage, ScalarKind, TypeError, VerifyError};

@@ -14,6 +14,14 @@ use crate::Span;
 /// threads become free, [`ForKind::ParallelBalanced`] in chunks of about equal work
 /// where iteration `v` weighs `indptr[v + 1] - indptr[v]` (computed when the loop starts;
 /// an iteration is never divided).
+///
+/// [`ForKind::VectorizedReduction`] (text `vectorized(reassociate)`) is a vectorized loop
+/// that may also reassociate its reductions into `local` buffers: every store in it whose
+/// element does not depend on the loop variable is `L[e] = L[e] + expr` with `L` a local
+/// buffer and `e` loop-invariant ([`crate::loops::local_reductions`]), and the backend
+/// may add the terms of each such element in any order (partial sums per vector lane,
+/// summed after the loop). Its serial meaning is that of a plain loop; results differ from
+/// it only by floating-point rounding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ForKind {
     Serial,
@@ -27,6 +35,9 @@ pub enum ForKind {
     ParallelBalanced {
         indptr: BufferId,
     },
+    /// Text `vectorized(reassociate)`: vectorized, with local `+` reductions that may be
+    /// reassociated across vector lanes.
+    VectorizedReduction,
 }
 
 /// How the iterations of a parallel loop are divided between threads (see [`ForKind`]).
@@ -53,7 +64,7 @@ impl ForKind {
         match self {
             ForKind::Serial => "serial",
             ForKind::Parallel => "parallel",
-            ForKind::Vectorized => "vectorized",
+            ForKind::Vectorized | ForKind::VectorizedReduction => "vectorized",
             ForKind::Unrolled => "unrolled",
             ForKind::ParallelDynamic | ForKind::ParallelBalanced { .. } => "parallel",
         }
@@ -70,8 +81,16 @@ impl ForKind {
             ForKind::Parallel => Some(Partition::Static),
             ForKind::ParallelDynamic => Some(Partition::Dynamic),
             ForKind::ParallelBalanced { indptr } => Some(Partition::Balanced { indptr }),
-            ForKind::Serial | ForKind::Vectorized | ForKind::Unrolled => None,
+            ForKind::Serial
+            | ForKind::Vectorized
+            | ForKind::VectorizedReduction
+            | ForKind::Unrolled => None,
         }
+    }
+
+    /// Whether the loop is vectorized (with or without reassociated reductions).
+    pub fn is_vectorized(self) -> bool {
+        matches!(self, ForKind::Vectorized | ForKind::VectorizedReduction)
     }
 
     /// The parallel kind with this partition.

@@ -26,7 +26,10 @@
 //!   variables are used only in scope (after their declaration); `x = e` assigns only a
 //!   `let` local (never a loop variable) with a value of its kind.
 //! - statements: loop bounds and `if` conditions are integers; no `parallel` loop inside
-//!   another `parallel` loop; a balanced partition names a flat integer buffer; atomic
+//!   another `parallel` loop; a `vectorized(reassociate)` loop holds no loop and its
+//!   reductions follow the rules of [`local_reductions`](crate::loops::local_reductions)
+//!   (stores not depending on the loop variable are `L[e] = L[e] + …` into
+//!   local buffers); a balanced partition names a flat integer buffer; atomic
 //!   adds go to float buffers; accesses give one index per axis (`Axes`) or exactly one
 //!   (`Flat`); indices are integers; stored values match the buffer's element type
 //!   (integer or float); no stores to `input` buffers.
@@ -48,8 +51,9 @@ use std::collections::{HashMap, HashSet};
 
 use super::expr::Expr;
 use super::func::{BufferKind, BufferLayout, Func, Stage, VarType};
+use super::local_reduction::local_reductions;
 use super::parser::{is_valid_block_name, is_valid_name};
-use super::stmt::{ForKind, Stmt};
+use super::stmt::{For, ForKind, Stmt};
 use crate::coord::{BinaryOp, BufferRole, Program};
 pub use crate::coord::{ScalarKind, TypeError, VerifyError};
 use crate::id::{BufferId, VarId};
@@ -624,6 +628,26 @@ impl<'a> Verifier<'a> {
         scope.vars.truncate(len);
     }
 
+    /// The rules of a `vectorized(reassociate)` loop: innermost, and local reductions only.
+    fn reassociated(&mut self, l: &For, ctx: &str) {
+        let mut inner = None;
+        Stmt::visit_all(&l.body, &mut |s| {
+            if let (Stmt::For(g), None) = (s, &inner) {
+                inner = Some(g.var);
+            }
+        });
+        if let Some(g) = inner {
+            let name = self.var_name(g);
+            self.error(
+                l.span,
+                format!("{ctx}: a `vectorized(reassociate)` loop holds loop `{name}` (it must be innermost)"),
+            );
+        }
+        if let Err(e) = local_reductions(self.func, l) {
+            self.error(e.span, format!("{ctx}: {}", e.message));
+        }
+    }
+
     fn var_kind(&self, v: VarId) -> Option<ScalarKind> {
         self.func.vars.get(v).map(|x| match x.ty {
             VarType::Index => ScalarKind::Int,
@@ -666,6 +690,9 @@ impl<'a> Verifier<'a> {
                             ),
                         );
                     }
+                }
+                if l.kind == ForKind::VectorizedReduction {
+                    self.reassociated(l, &ctx);
                 }
                 self.stmts(&l.body, scope, in_parallel || l.kind.is_parallel());
                 scope.vars.truncate(len);

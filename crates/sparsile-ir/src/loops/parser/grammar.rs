@@ -660,6 +660,17 @@ impl Parser {
             if kind == ForKind::Parallel && self.eat_punct("(") {
                 kind = self.partition()?;
                 self.expect_punct(")")?;
+            } else if kind == ForKind::Vectorized && self.eat_punct("(") {
+                let expected = "`reassociate`";
+                let (word, span) = self.expect_word(expected)?;
+                if word != "reassociate" {
+                    return Err(ParseError::new(
+                        span,
+                        format!("expected {expected}, found `{word}`"),
+                    ));
+                }
+                kind = ForKind::VectorizedReduction;
+                self.expect_punct(")")?;
             }
         }
         self.expect_punct("{")?;

@@ -19,7 +19,8 @@
 //! KIND      = "values" | "scratch" | "local" | ( "indptr" | "indices" ) "(" IDENT "," INT ")" ;
 //! stmt      = for | if | let | assign | store | atomic | block ;
 //! for       = "for" IDENT "in" expr ".." expr [ FORKIND ] "{" { stmt } "}" ;
-//! FORKIND   = "parallel" [ "(" PARTITION ")" ] | "vectorized" | "unrolled" ;   (* none: serial *)
+//! FORKIND   = "parallel" [ "(" PARTITION ")" ] | "vectorized" [ "(" "reassociate" ")" ]
+//!           | "unrolled" ;   (* none: serial *)
 //! PARTITION = "dynamic" | "balanced" IDENT ;   (* IDENT: a flat integer buffer *)
 //! if        = "if" expr "{" { stmt } "}" [ "else" "{" { stmt } "}" ] ;
 //! let       = "let" IDENT ":" ( "idx" | DTYPE ) "=" expr ;
