@@ -448,6 +448,33 @@ pub enum ScheduleError {
         span: Span,
     },
     // ---- end of prefetch ----
+    // ---- vectorize_reduction (also NotSerial, LoopCarriedAccess) ----
+    /// The loop to vectorize with reassociated reductions holds another loop.
+    #[error("vectorize_reduction: loop `{var}` in block `{block}` ({span}) contains loop `{inner}`; only an innermost loop can be vectorized")]
+    ReductionNotInnermost {
+        block: String,
+        var: String,
+        inner: String,
+        span: Span,
+    },
+    /// The loop has no reduction into a local buffer (`vectorize` is the primitive for it).
+    #[error("vectorize_reduction: loop `{var}` in block `{block}` ({span}) has no reduction `L[e] = L[e] + …` into a local buffer (cache_write makes one; use vectorize for a loop without)")]
+    NoLocalReduction {
+        block: String,
+        var: String,
+        span: Span,
+    },
+    /// A statement of the loop breaks a rule of reassociated reductions.
+    #[error("vectorize_reduction: loop `{var}` in block `{block}` ({loop_span}): statement at {span}: {reason}")]
+    NotReassociable {
+        block: String,
+        var: String,
+        reason: String,
+        /// The offending statement.
+        span: Span,
+        loop_span: Span,
+    },
+    // ---- end of vectorize_reduction ----
 }
 
 /// The details of [`ScheduleError::CacheAccess`]: an access of the cached buffer whose

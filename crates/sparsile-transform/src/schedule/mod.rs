@@ -47,6 +47,7 @@ pub mod split;
 pub mod trace;
 pub mod unroll;
 pub mod vectorize;
+pub mod vectorize_reduction;
 
 pub use bound::bound;
 pub use cache_read::cache_read;
@@ -69,6 +70,7 @@ pub use split::{split, SplitTail};
 pub use trace::{Step, Trace};
 pub use unroll::unroll;
 pub use vectorize::vectorize;
+pub use vectorize_reduction::vectorize_reduction;
 
 use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
@@ -157,6 +159,7 @@ impl Schedule {
             Step::Rfactor { target, inner } => self.rfactor(target, inner).map(|_| ()),
             Step::DecomposeFormat { buffer, rule } => self.decompose_format(buffer, rule.clone()),
             Step::HorizontalFuse { blocks } => self.horizontal_fuse(blocks).map(|_| ()),
+            Step::VectorizeReduction { target } => self.vectorize_reduction(target),
         }
     }
 
@@ -280,6 +283,15 @@ impl Schedule {
             target: target.clone(),
         };
         self.stage2(step, |f| vectorize(f, target).map(|f| (f, ())))
+    }
+
+    /// [`vectorize_reduction()`]: marks the loop vectorized with its local `+`
+    /// reductions reassociated (`vectorized(reassociate)`).
+    pub fn vectorize_reduction(&mut self, target: &LoopRef) -> Result<(), ScheduleError> {
+        let step = Step::VectorizeReduction {
+            target: target.clone(),
+        };
+        self.stage2(step, |f| vectorize_reduction(f, target).map(|f| (f, ())))
     }
 
     /// [`unroll()`]: marks the loop unrolled.

@@ -113,6 +113,10 @@ pub enum Step {
     HorizontalFuse {
         blocks: Vec<String>,
     },
+    /// Stage II: vectorize, reassociating the loop's `+` reductions into locals.
+    VectorizeReduction {
+        target: LoopRef,
+    },
 }
 
 impl Step {
@@ -138,6 +142,7 @@ impl Step {
             Step::Rfactor { .. } => "rfactor",
             Step::DecomposeFormat { .. } => "decompose_format",
             Step::HorizontalFuse { .. } => "horizontal_fuse",
+            Step::VectorizeReduction { .. } => "vectorize_reduction",
         }
     }
 }
