@@ -56,6 +56,12 @@ pub enum CodegenError {
     },
     #[error("{}local buffer `{buffer}` must have a constant length of at least 1", at(.span))]
     LocalLength { buffer: String, span: Span },
+    #[error("{}the `vectorized(reassociate)` loop over `{var}` cannot reassociate its reductions: {reason}", at(.span))]
+    Reassociation {
+        var: String,
+        reason: String,
+        span: Span,
+    },
     #[error("{}balanced partition of the parallel loop over `{var}` reads buffer `{buffer}`, which is not a flat integer buffer", at(.span))]
     BalancedIndptr {
         var: String,

@@ -9,6 +9,7 @@ use sparsile_ir::{BufferId, DType, ParamId, Span, VarId};
 
 use super::names::Names;
 use super::prelude::Helper;
+use super::reduction::Accumulator;
 use super::types::Ty;
 use crate::CodegenError;
 
@@ -30,6 +31,8 @@ pub(crate) struct Ctx<'f> {
     pub(crate) live: HashSet<VarId>,
     /// Scratch buffers shared by several phases, which the caller allocates.
     pub(crate) caller_scratch: HashSet<BufferId>,
+    /// The accumulators of the `vectorized(reassociate)` loop being written.
+    pub(crate) accumulators: Vec<Accumulator>,
 }
 
 impl<'f> Ctx<'f> {
@@ -91,6 +94,7 @@ impl<'f> Ctx<'f> {
             span: Span::default(),
             live: HashSet::new(),
             caller_scratch: HashSet::new(),
+            accumulators: Vec::new(),
         })
     }
 

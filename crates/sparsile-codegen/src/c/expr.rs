@@ -19,7 +19,7 @@ use crate::CodegenError;
 pub(crate) const PREC_PRIMARY: u8 = 16;
 pub(crate) const PREC_UNARY: u8 = 14;
 const PREC_MUL: u8 = 13;
-const PREC_ADD: u8 = 12;
+pub(crate) const PREC_ADD: u8 = 12;
 const PREC_REL: u8 = 10;
 const PREC_EQ: u8 = 9;
 const PREC_AND: u8 = 5;

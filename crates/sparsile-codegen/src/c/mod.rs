@@ -2,7 +2,8 @@
 //!
 //! # ABI (version [`ABI_VERSION`])
 //! The translation unit includes `<stdint.h>`, `<stdlib.h>` and `<math.h>`, needs no
-//! OpenMP, and exports exactly [`ENTRY_SYMBOLS`]:
+//! OpenMP runtime (`vectorized(reassociate)` loops carry `#pragma omp simd`, which
+//! `-fopenmp-simd` enables and other compilers ignore), and exports exactly [`ENTRY_SYMBOLS`]:
 //! ```c
 //! int64_t sparsile_abi_version(void);            /* returns 2 */
 //! int64_t sparsile_num_phases(void);
@@ -57,6 +58,7 @@ mod literal;
 mod names;
 mod phases;
 mod prelude;
+mod reduction;
 mod stmt;
 mod types;
 

@@ -10,7 +10,8 @@
 //! `SPARSILE_NO_OUTER_VECTORIZE` (see [`Helper`]), so that GCC vectorizes the inner loop
 //! only. A loop bound that reads memory or a local the body assigns is evaluated once into a
 //! second loop variable (`jp_end`), as the IR requires; a plain bound (`m`, `4 * m`) is
-//! written in the condition. Blocks become C scopes headed by their name, and every loop
+//! written in the condition. A `vectorized(reassociate)` loop is written by
+//! [`super::reduction`]. Blocks become C scopes headed by their name, and every loop
 //! names the block it came from.
 
 use std::collections::HashSet;
@@ -21,6 +22,7 @@ use sparsile_ir::{DType, VarId};
 use super::ctx::Ctx;
 use super::expr::{emit_as, emit_offset, emit_truth};
 use super::prelude::Helper;
+use super::reduction::{accumulate, emit_reassociated_loop};
 use super::types::{var_ty, Ty};
 use crate::CodegenError;
 
@@ -61,6 +63,10 @@ fn emit_stmt(
     block: Option<&str>,
 ) -> Result<(), CodegenError> {
     match s {
+        Stmt::For(f) if f.kind == ForKind::VectorizedReduction => {
+            ctx.span = f.span;
+            emit_reassociated_loop(ctx, w, f, block)?;
+        }
         Stmt::For(f) => {
             ctx.span = f.span;
             let header = for_header(ctx, f)?;
@@ -76,11 +82,12 @@ fn emit_stmt(
                 ForKind::Serial
                 | ForKind::Parallel
                 | ForKind::ParallelDynamic
-                | ForKind::ParallelBalanced { .. } => {}
+                | ForKind::ParallelBalanced { .. }
+                | ForKind::VectorizedReduction => {}
             }
             w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
             w.indent += 1;
-            if f.kind != ForKind::Vectorized && holds_vectorized_loop(&f.body) {
+            if !f.kind.is_vectorized() && holds_vectorized_loop(&f.body) {
                 ctx.helpers.insert(Helper::NoOuterVectorizeMacro);
                 w.line("SPARSILE_NO_OUTER_VECTORIZE");
             }
@@ -148,6 +155,10 @@ fn emit_stmt(
             span,
         } => {
             ctx.span = *span;
+            if let Some(line) = accumulate(ctx, s)? {
+                w.line(&line);
+                return Ok(());
+            }
             let offset = emit_offset(ctx, *buffer, indices)?;
             let ty = ctx.buffer_ty(*buffer)?;
             let v = emit_as(ctx, value, ty)?;
@@ -210,7 +221,7 @@ fn emit_stmt(
 /// Whether `stmts` hold a vectorized loop directly (not inside another loop).
 fn holds_vectorized_loop(stmts: &[Stmt]) -> bool {
     stmts.iter().any(|s| match s {
-        Stmt::For(f) => f.kind == ForKind::Vectorized,
+        Stmt::For(f) => f.kind.is_vectorized(),
         Stmt::If {
             then_body,
             else_body,
@@ -290,6 +301,7 @@ pub(crate) fn loop_comment(block: Option<&str>, kind: ForKind) -> String {
             ", parallel (runs serially inside a work item)"
         }
         ForKind::Vectorized => ", vectorized",
+        ForKind::VectorizedReduction => ", vectorized(reassociate)",
         ForKind::Unrolled => ", unrolled",
     };
     match block {

@@ -1,0 +1,194 @@
+//! C for a `vectorized(reassociate)` loop: its local reductions become OpenMP SIMD
+//! reduction variables.
+//!
+//! Each element `L[e]` the loop reduces into ([`local_reductions`]) gets a scalar
+//! accumulator, loaded before the loop and stored back after it; the reduction
+//! statements add to the accumulator, and `#pragma omp simd reduction(+: …)` allows the
+//! compiler to keep one partial sum per vector lane and add them after the loop. The
+//! loop header is canonical for OpenMP (`for (int64_t v = lo; v < end; ++v)`): a bound
+//! that reads memory is evaluated into a constant before the loop. The kernel is
+//! compiled with `-fopenmp-simd`, which enables the `omp simd` pragmas and nothing else
+//! (no OpenMP runtime); a compiler that ignores the pragma runs the loop in order.
+//! A loop of fewer than [`MIN_VECTOR_TRIP`] iterations runs a copy of the loop without
+//! the pragma: GCC keeps the lane sums in memory and adds them one by one after the
+//! loop, which costs more than it saves on short rows.
+//!
+//! ```text
+//! for j_p in P[i]..P[i + 1] vectorized(reassociate) {
+//!   y_local[0] = y_local[0] + A[j_p] * x[j]
+//! }
+//!   ->  {
+//!           const int64_t j_p_end = (int64_t)P[i + 1];
+//!           float y_local_acc = y_local[0];
+//!           const int64_t j_p_begin = (int64_t)P[i];
+//!           if (j_p_end - j_p_begin >= 32) {
+//!               #pragma omp simd reduction(+:y_local_acc)
+//!               for (int64_t j_p = j_p_begin; j_p < j_p_end; ++j_p) { /* y, vectorized(reassociate) */
+//!                   y_local_acc = y_local_acc + A[j_p] * x[j];
+//!               }
+//!           } else {
+//!               for (int64_t j_p = j_p_begin; j_p < j_p_end; ++j_p) { /* y, vectorized(reassociate) */
+//!                   y_local_acc = y_local_acc + A[j_p] * x[j];
+//!               }
+//!           }
+//!           y_local[0] = y_local_acc;
+//!       }
+//! ```
+
+use sparsile_ir::loops::{local_reductions, reduction_addend, Expr, For, Stmt};
+use sparsile_ir::{BufferId, DType};
+
+use super::ctx::Ctx;
+use super::expr::{emit_as, emit_offset, PREC_ADD};
+use super::stmt::{assigned_vars, bound_is_plain, emit_stmts, loop_comment, Writer};
+use super::types::Ty;
+use crate::CodegenError;
+
+/// The trip count from which a `vectorized(reassociate)` loop runs as a vector loop.
+/// Measured on SpMV (AVX-512, GCC 12): rows of 16 to 31 non-zeros ran about 8% slower
+/// with lane sums than in order (the lanes are summed one by one after the loop), rows
+/// of hundreds about 1.8 times faster.
+pub(crate) const MIN_VECTOR_TRIP: i64 = 32;
+
+/// One accumulator: the reduced element and its C variable.
+#[derive(Debug, Clone)]
+pub(crate) struct Accumulator {
+    pub(crate) buffer: BufferId,
+    pub(crate) index: Expr,
+    pub(crate) name: String,
+    pub(crate) ty: Ty,
+}
+
+/// Writes the `vectorized(reassociate)` loop `f` (see the module docs).
+pub(crate) fn emit_reassociated_loop(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    f: &For,
+    block: Option<&str>,
+) -> Result<(), CodegenError> {
+    let found = local_reductions(ctx.func, f).map_err(|e| CodegenError::Reassociation {
+        var: ctx
+            .func
+            .vars
+            .get(f.var)
+            .map_or_else(|| f.var.to_string(), |v| v.name.clone()),
+        reason: e.message,
+        span: e.span,
+    })?;
+    w.line("{");
+    w.indent += 1;
+    let v = ctx.var_name(f.var)?;
+    let lo = emit_as(ctx, &f.lo, Ty::I64)?;
+    let hi = emit_as(ctx, &f.hi, Ty::I64)?;
+    let bound = if bound_is_plain(&f.hi, &assigned_vars(&f.body)) {
+        hi.at(11)
+    } else {
+        let end = ctx.names.fresh(&format!("{v}_end"));
+        w.line(&format!("const int64_t {end} = {};", hi.text));
+        end
+    };
+    let mut accs = Vec::new();
+    for r in &found {
+        let buffer = ctx.buffer_name(r.buffer)?.to_string();
+        let ty = ctx.buffer_ty(r.buffer)?;
+        let name = ctx.names.fresh(&format!("{buffer}_acc"));
+        let offset = emit_offset(ctx, r.buffer, std::slice::from_ref(&r.index))?;
+        w.line(&format!(
+            "{} {name} = {buffer}[{}];",
+            ty.c_name(),
+            offset.text
+        ));
+        accs.push(Accumulator {
+            buffer: r.buffer,
+            index: r.index.clone(),
+            name,
+            ty,
+        });
+    }
+    let comment = loop_comment(block, f.kind);
+    let header = |lo: &str| format!("for (int64_t {v} = {lo}; {v} < {bound}; ++{v}) {{{comment}");
+    let outer = std::mem::replace(&mut ctx.accumulators, accs.clone());
+    let written = if accs.is_empty() {
+        emit_body(ctx, w, &header(&lo.text), f, block)
+    } else {
+        // Short loops run in order: below a few vectors the partial sums cost more than
+        // they save.
+        let begin = ctx.names.fresh(&format!("{v}_begin"));
+        w.line(&format!("const int64_t {begin} = {};", lo.text));
+        w.line(&format!("if ({bound} - {begin} >= {MIN_VECTOR_TRIP}) {{"));
+        let names: Vec<&str> = accs.iter().map(|a| a.name.as_str()).collect();
+        w.indent += 1;
+        w.line(&format!(
+            "#pragma omp simd reduction(+:{})",
+            names.join(", ")
+        ));
+        let vector = emit_body(ctx, w, &header(&begin), f, block);
+        w.indent -= 1;
+        w.line("} else {");
+        w.indent += 1;
+        let serial = vector.and_then(|()| emit_body(ctx, w, &header(&begin), f, block));
+        w.indent -= 1;
+        w.line("}");
+        serial
+    };
+    ctx.accumulators = outer;
+    written?;
+    for a in &accs {
+        let buffer = ctx.buffer_name(a.buffer)?.to_string();
+        let offset = emit_offset(ctx, a.buffer, std::slice::from_ref(&a.index))?;
+        let value = if ctx.buffer(a.buffer)?.dtype == DType::I32 {
+            format!("(int32_t){}", a.name)
+        } else {
+            a.name.clone()
+        };
+        w.line(&format!("{buffer}[{}] = {value};", offset.text));
+    }
+    w.indent -= 1;
+    w.line("}");
+    Ok(())
+}
+
+/// `header { body }`, the body using the accumulators in `ctx`.
+fn emit_body(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    header: &str,
+    f: &For,
+    block: Option<&str>,
+) -> Result<(), CodegenError> {
+    w.line(header);
+    w.indent += 1;
+    emit_stmts(ctx, w, &f.body, block)?;
+    w.indent -= 1;
+    w.line("}");
+    Ok(())
+}
+
+/// `acc = acc + addend;` when `s` is a reduction into an element that has an
+/// accumulator in the loop being written; `None` otherwise.
+pub(crate) fn accumulate(ctx: &mut Ctx, s: &Stmt) -> Result<Option<String>, CodegenError> {
+    let Stmt::Store {
+        buffer, indices, ..
+    } = s
+    else {
+        return Ok(None);
+    };
+    let Some(acc) = ctx
+        .accumulators
+        .iter()
+        .find(|a| a.buffer == *buffer && indices.as_slice() == [a.index.clone()])
+        .cloned()
+    else {
+        return Ok(None);
+    };
+    let Some(addend) = reduction_addend(s) else {
+        return Ok(None);
+    };
+    let v = emit_as(ctx, addend, acc.ty)?;
+    // The right operand of `+` is parenthesised unless it binds more tightly.
+    Ok(Some(format!(
+        "{0} = {0} + {1};",
+        acc.name,
+        v.at(PREC_ADD + 1)
+    )))
+}

@@ -1,0 +1,154 @@
+//! C for `vectorized(reassociate)` loops: one accumulator per reduced element, loaded
+//! before the loop and stored after it, `#pragma omp simd reduction(+: …)` on a
+//! canonical loop header (a bound read from memory evaluated before the loop), a copy
+//! without the pragma for short trip counts, and an error for a loop whose reductions
+//! break the rules (the IR did not pass the verifier).
+
+use sparsile_codegen::{emit_c, CodegenError};
+use sparsile_ir::loops::Func;
+
+fn parse(text: &str) -> Func {
+    text.parse().unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+const SPMV: &str = "flat func spmv(m, n, nnz) {
+  buffer A: f32[nnz] input values
+  buffer x: f32[n] input values
+  buffer y: f32[m] output values
+  buffer P: i32[m + 1] input indptr(A, 1)
+  buffer J: i32[nnz] input indices(A, 1)
+  buffer y_local: f32[1] temp local
+  for i in 0..m parallel {
+    y_local[0] = 0.0
+    for p in P[i]..P[i + 1] vectorized(reassociate) {
+      let j: idx = J[p]
+      y_local[0] = y_local[0] + A[p] * x[j]
+    }
+    y[i] = y_local[0]
+  }
+}
+";
+
+#[test]
+fn spmv_sums_lanes_in_an_accumulator() {
+    let src = emit_c(&parse(SPMV)).unwrap().code;
+    let expected = "        {
+            const int64_t p_end = (int64_t)P[i + 1];
+            float y_local_acc = y_local[0];
+            const int64_t p_begin = (int64_t)P[i];
+            if (p_end - p_begin >= 32) {
+                #pragma omp simd reduction(+:y_local_acc)
+                for (int64_t p = p_begin; p < p_end; ++p) { /* vectorized(reassociate) */
+                    int64_t j = (int64_t)J[p];
+                    y_local_acc = y_local_acc + A[p] * x[j];
+                }
+            } else {
+                for (int64_t p = p_begin; p < p_end; ++p) { /* vectorized(reassociate) */
+                    int64_t j = (int64_t)J[p];
+                    y_local_acc = y_local_acc + A[p] * x[j];
+                }
+            }
+            y_local[0] = y_local_acc;
+        }
+";
+    assert!(src.contains(expected), "{src}");
+    // No other statement of the loop touches the local array.
+    assert_eq!(src.matches("y_local[0] = y_local[0]").count(), 0, "{src}");
+}
+
+#[test]
+fn several_elements_get_one_accumulator_each() {
+    let f = parse(
+        "flat func sums(n) {
+  buffer x: f64[n] input values
+  buffer out: f64[2] output values
+  buffer s: f64[2] temp local
+  s[0] = 0.0
+  s[1] = 0.0
+  for k in 0..n vectorized(reassociate) {
+    s[0] = s[0] + x[k]
+    if k % 2 == 0 {
+      s[1] = x[k] * x[k] + s[1]
+    }
+    s[0] = s[0] + 1.0
+  }
+  out[0] = s[0]
+  out[1] = s[1]
+}
+",
+    );
+    let src = emit_c(&f).unwrap().code;
+    for line in [
+        "double s_acc = s[0];",
+        "double s_acc_2 = s[1];",
+        "#pragma omp simd reduction(+:s_acc, s_acc_2)",
+        "s_acc = s_acc + x[k];",
+        "s_acc_2 = s_acc_2 + x[k] * x[k];",
+        "s_acc = s_acc + 1.0;",
+        "s[0] = s_acc;",
+        "s[1] = s_acc_2;",
+        // A plain bound stays in the condition.
+        "if (n - k_begin >= 32) {",
+        "for (int64_t k = k_begin; k < n; ++k) { /* vectorized(reassociate) */",
+    ] {
+        assert!(src.contains(line), "missing `{line}`:\n{src}");
+    }
+    assert!(!src.contains("k_end"), "{src}");
+}
+
+#[test]
+fn an_addend_with_a_sum_keeps_its_parentheses() {
+    let f = parse(
+        "flat func f(n) {
+  buffer x: f32[n] input values
+  buffer out: f32[1] output values
+  buffer a: f32[1] temp local
+  a[0] = 0.0
+  for k in 1..n vectorized(reassociate) {
+    a[0] = a[0] + (x[k] - x[k - 1])
+  }
+  out[0] = a[0]
+}
+",
+    );
+    let src = emit_c(&f).unwrap().code;
+    assert!(src.contains("a_acc = a_acc + (x[k] - x[k - 1]);"), "{src}");
+}
+
+#[test]
+fn a_loop_without_reductions_has_no_pragma() {
+    let f = parse(
+        "flat func f(n) {
+  buffer x: f32[n] input values
+  buffer y: f32[n] output values
+  for k in 0..n vectorized(reassociate) {
+    y[k] = x[k] * 2.0
+  }
+}
+",
+    );
+    let src = emit_c(&f).unwrap().code;
+    assert!(!src.contains("omp simd"), "{src}");
+    assert!(src.contains("y[k] = x[k] * 2.0f;"), "{src}");
+}
+
+#[test]
+fn broken_reductions_are_an_error_naming_the_statement() {
+    // `y[0]` is not a local buffer: the verifier refuses this, and so does the emitter.
+    let f = parse(
+        "flat func f(n) {
+  buffer x: f32[n] input values
+  buffer y: f32[1] output values
+  for k in 0..n vectorized(reassociate) {
+    y[0] = y[0] + x[k]
+  }
+}
+",
+    );
+    let err = emit_c(&f).unwrap_err();
+    assert!(
+        matches!(&err, CodegenError::Reassociation { var, span, .. } if var == "k" && span.line == 5),
+        "{err:?}"
+    );
+    assert!(err.to_string().starts_with("line 5, column 5: the `vectorized(reassociate)` loop over `k` cannot reassociate its reductions: the store to `y[0]`"), "{err}");
+}
