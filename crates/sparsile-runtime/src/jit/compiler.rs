@@ -7,6 +7,12 @@
 //! compiler upgrade recompiles. Kernels are built with [`FLAGS`] into a shared object and
 //! linked against `libm`.
 //!
+//! [`FLAGS`] include `-fopenmp-simd` ([`OMP_SIMD_FLAG`]): it enables the `#pragma omp
+//! simd` of `vectorized(reassociate)` loops and nothing else (no OpenMP runtime, no
+//! threads; other kernels compile to the same code). A compiler that rejects it (its
+//! error output names the flag) is run again without it; the pragma is then ignored
+//! and those loops keep their serial order.
+//!
 //! When the compiler cannot be run the error says so and how to fix it:
 //!
 //! ```
@@ -27,7 +33,17 @@ use sparsile_ir::settings::Settings;
 use super::JitError;
 
 /// The flags every kernel is compiled with (before the source file).
-pub const FLAGS: &[&str] = &["-O3", "-march=native", "-shared", "-fPIC", "-std=c99"];
+pub const FLAGS: &[&str] = &[
+    "-O3",
+    "-march=native",
+    "-shared",
+    "-fPIC",
+    "-std=c99",
+    OMP_SIMD_FLAG,
+];
+
+/// The flag enabling `#pragma omp simd` only, left out for a compiler that rejects it.
+pub const OMP_SIMD_FLAG: &str = "-fopenmp-simd";
 
 /// The libraries every kernel is linked with (after the source file).
 pub const LIBS: &[&str] = &["-lm"];
@@ -116,11 +132,26 @@ impl Compiler {
     }
 
     /// Compiles the C file `source` into the shared object `object`. On failure the
-    /// error holds the compiler's stderr and the source path.
+    /// error holds the compiler's stderr and the source path. When the compiler rejects
+    /// [`OMP_SIMD_FLAG`] the compile is retried without it.
     pub fn compile(&self, source: &Path, object: &Path) -> Result<(), JitError> {
+        match self.compile_with(FLAGS, source, object) {
+            Err(JitError::CompileFailed { stderr, .. }) if stderr.contains(OMP_SIMD_FLAG) => {
+                let fewer: Vec<&str> = FLAGS
+                    .iter()
+                    .copied()
+                    .filter(|f| *f != OMP_SIMD_FLAG)
+                    .collect();
+                self.compile_with(&fewer, source, object)
+            }
+            other => other,
+        }
+    }
+
+    fn compile_with(&self, flags: &[&str], source: &Path, object: &Path) -> Result<(), JitError> {
         let mut cmd = Command::new(&self.command);
         cmd.args(&self.extra_args)
-            .args(FLAGS)
+            .args(flags)
             .arg("-o")
             .arg(object)
             .arg(source)

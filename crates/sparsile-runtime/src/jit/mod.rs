@@ -37,7 +37,7 @@ mod launcher;
 mod library;
 
 pub use cache::{Cache, CacheOutcome};
-pub use compiler::{Compiler, FLAGS, LIBS};
+pub use compiler::{Compiler, FLAGS, LIBS, OMP_SIMD_FLAG};
 pub use error::JitError;
 pub use launcher::{default_threads, Launcher, CHUNKS_PER_THREAD};
 pub use library::{
