@@ -116,7 +116,7 @@ fn an_addend_with_a_sum_keeps_its_parentheses() {
 }
 
 #[test]
-fn a_loop_without_reductions_has_no_pragma() {
+fn a_loop_without_reductions_is_a_plain_vectorized_loop() {
     let f = parse(
         "flat func f(n) {
   buffer x: f32[n] input values
@@ -129,6 +129,7 @@ fn a_loop_without_reductions_has_no_pragma() {
     );
     let src = emit_c(&f).unwrap().code;
     assert!(!src.contains("omp simd"), "{src}");
+    assert!(src.contains("SPARSILE_IVDEP\n"), "{src}");
     assert!(src.contains("y[k] = x[k] * 2.0f;"), "{src}");
 }
 

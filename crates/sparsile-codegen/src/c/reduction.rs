@@ -40,6 +40,7 @@ use sparsile_ir::{BufferId, DType};
 
 use super::ctx::Ctx;
 use super::expr::{emit_as, emit_offset, PREC_ADD};
+use super::prelude::Helper;
 use super::stmt::{assigned_vars, bound_is_plain, emit_stmts, loop_comment, Writer};
 use super::types::Ty;
 use crate::CodegenError;
@@ -109,6 +110,9 @@ pub(crate) fn emit_reassociated_loop(
     let header = |lo: &str| format!("for (int64_t {v} = {lo}; {v} < {bound}; ++{v}) {{{comment}");
     let outer = std::mem::replace(&mut ctx.accumulators, accs.clone());
     let written = if accs.is_empty() {
+        // Nothing to reassociate: a plain vectorized loop.
+        ctx.helpers.insert(Helper::IvdepMacro);
+        w.line("SPARSILE_IVDEP");
         emit_body(ctx, w, &header(&lo.text), f, block)
     } else {
         // Short loops run in order: below a few vectors the partial sums cost more than

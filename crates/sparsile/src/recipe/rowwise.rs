@@ -8,7 +8,9 @@
 //! dependence through memory is vectorised (a reduction into memory is left serial).
 //! Rows of a dense operand gathered through the sparse operand's indices (`B[j, :]` in
 //! SpMM, `Y[j, :]` in SDDMM) are prefetched `prefetch` non-zeros ahead, which hides
-//! the memory latency of scattered gathers.
+//! the memory latency of scattered gathers. An innermost loop that sums into a local
+//! after `cache_write` (SpMV) is vectorised with its sums reassociated
+//! (`vectorize_reduction`, parameter `reassociate`).
 
 use sparsile_ir::loops::{BufferKind, Expr, For, Func, Stmt};
 use sparsile_transform::lower_iterations;
@@ -50,6 +52,11 @@ fn info() -> RecipeInfo {
                 name: "cache",
                 default: "on",
                 doc: "`on`: accumulate each output row in a local array (cache_write); `off`",
+            },
+            ParamInfo {
+                name: "reassociate",
+                default: "on",
+                doc: "`on`: an innermost loop summing into a local (SpMV's non-zeros of a row) is vectorised with one partial sum per lane (vectorize_reduction); `off`",
             },
         ],
         source: "DA-SpMM (row balance, row-major, sequential reduction) with CPU levers",
@@ -102,7 +109,35 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
             }
         }
     }
+    if args.choice("reassociate", &["on", "off"])? == "on" {
+        vectorize_local_sums(sch, name)?;
+    }
     Ok(())
+}
+
+/// Vectorises the innermost loop of the main iteration with its sums reassociated
+/// (`vectorize_reduction`) when it is a serial loop summing into a local (SpMV's loop
+/// over the non-zeros of a row, after `cache_write`). Loops where that does not apply
+/// (already vectorised, no local sum, a dependence through memory) stay as they are.
+fn vectorize_local_sums(sch: &mut Schedule, recipe: &str) -> Result<(), RecipeError> {
+    let Some(main) = main_iteration(sch.program()) else {
+        return Ok(());
+    };
+    let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
+    let Some((inner, _)) = nest(&func, &main).pop() else {
+        return Ok(());
+    };
+    match sch.vectorize_reduction(&inner) {
+        Ok(())
+        | Err(
+            ScheduleError::NotSerial { .. }
+            | ScheduleError::ReductionNotInnermost { .. }
+            | ScheduleError::LoopCarriedAccess(_)
+            | ScheduleError::NotReassociable { .. }
+            | ScheduleError::NoLocalReduction { .. },
+        ) => Ok(()),
+        Err(e) => Err(sched(recipe)(e)),
+    }
 }
 
 /// When the innermost loop of the main iteration is a reduction over a constant dense
