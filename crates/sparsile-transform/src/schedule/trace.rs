@@ -113,6 +113,12 @@ pub enum Step {
     HorizontalFuse {
         blocks: Vec<String>,
     },
+    /// Stage II: start `buffer`'s cache_write local in `block` at its init constant and
+    /// drop the init block.
+    AbsorbInit {
+        block: String,
+        buffer: String,
+    },
 }
 
 impl Step {
@@ -138,6 +144,7 @@ impl Step {
             Step::Rfactor { .. } => "rfactor",
             Step::DecomposeFormat { .. } => "decompose_format",
             Step::HorizontalFuse { .. } => "horizontal_fuse",
+            Step::AbsorbInit { .. } => "absorb_init",
         }
     }
 }
