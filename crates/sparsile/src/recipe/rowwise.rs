@@ -8,7 +8,9 @@
 //! dependence through memory is vectorised (a reduction into memory is left serial).
 //! Rows of a dense operand gathered through the sparse operand's indices (`B[j, :]` in
 //! SpMM, `Y[j, :]` in SDDMM) are prefetched `prefetch` non-zeros ahead, which hides
-//! the memory latency of scattered gathers.
+//! the memory latency of scattered gathers. Each output row is accumulated in a local
+//! array (`cache_write`, unless `cache=off`) that starts at the init constant when the
+//! rows store every element (`absorb_init`), so the output is written once.
 
 use sparsile_ir::loops::{BufferKind, Expr, For, Func, Stmt};
 use sparsile_transform::lower_iterations;
@@ -49,7 +51,7 @@ fn info() -> RecipeInfo {
             ParamInfo {
                 name: "cache",
                 default: "on",
-                doc: "`on`: accumulate each output row in a local array (cache_write); `off`",
+                doc: "`on`: accumulate each output row in a local array (cache_write) started at the init constant where every row is stored (absorb_init); `off`",
             },
         ],
         source: "DA-SpMM (row balance, row-major, sequential reduction) with CPU levers",
@@ -77,7 +79,7 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
             if cache {
                 for buffer in stored_values(&func, row_loop) {
                     match sch.cache_write(&rows, &buffer) {
-                        Ok(_) => {}
+                        Ok(_) => absorb_init(sch, &rows.block, &buffer, name)?,
                         // Outputs that are not dense rows (SDDMM's sparse output) stay.
                         Err(
                             ScheduleError::CacheAccess(_)
@@ -103,6 +105,33 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         }
     }
     Ok(())
+}
+
+/// Starts the local that `cache_write` just made for `buffer` in `block` at the
+/// constant of `buffer`'s init block, dropping that block (one pass over the output
+/// instead of three), when `absorb_init`'s preconditions hold; otherwise nothing is
+/// done (nor recorded).
+fn absorb_init(
+    sch: &mut Schedule,
+    block: &str,
+    buffer: &str,
+    recipe: &str,
+) -> Result<(), RecipeError> {
+    match sch.absorb_init(block, buffer) {
+        Ok(()) => Ok(()),
+        // The rows do not provably store every element, or something else reads the
+        // output in between: the init block stays.
+        Err(
+            ScheduleError::AbsorbNoInit { .. }
+            | ScheduleError::AbsorbInitNotConstant { .. }
+            | ScheduleError::AbsorbInitNotFull { .. }
+            | ScheduleError::AbsorbInterleaved { .. }
+            | ScheduleError::AbsorbTargetShape { .. }
+            | ScheduleError::AbsorbRegionNotFull { .. }
+            | ScheduleError::AbsorbOtherAccess { .. },
+        ) => Ok(()),
+        Err(e) => Err(sched(recipe)(e)),
+    }
 }
 
 /// When the innermost loop of the main iteration is a reduction over a constant dense
