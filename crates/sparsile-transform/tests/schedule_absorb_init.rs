@@ -412,6 +412,16 @@ fn refuses_a_block_without_a_cached_copy() {
         matches!(&err, ScheduleError::AbsorbTargetShape { .. }),
         "{err}"
     );
+    // A block nested in another one.
+    let text = cached_spmm_text().replacen("  block C {", "  block outer {\n  block C {", 1);
+    let text = format!("{}}}\n}}\n", text.trim_end().strip_suffix('}').unwrap());
+    let func: Func = text.parse().unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let err = absorb_init(&func, "C", "C").unwrap_err();
+    assert!(
+        matches!(&err, ScheduleError::AbsorbTargetShape { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("not a top-level block"), "{err}");
 }
 
 #[test]

@@ -11,8 +11,9 @@
 //! nearest earlier top-level statement that writes `buffer`.
 //!
 //! Preconditions (each violation is its own [`ScheduleError`]):
-//! - `buffer` exists and `block` is a top-level block ([`ScheduleError::UnknownBuffer`],
-//!   [`ScheduleError::UnknownBlock`]); an earlier top-level block writes `buffer`
+//! - `buffer` and `block` exist ([`ScheduleError::UnknownBuffer`],
+//!   [`ScheduleError::UnknownBlock`]), and `block` is a top-level block
+//!   ([`ScheduleError::AbsorbTargetShape`]); an earlier top-level block writes `buffer`
 //!   ([`ScheduleError::AbsorbNoInit`]);
 //! - the init block writes only `buffer`, and only a constant
 //!   ([`ScheduleError::AbsorbInitNotConstant`]), from one loop nest that visits every
@@ -42,16 +43,18 @@
 //! Postcondition: the init block is gone; the load becomes a store of the constant into
 //! the local (a guard whose branches become equal is dropped).
 //!
-//! Example (`tests/schedule/absorb_init/spmm_csr.before` → `.after`):
+//! Example (`tests/schedule/absorb_init/spmm_csr.before` → `.after`, after
+//! `cache_write` over the rows of `C`):
 //! ```text
-//! block Y.init {                          block Y {
-//!   for i in 0..m {                         for i_2 in 0..m {
-//!     for c in 0..32 { Y[i, c] = 0.0 }        for Y_in1 in 0..32 { Y_local[Y_in1] = 0.0 }
-//! } }                                 →       for j_p in ... { ... Y_local[c_2] = ... }
-//! block Y {                                   for Y_out1 in 0..32 { Y[i_2, Y_out1] = Y_local[Y_out1] }
-//!   for i_2 in 0..m {                       }
-//!     for Y_in1 in 0..32 { Y_local[Y_in1] = Y[i_2, Y_in1] }
-//!     ...
+//! block C.init {                              block C {
+//!   for i in 0..m {                             for i_2 in 0..m {
+//!     for k in 0..16 { C[i, k] = 0.0 }            for C_in1 in 0..16 { C_local[C_in1] = 0.0 }
+//! } }                                    →        for j_p in ... { ... C_local[k_2] = ... }
+//! block C {                                       for C_out1 in 0..16 { C[i_2, C_out1] = C_local[C_out1] }
+//!   for i_2 in 0..m {                           }
+//!     for C_in1 in 0..16 { C_local[C_in1] = C[i_2, C_in1] }
+//!     for j_p in ... { ... C_local[k_2] = ... }
+//!     for C_out1 in 0..16 { C[i_2, C_out1] = C_local[C_out1] }
 //! ```
 //!
 //! ```
@@ -95,9 +98,17 @@ pub fn absorb_init(func: &Func, block: &str, buffer: &str) -> Result<Func, Sched
         .body
         .iter()
         .position(|s| matches!(s, Stmt::Block { name, .. } if name == block))
-        .ok_or_else(|| ScheduleError::UnknownBlock {
-            primitive: PRIMITIVE,
-            block: block.to_string(),
+        .ok_or_else(|| match nested_block(&func.body, block) {
+            Some(span) => ScheduleError::AbsorbTargetShape {
+                block: block.to_string(),
+                buffer: buffer.to_string(),
+                reason: "it is not a top-level block".to_string(),
+                span,
+            },
+            None => ScheduleError::UnknownBlock {
+                primitive: PRIMITIVE,
+                block: block.to_string(),
+            },
         })?;
     let init = func.body[..target]
         .iter()
@@ -139,6 +150,19 @@ pub fn absorb_init(func: &Func, block: &str, buffer: &str) -> Result<Func, Sched
     f.body[cached.load_at] = replace_load(&f.body[cached.load_at], buf, value);
     out.body.remove(init);
     Ok(out)
+}
+
+/// The span of block `name` nested anywhere in `stmts`.
+fn nested_block(stmts: &[Stmt], name: &str) -> Option<Span> {
+    let mut found = None;
+    Stmt::visit_all(stmts, &mut |s| {
+        if let Stmt::Block { name: n, span, .. } = s {
+            if n == name && found.is_none() {
+                found = Some(*span);
+            }
+        }
+    });
+    found
 }
 
 /// Whether `s` stores to `buf` anywhere.
