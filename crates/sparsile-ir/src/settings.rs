@@ -52,6 +52,11 @@ pub const VARIABLES: &[Variable] = &[
         doc: "threads of the CPU runtime's pool (default: the number of cores)",
     },
     Variable {
+        name: "SPARSILE_SPIN_US",
+        kind: "non-negative integer",
+        doc: "microseconds an idle CPU worker spins waiting for the next kernel call before it sleeps (default: 2000; 0 sleeps at once)",
+    },
+    Variable {
         name: "CC",
         kind: "command",
         doc: "the C compiler used for native CPU kernels (default: cc)",
@@ -68,6 +73,8 @@ pub struct Settings {
     pub cache_dir: Option<PathBuf>,
     /// `None` when unset or not a positive integer.
     pub num_threads: Option<usize>,
+    /// `SPARSILE_SPIN_US`; `None` when unset or not a non-negative integer.
+    pub spin_us: Option<u64>,
     /// The C compiler command; `None` when unset or empty.
     pub cc: Option<String>,
 }
@@ -96,6 +103,9 @@ impl Settings {
                 .ok()
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .filter(|&n| n > 0),
+            spin_us: std::env::var("SPARSILE_SPIN_US")
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok()),
             cc: std::env::var("CC").ok().filter(|v| !v.trim().is_empty()),
         }
     }

@@ -485,3 +485,65 @@ fn structure_arrays_of_outputs_are_bound() {
         "{err:?}"
     );
 }
+
+#[test]
+fn run_into_overwrites_matching_outputs_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cache) = cache_or_skip("run_into_overwrites", dir.path()) else {
+        return;
+    };
+    let kernel = CompiledKernel::build_with(
+        spmv_program(DType::F64),
+        spmv_func(DType::F64),
+        spmv_source("double", false, false),
+        &cache,
+        2,
+    )
+    .unwrap();
+    let values_ptr = |outs: &sparsile_runtime::Outputs| match &outs["y"].values {
+        sparsile_formats::Values::F64(v) => v.as_ptr() as usize,
+        other => panic!("y is {:?}", other.dtype()),
+    };
+    for threads in [1, 2] {
+        let opts = KernelOptions {
+            threads: Some(threads),
+            ..KernelOptions::default()
+        };
+        // Large enough for the parallel zeroing path.
+        let (a, x) = random_case(21, 70_000, 40);
+        let ins = inputs(&a, &x, DType::F64);
+        let want = interpret(kernel.program(), &ins, &InterpOptions::default()).unwrap();
+        let mut outs = kernel.run(&ins, &opts).unwrap();
+        let first = values_ptr(&outs);
+        for _ in 0..3 {
+            kernel.run_into(&ins, &mut outs, &opts).unwrap();
+            assert_eq!(values_ptr(&outs), first, "the output storage is reused");
+            assert_close_rel(
+                &outs["y"].values.to_f64_vec(),
+                &want["y"].values.to_f64_vec(),
+                1e-12,
+            );
+        }
+        // A different number of rows does not fit: a fresh output replaces it.
+        let (a2, x2) = random_case(22, 33, 40);
+        let ins2 = inputs(&a2, &x2, DType::F64);
+        let want2 = interpret(kernel.program(), &ins2, &InterpOptions::default()).unwrap();
+        kernel.run_into(&ins2, &mut outs, &opts).unwrap();
+        assert_eq!(outs["y"].shape(), want2["y"].shape());
+        assert_close_rel(
+            &outs["y"].values.to_f64_vec(),
+            &want2["y"].values.to_f64_vec(),
+            1e-12,
+        );
+        // Unrelated entries are left alone; an empty map is filled.
+        let mut fresh = sparsile_runtime::Outputs::new();
+        fresh.insert("other".into(), outs["y"].clone());
+        kernel.run_into(&ins, &mut fresh, &opts).unwrap();
+        assert!(fresh.contains_key("other"));
+        assert_close_rel(
+            &fresh["y"].values.to_f64_vec(),
+            &want["y"].values.to_f64_vec(),
+            1e-12,
+        );
+    }
+}

@@ -39,7 +39,7 @@ use sparsile_transform::{compile_to_flat, LowerError};
 use thiserror::Error;
 
 use crate::derived_inputs::with_derived;
-use crate::evaluate::{by_buffer, by_tensor, declared_dim_params};
+use crate::evaluate::{buffer_name, by_buffer, by_tensor, declared_dim_params};
 use crate::notation::{self, NotationError};
 use crate::DimError;
 use sparsile_formats::decompose::DecomposeCache;
@@ -270,6 +270,43 @@ impl Kernel {
         inputs: &HashMap<String, SparseTensor<'_>>,
         options: &RunOptions,
     ) -> Result<Outputs, CompileError> {
+        let mut outputs = Outputs::new();
+        self.run_with(inputs, &mut outputs, false, options)?;
+        Ok(outputs)
+    }
+
+    /// Runs the kernel on `inputs` and leaves its outputs in `outputs` (by declared tensor
+    /// name), overwriting in place the output tensors `outputs` already holds when they
+    /// fit (same structure, element type and size; see
+    /// [`CompiledKernel::run_into`](sparsile_runtime::CompiledKernel::run_into)). Passing
+    /// the outputs of the previous call back makes repeated calls allocate nothing for
+    /// their results.
+    ///
+    /// ```no_run
+    /// # fn demo(kernel: &sparsile::Kernel, inputs: &std::collections::HashMap<String, sparsile::formats::SparseTensor<'_>>) -> Result<(), sparsile::CompileError> {
+    /// let options = sparsile::RunOptions::default();
+    /// let mut outputs = kernel.run(inputs, &options)?;
+    /// for _step in 0..100 {
+    ///     kernel.run_into(inputs, &mut outputs, &options)?; // reuses outputs["C"]
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn run_into(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        outputs: &mut Outputs,
+        options: &RunOptions,
+    ) -> Result<(), CompileError> {
+        self.run_with(inputs, outputs, true, options)
+    }
+
+    fn run_with(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        outputs: &mut Outputs,
+        reuse: bool,
+        options: &RunOptions,
+    ) -> Result<(), CompileError> {
         let mut params = options.params.clone();
         if let Some(ast) = &self.ast {
             params.extend(declared_dim_params(ast, &self.lowered.stage1, inputs)?);
@@ -284,10 +321,26 @@ impl Kernel {
             by_buffer(inputs),
             &self.decompose_cache,
         )?;
-        let outputs = self.compiled.run(&bound, &options)?;
-        Ok(match &self.ast {
-            Some(ast) => by_tensor(ast, outputs),
-            None => outputs,
-        })
+        // The runtime names outputs by buffer; the caller by tensor.
+        let mut by_buf = Outputs::new();
+        if reuse {
+            match &self.ast {
+                Some(ast) => {
+                    for decl in &ast.tensors {
+                        if let Some(t) = outputs.remove(&decl.name) {
+                            by_buf.insert(buffer_name(&decl.name), t);
+                        }
+                    }
+                }
+                None => by_buf = std::mem::take(outputs),
+            }
+        }
+        let result = self.compiled.run_into(&bound, &mut by_buf, &options);
+        match &self.ast {
+            Some(ast) => outputs.extend(by_tensor(ast, by_buf)),
+            None => outputs.extend(by_buf),
+        }
+        result?;
+        Ok(())
     }
 }

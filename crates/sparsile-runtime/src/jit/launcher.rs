@@ -11,11 +11,16 @@
 //!   (`sparsile_phase_bounds`: about equal work per chunk), checked to be nondecreasing
 //!   from 0 to `E`.
 //!
-//! A phase of extent 1 (serial) runs once on the calling thread; extent 0 runs nothing;
-//! with one thread every phase runs as one chunk. Any nonzero return of
-//! `sparsile_phase_run` is an error naming the phase.
+//! The chunks of a parallel phase are claimed one at a time by the pool's participants
+//! (the calling thread among them) until none is left, so a thread that finishes early
+//! takes more. A phase of extent 1 (serial) runs once on the calling thread; extent 0 runs
+//! nothing; with one thread every phase runs as one chunk. Any nonzero return of
+//! `sparsile_phase_run` is an error naming the phase (the first one; the other
+//! participants stop claiming chunks).
 //!
-//! Pools are shared: one rayon pool per thread count, created on first use.
+//! Pools are shared: one [`SpinPool`] per thread count and spin time, created on first
+//! use; idle workers spin for the spin time (`SPARSILE_SPIN_US`) before sleeping, so
+//! back-to-back kernel calls find them awake.
 //!
 //! ```
 //! use sparsile_ir::settings::Settings;
@@ -28,12 +33,13 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
-use rayon::prelude::*;
-use rayon::ThreadPool;
 use sparsile_ir::settings::Settings;
 
+use super::pool::{SpinPool, DEFAULT_SPIN};
 use super::{JitError, Library};
 
 /// Chunks per thread of a parallel phase.
@@ -43,7 +49,7 @@ pub const CHUNKS_PER_THREAD: usize = 4;
 #[derive(Clone)]
 pub struct Launcher {
     threads: usize,
-    pool: Arc<ThreadPool>,
+    pool: Arc<SpinPool>,
 }
 
 impl std::fmt::Debug for Launcher {
@@ -64,8 +70,18 @@ pub fn default_threads(settings: &Settings) -> usize {
     })
 }
 
-fn pools() -> &'static Mutex<HashMap<usize, Arc<ThreadPool>>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+/// The spin time of idle workers: `SPARSILE_SPIN_US`, else [`DEFAULT_SPIN`].
+pub fn spin_time(settings: &Settings) -> Duration {
+    settings
+        .spin_us
+        .map(Duration::from_micros)
+        .unwrap_or(DEFAULT_SPIN)
+}
+
+type Pools = Mutex<HashMap<(usize, Duration), Arc<SpinPool>>>;
+
+fn pools() -> &'static Pools {
+    static POOLS: OnceLock<Pools> = OnceLock::new();
     POOLS.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -89,23 +105,20 @@ impl Launcher {
         if threads == 0 {
             return Err(JitError::ZeroThreads);
         }
+        let key = (threads, spin_time(settings));
         let mut map = pools().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(pool) = map.get(&threads) {
+        if let Some(pool) = map.get(&key) {
             return Ok(Launcher {
                 threads,
                 pool: Arc::clone(pool),
             });
         }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("sparsile-{i}"))
-            .build()
-            .map_err(|e| JitError::ThreadPool {
-                threads,
-                detail: e.to_string(),
-            })?;
+        let pool = SpinPool::new(threads, key.1).map_err(|e| JitError::ThreadPool {
+            threads,
+            detail: e.to_string(),
+        })?;
         let pool = Arc::new(pool);
-        map.insert(threads, Arc::clone(&pool));
+        map.insert(key, Arc::clone(&pool));
         Ok(Launcher { threads, pool })
     }
 
@@ -141,6 +154,26 @@ impl Launcher {
             .collect()
     }
 
+    /// Sets every element of `data` to its default (zero), each thread a contiguous part.
+    pub fn fill_zero<T: Copy + Default + Send>(&self, data: &mut [T]) {
+        const SERIAL_BELOW: usize = 1 << 16;
+        if self.threads == 1 || data.len() < SERIAL_BELOW {
+            data.fill(T::default());
+            return;
+        }
+        let part = data.len().div_ceil(self.threads);
+        let parts: Vec<Mutex<Option<&mut [T]>>> =
+            data.chunks_mut(part).map(|c| Mutex::new(Some(c))).collect();
+        self.pool.broadcast(&|p| {
+            let piece = parts
+                .get(p)
+                .and_then(|m| m.lock().unwrap_or_else(|e| e.into_inner()).take());
+            if let Some(piece) = piece {
+                piece.fill(T::default());
+            }
+        });
+    }
+
     /// Runs every phase of `lib`.
     ///
     /// # Safety
@@ -162,72 +195,85 @@ impl Launcher {
             params: params.as_ptr(),
         };
         let phases = lib.num_phases()?;
-        // All phases run inside one visit to the pool: the calling thread waits once, and
-        // the workers, already awake, go from one phase to the next.
-        let run_all = || -> Result<(), JitError> {
-            for phase in 0..phases {
-                let ph = phase as i64;
-                // SAFETY: the caller's contract.
-                let extent = unsafe { extent_fn(ph, args.buffers, args.params) };
-                if extent < 0 {
-                    return Err(JitError::NegativeExtent { phase, extent });
-                }
-                let call = |(begin, end): (i64, i64)| {
-                    let a = args;
-                    // SAFETY: the caller's contract; chunks of one phase are independent.
-                    let code = unsafe { run_fn(ph, a.buffers, a.params, begin, end) };
-                    if code == 0 {
-                        Ok(())
-                    } else {
-                        Err(JitError::PhaseFailed {
-                            phase,
-                            code,
-                            begin,
-                            end,
-                        })
-                    }
-                };
-                if extent <= 1 || self.threads == 1 {
-                    if extent > 0 {
-                        call((0, extent))?;
-                    }
-                    continue;
-                }
-                // SAFETY: the ABI's signature, no memory access.
-                let chunks = match unsafe { partition_fn(ph) } {
-                    0 => self.chunks(extent),
-                    1 => self.dynamic_chunks(extent),
-                    2 => {
-                        let n = (self.threads * CHUNKS_PER_THREAD).clamp(1, extent as usize);
-                        let mut bounds = vec![0i64; n + 1];
-                        // SAFETY: the caller's contract; `bounds` holds n + 1 values.
-                        let code = unsafe {
-                            bounds_fn(ph, args.buffers, args.params, n as i64, bounds.as_mut_ptr())
-                        };
-                        if code != 0 {
-                            return Err(JitError::BadBounds {
-                                phase,
-                                detail: format!("sparsile_phase_bounds returned {code}"),
-                            });
-                        }
-                        check_bounds(phase, &bounds, extent)?;
-                        bounds
-                            .windows(2)
-                            .map(|w| (w[0], w[1]))
-                            .filter(|(b, e)| b < e)
-                            .collect()
-                    }
-                    code => return Err(JitError::UnknownPartition { phase, code }),
-                };
-                chunks.into_par_iter().try_for_each(call)?;
+        for phase in 0..phases {
+            let ph = phase as i64;
+            // SAFETY: the caller's contract.
+            let extent = unsafe { extent_fn(ph, args.buffers, args.params) };
+            if extent < 0 {
+                return Err(JitError::NegativeExtent { phase, extent });
             }
-            Ok(())
-        };
-        if self.threads == 1 {
-            run_all()
-        } else {
-            self.pool.install(run_all)
+            let call = |(begin, end): (i64, i64)| {
+                let a = args;
+                // SAFETY: the caller's contract; chunks of one phase are independent.
+                let code = unsafe { run_fn(ph, a.buffers, a.params, begin, end) };
+                if code == 0 {
+                    Ok(())
+                } else {
+                    Err(JitError::PhaseFailed {
+                        phase,
+                        code,
+                        begin,
+                        end,
+                    })
+                }
+            };
+            if extent <= 1 || self.threads == 1 {
+                if extent > 0 {
+                    call((0, extent))?;
+                }
+                continue;
+            }
+            // SAFETY: the ABI's signature, no memory access.
+            let chunks = match unsafe { partition_fn(ph) } {
+                0 => self.chunks(extent),
+                1 => self.dynamic_chunks(extent),
+                2 => {
+                    let n = (self.threads * CHUNKS_PER_THREAD).clamp(1, extent as usize);
+                    let mut bounds = vec![0i64; n + 1];
+                    // SAFETY: the caller's contract; `bounds` holds n + 1 values.
+                    let code = unsafe {
+                        bounds_fn(ph, args.buffers, args.params, n as i64, bounds.as_mut_ptr())
+                    };
+                    if code != 0 {
+                        return Err(JitError::BadBounds {
+                            phase,
+                            detail: format!("sparsile_phase_bounds returned {code}"),
+                        });
+                    }
+                    check_bounds(phase, &bounds, extent)?;
+                    bounds
+                        .windows(2)
+                        .map(|w| (w[0], w[1]))
+                        .filter(|(b, e)| b < e)
+                        .collect()
+                }
+                code => return Err(JitError::UnknownPartition { phase, code }),
+            };
+            let next = AtomicUsize::new(0);
+            let failed = AtomicBool::new(false);
+            let first_error: Mutex<Option<JitError>> = Mutex::new(None);
+            self.pool.broadcast(&|_participant| loop {
+                if failed.load(Ordering::Relaxed) {
+                    return;
+                }
+                let c = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&chunk) = chunks.get(c) else {
+                    return;
+                };
+                if let Err(e) = call(chunk) {
+                    failed.store(true, Ordering::Relaxed);
+                    first_error
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert(e);
+                    return;
+                }
+            });
+            if let Some(e) = first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                return Err(e);
+            }
         }
+        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@
 //! - [`Cache`] compiles a source once per (source, compiler identity, flags) into an
 //!   on-disk, content-addressed cache, atomically;
 //! - [`Library`] loads an object and checks the ABI below;
-//! - [`Launcher`] runs the phases of a loaded kernel on a rayon thread pool.
+//! - [`Launcher`] runs the phases of a loaded kernel on a [`SpinPool`] of CPU threads.
 //!
 //! [`crate::kernel::CompiledKernel`] puts them together with argument checking.
 //!
@@ -35,6 +35,7 @@ mod compiler;
 mod error;
 mod launcher;
 mod library;
+mod pool;
 
 pub use cache::{Cache, CacheOutcome};
 pub use compiler::{Compiler, FLAGS, LIBS};
@@ -44,3 +45,4 @@ pub use library::{
     AbiVersionFn, Library, NumPhasesFn, PhaseBoundsFn, PhaseExtentFn, PhasePartitionFn, PhaseRunFn,
     ABI_VERSION,
 };
+pub use pool::{SpinPool, DEFAULT_SPIN};

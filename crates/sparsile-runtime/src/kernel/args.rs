@@ -75,6 +75,16 @@ impl Owned {
         })
     }
 
+    /// Sets every value to zero, on `launcher`'s threads.
+    pub fn zero(&mut self, launcher: &crate::jit::Launcher) {
+        match self {
+            Owned::F32(v) => launcher.fill_zero(v),
+            Owned::F64(v) => launcher.fill_zero(v),
+            Owned::I32(v) => launcher.fill_zero(v),
+            Owned::I64(v) => launcher.fill_zero(v),
+        }
+    }
+
     fn ptr_len(&mut self) -> (*mut c_void, usize) {
         match self {
             Owned::F32(v) => (v.as_mut_ptr().cast(), v.len()),
@@ -109,14 +119,52 @@ pub(crate) struct Bound<'i> {
     pub owned: IdVec<BufferId, Option<Owned>>,
     /// Scratch memory of the function's scratch buffers, owned by the run.
     pub scratch: Vec<Owned>,
+    /// Outputs whose storage was taken from the caller's tensors (not yet zeroed).
+    pub reused: Vec<BufferId>,
 }
 
-/// Binds `inputs` to `program` like [`crate::interpret`] does, and allocates outputs.
+/// The values of `tensor` as storage for an output of `dtype` holding `count` values
+/// with `structure`, when they can be overwritten in place: owned (not borrowed), of the
+/// same type and length, and with an equal structure. `None` leaves `tensor` untouched.
+fn reusable(
+    tensor: &mut SparseTensor<'static>,
+    structure: &Structure<'_>,
+    dtype: DType,
+    count: usize,
+) -> Option<Owned> {
+    let same_structure = std::ptr::eq(
+        Arc::as_ptr(&tensor.structure).cast::<u8>(),
+        (structure as *const Structure<'_>).cast::<u8>(),
+    ) || *tensor.structure == *structure;
+    if !same_structure || tensor.values.len() != count {
+        return None;
+    }
+    let empty = match dtype {
+        DType::F32 => Values::F32(Vec::new().into()),
+        DType::F64 => Values::F64(Vec::new().into()),
+        _ => return None,
+    };
+    match (&tensor.values, dtype) {
+        (Values::F32(std::borrow::Cow::Owned(_)), DType::F32)
+        | (Values::F64(std::borrow::Cow::Owned(_)), DType::F64) => {}
+        _ => return None,
+    }
+    match std::mem::replace(&mut tensor.values, empty) {
+        Values::F32(std::borrow::Cow::Owned(v)) => Some(Owned::F32(v)),
+        Values::F64(std::borrow::Cow::Owned(v)) => Some(Owned::F64(v)),
+        _ => unreachable!("checked above"),
+    }
+}
+
+/// Binds `inputs` to `program` like [`crate::interpret`] does, and allocates outputs
+/// (taking the storage of a matching tensor of `reuse` where there is one; those are
+/// listed in [`Bound::reused`] and still hold their old values).
 /// `check_names` and `check_buffer_parents` must have passed.
 pub(crate) fn bind<'i>(
     program: &Program,
     inputs: &'i HashMap<String, SparseTensor<'_>>,
     options: &InterpOptions,
+    mut reuse: Option<&mut crate::interp::Outputs>,
 ) -> Result<Bound<'i>, KernelError> {
     let mut b = Bindings::<'i> {
         params: program
@@ -132,6 +180,7 @@ pub(crate) fn bind<'i>(
         program.buffers.values().map(|_| None).collect();
     let mut owned: IdVec<BufferId, Option<Owned>> =
         program.buffers.values().map(|_| None).collect();
+    let mut reused = Vec::new();
 
     for (id, decl) in program.buffers.iter() {
         if decl.role != BufferRole::Input {
@@ -176,7 +225,19 @@ pub(crate) fn bind<'i>(
                 .expect("every buffer has a structure");
             validate::check_structure(&decl.name, s)?;
             let count = validate::checked_nnz_stored(&decl.name, s)?;
-            owned[id] = Some(Owned::zeros(&decl.name, decl.dtype, count)?);
+            let taken = match (decl.role, reuse.as_deref_mut()) {
+                (BufferRole::Output, Some(map)) => map
+                    .get_mut(&decl.name)
+                    .and_then(|t| reusable(t, s, decl.dtype, count)),
+                _ => None,
+            };
+            owned[id] = Some(match taken {
+                Some(o) => {
+                    reused.push(id);
+                    o
+                }
+                None => Owned::zeros(&decl.name, decl.dtype, count)?,
+            });
         }
     }
     Ok(Bound {
@@ -188,6 +249,7 @@ pub(crate) fn bind<'i>(
         owned_structures,
         owned,
         scratch: Vec::new(),
+        reused,
     })
 }
 

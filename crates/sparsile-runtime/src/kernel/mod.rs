@@ -33,6 +33,7 @@
 
 mod args;
 mod error;
+mod initialised;
 mod plan;
 
 use std::collections::HashMap;
@@ -83,6 +84,11 @@ pub struct CompiledKernel {
     library: Library,
     info: CompileInfo,
     default_threads: usize,
+    /// The launch settings (the spin time of idle workers).
+    launch: Settings,
+    /// Outputs the program overwrites completely before reading them: reused storage
+    /// for them is not cleared (see `initialised`).
+    initialised: std::collections::HashSet<sparsile_ir::BufferId>,
 }
 
 impl CompiledKernel {
@@ -110,6 +116,7 @@ impl CompiledKernel {
             .map_err(|errors| InterpError::InvalidProgram { errors })?;
         check_buffer_parents(&program)?;
         let plan = plan::plan(&program, &func)?;
+        let initialised = initialised::initialised_outputs(&program);
         let start = Instant::now();
         let (mut object, mut outcome) = cache.compile_cached(&source)?;
         let library = match Library::load(&object) {
@@ -134,6 +141,11 @@ impl CompiledKernel {
             library,
             info,
             default_threads: default_threads.max(1),
+            launch: Settings {
+                spin_us: Settings::from_env().spin_us,
+                ..Settings::default()
+            },
+            initialised,
         })
     }
 
@@ -163,6 +175,38 @@ impl CompiledKernel {
         inputs: &HashMap<String, SparseTensor<'_>>,
         options: &KernelOptions,
     ) -> Result<Outputs, KernelError> {
+        let mut outputs = Outputs::new();
+        self.run_with(inputs, &mut outputs, false, options)?;
+        Ok(outputs)
+    }
+
+    /// Runs the kernel on `inputs` and leaves its outputs in `outputs` (by buffer name).
+    ///
+    /// A tensor already in `outputs` under an output's name whose values are owned, of
+    /// the output's type and count, and whose structure equals the output's, is
+    /// overwritten in place: calling again with the outputs of the previous call
+    /// allocates nothing. Its old values are cleared first (on the pool's threads) unless
+    /// the program sets every element before reading any (as the notation front end's
+    /// programs do: an `init` or a zeroing iteration), since stage-I outputs start at
+    /// zero. Other entries are
+    /// replaced by freshly allocated outputs. On error, `outputs` may have lost the
+    /// values of reused entries (they are left empty, never partly written).
+    pub fn run_into(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        outputs: &mut Outputs,
+        options: &KernelOptions,
+    ) -> Result<(), KernelError> {
+        self.run_with(inputs, outputs, true, options)
+    }
+
+    fn run_with(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        outputs: &mut Outputs,
+        reuse: bool,
+        options: &KernelOptions,
+    ) -> Result<(), KernelError> {
         let interp_options = InterpOptions {
             params: options.params.clone(),
             output_structures: options.output_structures.clone(),
@@ -171,9 +215,22 @@ impl CompiledKernel {
         check_names(&self.program, inputs, &interp_options)?;
         let launcher = Launcher::new(
             Some(options.threads.unwrap_or(self.default_threads)),
-            &Settings::default(),
+            &self.launch,
         )?;
-        let mut bound = args::bind(&self.program, inputs, &interp_options)?;
+        let mut bound = args::bind(
+            &self.program,
+            inputs,
+            &interp_options,
+            reuse.then_some(&mut *outputs),
+        )?;
+        for id in std::mem::take(&mut bound.reused) {
+            if self.initialised.contains(&id) {
+                continue;
+            }
+            if let Some(o) = bound.owned[id].as_mut() {
+                o.zero(&launcher);
+            }
+        }
         let params = args::params(&self.program, &self.plan, &bound)?;
         let buffers = args::buffers(&self.program, &self.plan, &mut bound, inputs, &params)?;
         // SAFETY: `buffers` follows `Func::buffers` with arrays checked to be of the
@@ -182,7 +239,6 @@ impl CompiledKernel {
         // arrays live in `inputs` and `bound`, both alive until after the call.
         unsafe { launcher.run(&self.library, &buffers, &params)? };
         drop(buffers);
-        let mut outputs = Outputs::new();
         for (id, decl) in self.program.buffers.iter() {
             if decl.role != BufferRole::Output {
                 continue;
@@ -196,6 +252,6 @@ impl CompiledKernel {
                 .into_values();
             outputs.insert(decl.name.clone(), SparseTensor { structure, values });
         }
-        Ok(outputs)
+        Ok(())
     }
 }
