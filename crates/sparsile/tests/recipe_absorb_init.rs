@@ -96,3 +96,45 @@ fn absorbed_rowwise_kernels_match_the_interpreter() {
         }
     }
 }
+
+/// `run_into` reuses the previous outputs without clearing them (the program sets every
+/// element), so a row the absorbed kernel failed to store — an empty one, whose value
+/// is the init constant — would keep the previous call's value.
+#[test]
+fn reused_outputs_get_every_row_stored() {
+    if !have_compiler() {
+        return;
+    }
+    let (m, n, k) = (30, 20, 5);
+    let mut g = rng(77);
+    let csr = |kind: &str, g: &mut _| {
+        SparseTensor::from_coo_with(&matrix(kind, m, n, g), &Format::Csr, DType::F32).unwrap()
+    };
+    let x = dense(&[n, k], DType::F32, &mut g);
+    let v = dense(&[n], DType::F32, &mut g);
+    for (program, dense_name, operand, out) in [(SPMM, "B", &x, "C"), (SPMV, "x", &v, "y")] {
+        let inputs = |a: SparseTensor<'static>| {
+            HashMap::from([
+                ("A".to_string(), a),
+                (dense_name.to_string(), operand.clone()),
+            ])
+        };
+        let first = inputs(csr("long_row", &mut g));
+        let kernel = compile_recipe(program, &first, "rowwise").unwrap();
+        assert!(!kernel.ir(sparsile::Stage::Stage2).contains(".init"));
+        let options = sparsile::RunOptions::default();
+        let mut outs = kernel.run(&first, &options).unwrap();
+        assert!(outs[out].to_dense_f64().iter().any(|v| *v != 0.0));
+        for kind in ["random", "empty", "long_row", "random"] {
+            let next = inputs(csr(kind, &mut g));
+            kernel.run_into(&next, &mut outs, &options).unwrap();
+            let want = sparsile::evaluate(program, &next).unwrap();
+            support::close(
+                &outs[out].to_dense_f64(),
+                &want[out].to_dense_f64(),
+                1e-4,
+                &format!("{out} after a call on {kind} rows"),
+            );
+        }
+    }
+}
