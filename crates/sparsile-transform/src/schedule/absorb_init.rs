@@ -118,7 +118,7 @@ pub fn absorb_init(func: &Func, block: &str, buffer: &str) -> Result<Func, Sched
             buffer: buffer.to_string(),
         })?;
     let ctx = Ctx { func, buf, buffer };
-    let value = ctx.check_init(&func.body[init])?;
+    let value = ctx.check_init(&func.body[init], init)?;
     for (k, s) in func.body.iter().enumerate().take(target).skip(init + 1) {
         if !accesses(std::slice::from_ref(s), buf).is_empty() {
             return Err(ScheduleError::AbsorbInterleaved {
@@ -422,8 +422,9 @@ impl Ctx<'_> {
     }
 
     /// Checks the init block and returns its constant.
-    fn check_init(&self, init: &Stmt) -> Result<f64, ScheduleError> {
-        let name = statement_name(init, 0);
+    /// `init` is top-level statement number `at`.
+    fn check_init(&self, init: &Stmt, at: usize) -> Result<f64, ScheduleError> {
+        let name = statement_name(init, at);
         let not_constant = |what: String, span: Span| ScheduleError::AbsorbInitNotConstant {
             init: name.clone(),
             buffer: self.buffer.to_string(),
