@@ -475,6 +475,62 @@ pub enum ScheduleError {
         loop_span: Span,
     },
     // ---- end of vectorize_reduction ----
+    // ---- absorb_init (also UnknownBuffer, UnknownBlock) ----
+    /// No top-level statement before the block writes the buffer.
+    #[error("absorb_init: no top-level block before block `{block}` writes `{buffer}`, so there is no init block to absorb")]
+    AbsorbNoInit { block: String, buffer: String },
+    /// The init block writes something other than a constant into the buffer.
+    #[error("absorb_init: init block `{init}` of `{buffer}` ({span}) does not only write a constant into it: {what}")]
+    AbsorbInitNotConstant {
+        init: String,
+        buffer: String,
+        what: String,
+        span: Span,
+    },
+    /// The init block does not visit every element of the buffer exactly once.
+    #[error("absorb_init: init block `{init}` ({span}) does not write every element of `{buffer}` once: {reason}")]
+    AbsorbInitNotFull {
+        init: String,
+        buffer: String,
+        reason: String,
+        span: Span,
+    },
+    /// A top-level statement between the init block and the block touches the buffer.
+    #[error("absorb_init: `{between}` accesses `{buffer}` between its init block `{init}` and block `{block}`")]
+    AbsorbInterleaved {
+        init: String,
+        block: String,
+        between: String,
+        buffer: String,
+    },
+    /// The block is not the loop nest with a copy in and a copy back that
+    /// `cache_write` builds.
+    #[error("absorb_init: block `{block}` ({span}) does not cache `{buffer}` in a local array: {reason}")]
+    AbsorbTargetShape {
+        block: String,
+        buffer: String,
+        reason: String,
+        span: Span,
+    },
+    /// The stores back do not cover every element of the buffer exactly once.
+    #[error("absorb_init: block `{block}`, loop `{var}` ({span}): the copies back do not store every element of `{buffer}` once: {reason}")]
+    AbsorbRegionNotFull {
+        block: String,
+        var: String,
+        buffer: String,
+        reason: String,
+        span: Span,
+    },
+    /// The block accesses the buffer other than by the copy in and the copy back.
+    #[error("absorb_init: block `{block}`: access `{access}` of `{buffer}` ({span}): {reason}")]
+    AbsorbOtherAccess {
+        block: String,
+        buffer: String,
+        access: String,
+        reason: String,
+        span: Span,
+    },
+    // ---- end of absorb_init ----
 }
 
 /// The details of [`ScheduleError::CacheAccess`]: an access of the cached buffer whose

@@ -26,6 +26,7 @@
 //! assert_eq!(lowered.stage3.stage, sparsile_ir::loops::Stage::Flat);
 //! ```
 
+pub mod absorb_init;
 pub mod bound;
 pub mod cache_read;
 pub mod cache_write;
@@ -49,6 +50,7 @@ pub mod unroll;
 pub mod vectorize;
 pub mod vectorize_reduction;
 
+pub use absorb_init::absorb_init;
 pub use bound::bound;
 pub use cache_read::cache_read;
 pub use cache_write::cache_write;
@@ -160,6 +162,7 @@ impl Schedule {
             Step::DecomposeFormat { buffer, rule } => self.decompose_format(buffer, rule.clone()),
             Step::HorizontalFuse { blocks } => self.horizontal_fuse(blocks).map(|_| ()),
             Step::VectorizeReduction { target } => self.vectorize_reduction(target),
+            Step::AbsorbInit { block, buffer } => self.absorb_init(block, buffer),
         }
     }
 
@@ -409,6 +412,16 @@ impl Schedule {
             blocks: blocks.to_vec(),
         };
         self.stage2(step, |f| horizontal_fuse(f, blocks))
+    }
+
+    /// [`absorb_init()`]: starts the cache_write local of `buffer` in `block` at the
+    /// constant of its init block, and deletes the init block.
+    pub fn absorb_init(&mut self, block: &str, buffer: &str) -> Result<(), ScheduleError> {
+        let step = Step::AbsorbInit {
+            block: block.to_string(),
+            buffer: buffer.to_string(),
+        };
+        self.stage2(step, |f| absorb_init(f, block, buffer).map(|f| (f, ())))
     }
 
     /// Lowers to stage II if needed and flattens the function (`lower_buffers`).

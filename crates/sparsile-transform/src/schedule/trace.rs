@@ -117,6 +117,12 @@ pub enum Step {
     VectorizeReduction {
         target: LoopRef,
     },
+    /// Stage II: start `buffer`'s cache_write local in `block` at its init constant and
+    /// drop the init block.
+    AbsorbInit {
+        block: String,
+        buffer: String,
+    },
 }
 
 impl Step {
@@ -143,6 +149,7 @@ impl Step {
             Step::DecomposeFormat { .. } => "decompose_format",
             Step::HorizontalFuse { .. } => "horizontal_fuse",
             Step::VectorizeReduction { .. } => "vectorize_reduction",
+            Step::AbsorbInit { .. } => "absorb_init",
         }
     }
 }

@@ -8,9 +8,11 @@
 //! dependence through memory is vectorised (a reduction into memory is left serial).
 //! Rows of a dense operand gathered through the sparse operand's indices (`B[j, :]` in
 //! SpMM, `Y[j, :]` in SDDMM) are prefetched `prefetch` non-zeros ahead, which hides
-//! the memory latency of scattered gathers. An innermost loop that sums into a local
-//! after `cache_write` (SpMV) is vectorised with its sums reassociated
-//! (`vectorize_reduction`, parameter `reassociate`).
+//! the memory latency of scattered gathers. Each output row is accumulated in a local
+//! array (`cache_write`, unless `cache=off`) that starts at the init constant when the
+//! rows store every element (`absorb_init`), so the output is written once. An innermost
+//! loop that sums into a local after `cache_write` (SpMV) is vectorised with its sums
+//! reassociated (`vectorize_reduction`, parameter `reassociate`).
 
 use sparsile_ir::loops::{BufferKind, Expr, For, Func, Stmt};
 use sparsile_transform::lower_iterations;
@@ -51,7 +53,7 @@ fn info() -> RecipeInfo {
             ParamInfo {
                 name: "cache",
                 default: "on",
-                doc: "`on`: accumulate each output row in a local array (cache_write); `off`",
+                doc: "`on`: accumulate each output row in a local array (cache_write) started at the init constant where every row is stored (absorb_init); `off`",
             },
             ParamInfo {
                 name: "reassociate",
@@ -84,7 +86,7 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
             if cache {
                 for buffer in stored_values(&func, row_loop) {
                     match sch.cache_write(&rows, &buffer) {
-                        Ok(_) => {}
+                        Ok(_) => absorb_init(sch, &rows.block, &buffer, name)?,
                         // Outputs that are not dense rows (SDDMM's sparse output) stay.
                         Err(
                             ScheduleError::CacheAccess(_)
@@ -135,6 +137,33 @@ fn vectorize_local_sums(sch: &mut Schedule, recipe: &str) -> Result<(), RecipeEr
             | ScheduleError::LoopCarriedAccess(_)
             | ScheduleError::NotReassociable { .. }
             | ScheduleError::NoLocalReduction { .. },
+        ) => Ok(()),
+        Err(e) => Err(sched(recipe)(e)),
+    }
+}
+
+/// Starts the local that `cache_write` just made for `buffer` in `block` at the
+/// constant of `buffer`'s init block, dropping that block (one pass over the output
+/// instead of three), when `absorb_init`'s preconditions hold; otherwise nothing is
+/// done (nor recorded).
+fn absorb_init(
+    sch: &mut Schedule,
+    block: &str,
+    buffer: &str,
+    recipe: &str,
+) -> Result<(), RecipeError> {
+    match sch.absorb_init(block, buffer) {
+        Ok(()) => Ok(()),
+        // The rows do not provably store every element, or something else reads the
+        // output in between: the init block stays.
+        Err(
+            ScheduleError::AbsorbNoInit { .. }
+            | ScheduleError::AbsorbInitNotConstant { .. }
+            | ScheduleError::AbsorbInitNotFull { .. }
+            | ScheduleError::AbsorbInterleaved { .. }
+            | ScheduleError::AbsorbTargetShape { .. }
+            | ScheduleError::AbsorbRegionNotFull { .. }
+            | ScheduleError::AbsorbOtherAccess { .. },
         ) => Ok(()),
         Err(e) => Err(sched(recipe)(e)),
     }
