@@ -5,10 +5,11 @@
 //! parsed, scheduled, verified and printed, and the result compared with `X.after`
 //! (`SPARSILE_BLESS=1` rewrites it). `X.after` must parse back to the same text.
 
+mod expected_text;
+
 use std::path::{Path, PathBuf};
 
 use sparsile_ir::loops::{verify, Func};
-use sparsile_ir::settings::Settings;
 use sparsile_transform::schedule::bound::bound;
 use sparsile_transform::schedule::cache_read::cache_read;
 use sparsile_transform::schedule::cache_write::cache_write;
@@ -98,24 +99,7 @@ fn before_and_after_files() {
                 "{}: the calls changed nothing",
                 file.display()
             );
-            let expected_path = file.with_extension("after");
-            if Settings::from_env().bless {
-                std::fs::write(&expected_path, &after).unwrap();
-            }
-            let expected = std::fs::read_to_string(&expected_path).unwrap_or_else(|e| {
-                panic!(
-                    "{}: {e} (run with SPARSILE_BLESS=1)",
-                    expected_path.display()
-                )
-            });
-            assert_eq!(after, expected, "{}: output differs", file.display());
-            let reparsed: Func = expected.parse().unwrap();
-            assert_eq!(
-                reparsed.to_string(),
-                expected,
-                "{}: round trip",
-                expected_path.display()
-            );
+            expected_text::check_after(&file, &after);
             seen += 1;
         }
     }

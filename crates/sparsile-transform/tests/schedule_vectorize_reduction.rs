@@ -4,10 +4,11 @@
 //! `Schedule` method with its trace step (JSON and replay), and that the marked loop
 //! computes what the unmarked one does in the flat interpreter's serial order.
 
+mod expected_text;
+
 use std::path::{Path, PathBuf};
 
 use sparsile_ir::loops::{verify, ForKind, Func, Stmt};
-use sparsile_ir::settings::Settings;
 use sparsile_transform::lower_iterations;
 use sparsile_transform::schedule::cache_write::cache_write;
 use sparsile_transform::schedule::parallel::parallel;
@@ -79,24 +80,7 @@ fn before_and_after_files() {
         }
         let after = func.to_string();
         assert_ne!(after, before, "{}: nothing changed", file.display());
-        let expected_path = file.with_extension("after");
-        if Settings::from_env().bless {
-            std::fs::write(&expected_path, &after).unwrap();
-        }
-        let expected = std::fs::read_to_string(&expected_path).unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (run with SPARSILE_BLESS=1)",
-                expected_path.display()
-            )
-        });
-        assert_eq!(after, expected, "{}: output differs", file.display());
-        let reparsed: Func = expected.parse().unwrap();
-        assert_eq!(
-            reparsed.to_string(),
-            expected,
-            "{}",
-            expected_path.display()
-        );
+        expected_text::check_after(&file, &after);
     }
 }
 
