@@ -188,9 +188,9 @@ impl CompiledKernel {
     /// allocates nothing. Its old values are cleared first (on the pool's threads) unless
     /// the program sets every element before reading any (as the notation front end's
     /// programs do: an `init` or a zeroing iteration), since stage-I outputs start at
-    /// zero. Other entries are
-    /// replaced by freshly allocated outputs. On error, `outputs` may have lost the
-    /// values of reused entries (they are left empty, never partly written).
+    /// zero. Other entries are replaced by freshly allocated outputs. On error, `outputs`
+    /// may have lost the values of reused entries (they are left empty, never partly
+    /// written).
     pub fn run_into(
         &self,
         inputs: &HashMap<String, SparseTensor<'_>>,
