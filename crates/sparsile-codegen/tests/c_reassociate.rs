@@ -44,6 +44,7 @@ fn spmv_sums_lanes_in_an_accumulator() {
                 }
             } else {
                 for (int64_t p = p_begin; p < p_end; ++p) { /* vectorized(reassociate) */
+                    SPARSILE_SCALAR_LOOP
                     int64_t j = (int64_t)J[p];
                     y_local_acc = y_local_acc + A[p] * x[j];
                 }
@@ -52,6 +53,7 @@ fn spmv_sums_lanes_in_an_accumulator() {
         }
 ";
     assert!(src.contains(expected), "{src}");
+    assert!(src.contains("#define SPARSILE_SCALAR_LOOP"), "{src}");
     // No other statement of the loop touches the local array.
     assert_eq!(src.matches("y_local[0] = y_local[0]").count(), 0, "{src}");
 }

@@ -29,6 +29,7 @@ pub(crate) enum Helper {
     AtomicAddF32,
     AtomicAddF64,
     NoOuterVectorizeMacro,
+    ScalarLoopMacro,
 }
 
 impl Helper {
@@ -169,6 +170,18 @@ static inline int64_t sparsile_search_i64(const int64_t *a, int64_t lo, int64_t 
 #define SPARSILE_NO_OUTER_VECTORIZE __asm__ volatile(\"\");
 #else
 #define SPARSILE_NO_OUTER_VECTORIZE
+#endif
+"
+            }
+            Helper::ScalarLoopMacro => {
+                "/* The in-order copy of a reassociated loop, for short trip counts: GCC would
+ * vectorize it with gathers and then add the lanes one by one in order, slower than the
+ * plain scalar loop on rows of a few non-zeros. An empty volatile asm statement in the
+ * body keeps it scalar. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SPARSILE_SCALAR_LOOP __asm__ volatile(\"\");
+#else
+#define SPARSILE_SCALAR_LOOP
 #endif
 "
             }
