@@ -1,8 +1,8 @@
 //! C for `vectorized(reassociate)` loops: one accumulator per reduced element, loaded
-//! before the loop and stored after it, `#pragma omp simd reduction(+: …)` on a
-//! canonical loop header (a bound read from memory evaluated before the loop), a copy
-//! without the pragma for short trip counts, and an error for a loop whose reductions
-//! break the rules (the IR did not pass the verifier).
+//! before the loop and stored after it, long loops in blocks of 16 adding into 16 lanes
+//! per accumulator (a bound read from memory evaluated before the loop), the tail and
+//! short loops in order, and an error for a loop whose reductions break the rules (the
+//! IR did not pass the verifier).
 
 use sparsile_codegen::{emit_c, CodegenError};
 use sparsile_ir::loops::Func;
@@ -36,18 +36,25 @@ fn spmv_sums_lanes_in_an_accumulator() {
             const int64_t p_end = (int64_t)P[i + 1];
             float y_local_acc = y_local[0];
             const int64_t p_begin = (int64_t)P[i];
+            int64_t p_block = p_begin;
             if (p_end - p_begin >= 32) {
-                #pragma omp simd reduction(+:y_local_acc)
-                for (int64_t p = p_begin; p < p_end; ++p) { /* vectorized(reassociate) */
-                    int64_t j = (int64_t)J[p];
-                    y_local_acc = y_local_acc + A[p] * x[j];
+                float y_local_acc_lanes[16];
+                for (int64_t p_lane = 0; p_lane < 16; ++p_lane) y_local_acc_lanes[p_lane] = 0;
+                for (; p_block + 16 <= p_end; p_block += 16) {
+                    SPARSILE_NO_OUTER_VECTORIZE
+                    SPARSILE_IVDEP
+                    for (int64_t p_lane = 0; p_lane < 16; ++p_lane) { /* vectorized(reassociate) */
+                        const int64_t p = p_block + p_lane;
+                        int64_t j = (int64_t)J[p];
+                        y_local_acc_lanes[p_lane] = y_local_acc_lanes[p_lane] + A[p] * x[j];
+                    }
                 }
-            } else {
-                for (int64_t p = p_begin; p < p_end; ++p) { /* vectorized(reassociate) */
-                    SPARSILE_SCALAR_LOOP
-                    int64_t j = (int64_t)J[p];
-                    y_local_acc = y_local_acc + A[p] * x[j];
-                }
+                for (int64_t p_lane = 0; p_lane < 16; ++p_lane) y_local_acc = y_local_acc + y_local_acc_lanes[p_lane];
+            }
+            for (int64_t p = p_block; p < p_end; ++p) { /* vectorized(reassociate) */
+                SPARSILE_SCALAR_LOOP
+                int64_t j = (int64_t)J[p];
+                y_local_acc = y_local_acc + A[p] * x[j];
             }
             y_local[0] = y_local_acc;
         }
@@ -83,7 +90,11 @@ fn several_elements_get_one_accumulator_each() {
     for line in [
         "double s_acc = s[0];",
         "double s_acc_2 = s[1];",
-        "#pragma omp simd reduction(+:s_acc, s_acc_2)",
+        "double s_acc_lanes[16];",
+        "double s_acc_2_lanes[16];",
+        "s_acc_lanes[k_lane] = s_acc_lanes[k_lane] + x[k];",
+        "s_acc_2_lanes[k_lane] = s_acc_2_lanes[k_lane] + x[k] * x[k];",
+        "for (int64_t k_lane = 0; k_lane < 16; ++k_lane) s_acc_2 = s_acc_2 + s_acc_2_lanes[k_lane];",
         "s_acc = s_acc + x[k];",
         "s_acc_2 = s_acc_2 + x[k] * x[k];",
         "s_acc = s_acc + 1.0;",
@@ -91,7 +102,7 @@ fn several_elements_get_one_accumulator_each() {
         "s[1] = s_acc_2;",
         // A plain bound stays in the condition.
         "if (n - k_begin >= 32) {",
-        "for (int64_t k = k_begin; k < n; ++k) { /* vectorized(reassociate) */",
+        "for (int64_t k = k_block; k < n; ++k) { /* vectorized(reassociate) */",
     ] {
         assert!(src.contains(line), "missing `{line}`:\n{src}");
     }
@@ -130,7 +141,7 @@ fn a_loop_without_reductions_is_a_plain_vectorized_loop() {
 ",
     );
     let src = emit_c(&f).unwrap().code;
-    assert!(!src.contains("omp simd"), "{src}");
+    assert!(!src.contains("_lanes"), "{src}");
     assert!(src.contains("SPARSILE_IVDEP\n"), "{src}");
     assert!(src.contains("y[k] = x[k] * 2.0f;"), "{src}");
 }

@@ -2,8 +2,7 @@
 //!
 //! # ABI (version [`ABI_VERSION`])
 //! The translation unit includes `<stdint.h>`, `<stdlib.h>` and `<math.h>`, needs no
-//! OpenMP runtime (`vectorized(reassociate)` loops carry `#pragma omp simd`, which
-//! `-fopenmp-simd` enables and other compilers ignore), and exports exactly [`ENTRY_SYMBOLS`]:
+//! OpenMP runtime, and exports exactly [`ENTRY_SYMBOLS`]:
 //! ```c
 //! int64_t sparsile_abi_version(void);            /* returns 2 */
 //! int64_t sparsile_num_phases(void);

@@ -1,18 +1,13 @@
-//! C for a `vectorized(reassociate)` loop: its local reductions become OpenMP SIMD
-//! reduction variables.
+//! C for a `vectorized(reassociate)` loop: its local reductions become partial sums.
 //!
 //! Each element `L[e]` the loop reduces into ([`local_reductions`]) gets a scalar
-//! accumulator, loaded before the loop and stored back after it; the reduction
-//! statements add to the accumulator, and `#pragma omp simd reduction(+: …)` allows the
-//! compiler to keep one partial sum per vector lane and add them after the loop. The
-//! loop header is canonical for OpenMP (`for (int64_t v = lo; v < end; ++v)`): a bound
-//! that reads memory is evaluated into a constant before the loop. The kernel is
-//! compiled with `-fopenmp-simd`, which enables the `omp simd` pragmas and nothing else
-//! (no OpenMP runtime); a compiler that ignores the pragma runs the loop in order.
-//! A loop of fewer than [`MIN_VECTOR_TRIP`] iterations runs a scalar copy of the loop
-//! without the pragma (`SPARSILE_SCALAR_LOOP` keeps GCC from vectorizing it with gathers
-//! and in-order lane sums): GCC keeps the lane sums in memory and adds them one by one
-//! after the loop, which costs more than it saves on short rows.
+//! accumulator, loaded before the loop and stored back after it. A loop of at least
+//! [`MIN_VECTOR_TRIP`] iterations first runs blocks of [`LANES`] iterations, iteration
+//! `l` of a block adding into lane `l` of a per-accumulator array, whose lanes are then
+//! added to the accumulator; the remaining iterations (and short loops) run in order,
+//! kept scalar (`SPARSILE_SCALAR_LOOP`: GCC would otherwise vectorize them with gathers
+//! and add the lanes one by one, slower on rows of a few non-zeros). A bound that reads
+//! memory is evaluated into a constant before the loop.
 //!
 //! ```text
 //! for j_p in P[i]..P[i + 1] vectorized(reassociate) {
@@ -22,16 +17,23 @@
 //!           const int64_t j_p_end = (int64_t)P[i + 1];
 //!           float y_local_acc = y_local[0];
 //!           const int64_t j_p_begin = (int64_t)P[i];
+//!           int64_t j_p_block = j_p_begin;
 //!           if (j_p_end - j_p_begin >= 32) {
-//!               #pragma omp simd reduction(+:y_local_acc)
-//!               for (int64_t j_p = j_p_begin; j_p < j_p_end; ++j_p) { /* y, vectorized(reassociate) */
-//!                   y_local_acc = y_local_acc + A[j_p] * x[j];
+//!               float y_local_acc_lanes[16];
+//!               for (int64_t j_p_lane = 0; j_p_lane < 16; ++j_p_lane) y_local_acc_lanes[j_p_lane] = 0;
+//!               for (; j_p_block + 16 <= j_p_end; j_p_block += 16) {
+//!                   SPARSILE_NO_OUTER_VECTORIZE
+//!                   SPARSILE_IVDEP
+//!                   for (int64_t j_p_lane = 0; j_p_lane < 16; ++j_p_lane) {
+//!                       const int64_t j_p = j_p_block + j_p_lane;
+//!                       y_local_acc_lanes[j_p_lane] = y_local_acc_lanes[j_p_lane] + A[j_p] * x[j];
+//!                   }
 //!               }
-//!           } else {
-//!               for (int64_t j_p = j_p_begin; j_p < j_p_end; ++j_p) { /* y, vectorized(reassociate) */
-//!                   SPARSILE_SCALAR_LOOP
-//!                   y_local_acc = y_local_acc + A[j_p] * x[j];
-//!               }
+//!               for (int64_t j_p_lane = 0; j_p_lane < 16; ++j_p_lane) y_local_acc = y_local_acc + y_local_acc_lanes[j_p_lane];
+//!           }
+//!           for (int64_t j_p = j_p_block; j_p < j_p_end; ++j_p) {
+//!               SPARSILE_SCALAR_LOOP
+//!               y_local_acc = y_local_acc + A[j_p] * x[j];
 //!           }
 //!           y_local[0] = y_local_acc;
 //!       }
@@ -53,6 +55,13 @@ use crate::CodegenError;
 /// of hundreds about 1.8 times faster. Keeping the short copy scalar made graphs of
 /// short rows 5-25% faster again (cage11, ppi, ogbn-arxiv).
 pub(crate) const MIN_VECTOR_TRIP: i64 = 32;
+
+/// The partial sums per accumulator of a long reassociated loop: iteration `l` of each
+/// block of `LANES` adds into lane `l`. GCC unrolls the block completely and keeps the
+/// lanes in registers (16 independent multiply-add chains, no gathers), which measured
+/// 20-27% faster on SpMV with long rows (attention masks, ppi) than an `omp simd`
+/// reduction, whose lane sums GCC 12 keeps in a stack slot.
+pub(crate) const LANES: i64 = 16;
 
 /// One accumulator: the reduced element and its C variable.
 #[derive(Debug, Clone)]
@@ -118,26 +127,58 @@ pub(crate) fn emit_reassociated_loop(
         w.line("SPARSILE_IVDEP");
         emit_body(ctx, w, &header(&lo.text), f, block, false)
     } else {
-        // Short loops run in order: below a few vectors the partial sums cost more than
-        // they save.
+        // Long loops run in blocks of LANES iterations, iteration `l` of a block adding
+        // into lane `l` of each accumulator; short loops and the tail run in order.
         let begin = ctx.names.fresh(&format!("{v}_begin"));
         w.line(&format!("const int64_t {begin} = {};", lo.text));
+        let block_var = ctx.names.fresh(&format!("{v}_block"));
+        let lane = ctx.names.fresh(&format!("{v}_lane"));
+        w.line(&format!("int64_t {block_var} = {begin};"));
         w.line(&format!("if ({bound} - {begin} >= {MIN_VECTOR_TRIP}) {{"));
-        let names: Vec<&str> = accs.iter().map(|a| a.name.as_str()).collect();
         w.indent += 1;
+        let mut lanes = Vec::new();
+        for a in &accs {
+            let name = ctx.names.fresh(&format!("{}_lanes", a.name));
+            w.line(&format!("{} {name}[{LANES}];", a.ty.c_name()));
+            w.line(&format!(
+                "for (int64_t {lane} = 0; {lane} < {LANES}; ++{lane}) {name}[{lane}] = 0;"
+            ));
+            lanes.push(Accumulator {
+                name: format!("{name}[{lane}]"),
+                ..a.clone()
+            });
+        }
         w.line(&format!(
-            "#pragma omp simd reduction(+:{})",
-            names.join(", ")
+            "for (; {block_var} + {LANES} <= {bound}; {block_var} += {LANES}) {{"
         ));
-        let vector = emit_body(ctx, w, &header(&begin), f, block, false);
-        w.indent -= 1;
-        w.line("} else {");
         w.indent += 1;
-        ctx.helpers.insert(Helper::ScalarLoopMacro);
-        let serial = vector.and_then(|()| emit_body(ctx, w, &header(&begin), f, block, true));
+        ctx.helpers.insert(Helper::NoOuterVectorizeMacro);
+        ctx.helpers.insert(Helper::IvdepMacro);
+        w.line("SPARSILE_NO_OUTER_VECTORIZE");
+        w.line("SPARSILE_IVDEP");
+        ctx.accumulators = lanes.clone();
+        let lane_header =
+            format!("for (int64_t {lane} = 0; {lane} < {LANES}; ++{lane}) {{{comment}");
+        w.line(&lane_header);
+        w.indent += 1;
+        w.line(&format!("const int64_t {v} = {block_var} + {lane};"));
+        let blocks = emit_stmts(ctx, w, &f.body, block);
         w.indent -= 1;
         w.line("}");
-        serial
+        w.indent -= 1;
+        w.line("}");
+        ctx.accumulators = accs.clone();
+        for (a, l) in accs.iter().zip(&lanes) {
+            let arr = l.name.split('[').next().unwrap_or(&l.name).to_string();
+            w.line(&format!(
+                "for (int64_t {lane} = 0; {lane} < {LANES}; ++{lane}) {0} = {0} + {arr}[{lane}];",
+                a.name
+            ));
+        }
+        w.indent -= 1;
+        w.line("}");
+        ctx.helpers.insert(Helper::ScalarLoopMacro);
+        blocks.and_then(|()| emit_body(ctx, w, &header(&block_var), f, block, true))
     };
     ctx.accumulators = outer;
     written?;

@@ -7,12 +7,6 @@
 //! compiler upgrade recompiles. Kernels are built with [`FLAGS`] into a shared object and
 //! linked against `libm`.
 //!
-//! [`FLAGS`] include `-fopenmp-simd` ([`OMP_SIMD_FLAG`]): it enables the `#pragma omp
-//! simd` of `vectorized(reassociate)` loops and nothing else (no OpenMP runtime, no
-//! threads; other kernels compile to the same code). A compiler that rejects it (its
-//! error output names the flag) is run again without it; the pragma is then ignored
-//! and those loops keep their serial order.
-//!
 //! `-ffp-contract=fast` lets `a + b * c` compile to one fused multiply-add (ISO C mode
 //! would otherwise keep the separate multiply and add): half the arithmetic instructions
 //! of SpMM and SDDMM inner loops, and one rounding instead of two per term.
@@ -44,11 +38,7 @@ pub const FLAGS: &[&str] = &[
     "-fPIC",
     "-std=c99",
     "-ffp-contract=fast",
-    OMP_SIMD_FLAG,
 ];
-
-/// The flag enabling `#pragma omp simd` only, left out for a compiler that rejects it.
-pub const OMP_SIMD_FLAG: &str = "-fopenmp-simd";
 
 /// The libraries every kernel is linked with (after the source file).
 pub const LIBS: &[&str] = &["-lm"];
@@ -137,20 +127,9 @@ impl Compiler {
     }
 
     /// Compiles the C file `source` into the shared object `object`. On failure the
-    /// error holds the compiler's stderr and the source path. When the compiler rejects
-    /// [`OMP_SIMD_FLAG`] the compile is retried without it.
+    /// error holds the compiler's stderr and the source path.
     pub fn compile(&self, source: &Path, object: &Path) -> Result<(), JitError> {
-        match self.compile_with(FLAGS, source, object) {
-            Err(JitError::CompileFailed { stderr, .. }) if stderr.contains(OMP_SIMD_FLAG) => {
-                let fewer: Vec<&str> = FLAGS
-                    .iter()
-                    .copied()
-                    .filter(|f| *f != OMP_SIMD_FLAG)
-                    .collect();
-                self.compile_with(&fewer, source, object)
-            }
-            other => other,
-        }
+        self.compile_with(FLAGS, source, object)
     }
 
     fn compile_with(&self, flags: &[&str], source: &Path, object: &Path) -> Result<(), JitError> {

@@ -38,7 +38,7 @@ mod library;
 mod pool;
 
 pub use cache::{Cache, CacheOutcome};
-pub use compiler::{Compiler, FLAGS, LIBS, OMP_SIMD_FLAG};
+pub use compiler::{Compiler, FLAGS, LIBS};
 pub use error::JitError;
 pub use launcher::{default_threads, Launcher, CHUNKS_PER_THREAD};
 pub use library::{

@@ -5,8 +5,8 @@
 //! A[j_p] * x[j] }` (after `cache_write`) is a chain of floating-point additions that a
 //! compiler must keep in order, so even a vectorized gather and multiply end in one add
 //! per non-zero. This primitive records the permission to reassociate those sums: the C
-//! backend keeps one partial sum per vector lane (`#pragma omp simd reduction(+: …)`)
-//! and adds the lanes after the loop. Results differ from the serial order only by
+//! backend keeps 16 partial sums (iteration `l` of each block of 16 adds into sum `l`)
+//! and adds them after the loop. Results differ from the serial order only by
 //! floating-point rounding.
 //!
 //! Preconditions (each its own [`ScheduleError`], naming the loop and its block):
