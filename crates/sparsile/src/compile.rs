@@ -271,7 +271,7 @@ impl Kernel {
         options: &RunOptions,
     ) -> Result<Outputs, CompileError> {
         let mut outputs = Outputs::new();
-        self.run_with(inputs, &mut outputs, false, options)?;
+        self.run_into(inputs, &mut outputs, options)?;
         Ok(outputs)
     }
 
@@ -297,16 +297,6 @@ impl Kernel {
         outputs: &mut Outputs,
         options: &RunOptions,
     ) -> Result<(), CompileError> {
-        self.run_with(inputs, outputs, true, options)
-    }
-
-    fn run_with(
-        &self,
-        inputs: &HashMap<String, SparseTensor<'_>>,
-        outputs: &mut Outputs,
-        reuse: bool,
-        options: &RunOptions,
-    ) -> Result<(), CompileError> {
         let mut params = options.params.clone();
         if let Some(ast) = &self.ast {
             params.extend(declared_dim_params(ast, &self.lowered.stage1, inputs)?);
@@ -323,17 +313,15 @@ impl Kernel {
         )?;
         // The runtime names outputs by buffer; the caller by tensor.
         let mut by_buf = Outputs::new();
-        if reuse {
-            match &self.ast {
-                Some(ast) => {
-                    for decl in &ast.tensors {
-                        if let Some(t) = outputs.remove(&decl.name) {
-                            by_buf.insert(buffer_name(&decl.name), t);
-                        }
+        match &self.ast {
+            Some(ast) => {
+                for decl in &ast.tensors {
+                    if let Some(t) = outputs.remove(&decl.name) {
+                        by_buf.insert(buffer_name(&decl.name), t);
                     }
                 }
-                None => by_buf = std::mem::take(outputs),
             }
+            None => by_buf = std::mem::take(outputs),
         }
         let result = self.compiled.run_into(&bound, &mut by_buf, &options);
         match &self.ast {

@@ -127,58 +127,12 @@ pub(crate) fn emit_reassociated_loop(
         w.line("SPARSILE_IVDEP");
         emit_body(ctx, w, &header(&lo.text), f, block, false)
     } else {
-        // Long loops run in blocks of LANES iterations, iteration `l` of a block adding
-        // into lane `l` of each accumulator; short loops and the tail run in order.
         let begin = ctx.names.fresh(&format!("{v}_begin"));
         w.line(&format!("const int64_t {begin} = {};", lo.text));
-        let block_var = ctx.names.fresh(&format!("{v}_block"));
-        let lane = ctx.names.fresh(&format!("{v}_lane"));
-        w.line(&format!("int64_t {block_var} = {begin};"));
-        w.line(&format!("if ({bound} - {begin} >= {MIN_VECTOR_TRIP}) {{"));
-        w.indent += 1;
-        let mut lanes = Vec::new();
-        for a in &accs {
-            let name = ctx.names.fresh(&format!("{}_lanes", a.name));
-            w.line(&format!("{} {name}[{LANES}];", a.ty.c_name()));
-            w.line(&format!(
-                "for (int64_t {lane} = 0; {lane} < {LANES}; ++{lane}) {name}[{lane}] = 0;"
-            ));
-            lanes.push(Accumulator {
-                name: format!("{name}[{lane}]"),
-                ..a.clone()
-            });
-        }
-        w.line(&format!(
-            "for (; {block_var} + {LANES} <= {bound}; {block_var} += {LANES}) {{"
-        ));
-        w.indent += 1;
-        ctx.helpers.insert(Helper::NoOuterVectorizeMacro);
-        ctx.helpers.insert(Helper::IvdepMacro);
-        w.line("SPARSILE_NO_OUTER_VECTORIZE");
-        w.line("SPARSILE_IVDEP");
-        ctx.accumulators = lanes.clone();
-        let lane_header =
-            format!("for (int64_t {lane} = 0; {lane} < {LANES}; ++{lane}) {{{comment}");
-        w.line(&lane_header);
-        w.indent += 1;
-        w.line(&format!("const int64_t {v} = {block_var} + {lane};"));
-        let blocks = emit_stmts(ctx, w, &f.body, block);
-        w.indent -= 1;
-        w.line("}");
-        w.indent -= 1;
-        w.line("}");
+        let (rest, blocks) = emit_lane_blocks(ctx, w, f, block, &accs, &v, (&begin, &bound));
         ctx.accumulators = accs.clone();
-        for (a, l) in accs.iter().zip(&lanes) {
-            let arr = l.name.split('[').next().unwrap_or(&l.name).to_string();
-            w.line(&format!(
-                "for (int64_t {lane} = 0; {lane} < {LANES}; ++{lane}) {0} = {0} + {arr}[{lane}];",
-                a.name
-            ));
-        }
-        w.indent -= 1;
-        w.line("}");
         ctx.helpers.insert(Helper::ScalarLoopMacro);
-        blocks.and_then(|()| emit_body(ctx, w, &header(&block_var), f, block, true))
+        blocks.and_then(|()| emit_body(ctx, w, &header(&rest), f, block, true))
     };
     ctx.accumulators = outer;
     written?;
@@ -195,6 +149,74 @@ pub(crate) fn emit_reassociated_loop(
     w.indent -= 1;
     w.line("}");
     Ok(())
+}
+
+/// The long-loop part of a reassociated loop (see the module docs): when the loop has at
+/// least [`MIN_VECTOR_TRIP`] iterations from `begin` to `bound` (C expressions), blocks of [`LANES`]
+/// iterations, iteration `l` of a block adding into lane `l` of a lane array per
+/// accumulator (`v` the loop variable's C name), the lanes then added to the
+/// accumulators. Returns the variable holding
+/// the first iteration left for the in-order loop, and the result of writing the body.
+fn emit_lane_blocks(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    f: &For,
+    block: Option<&str>,
+    accs: &[Accumulator],
+    v: &str,
+    (begin, bound): (&str, &str),
+) -> (String, Result<(), CodegenError>) {
+    let rest = ctx.names.fresh(&format!("{v}_block"));
+    let lane = ctx.names.fresh(&format!("{v}_lane"));
+    w.line(&format!("int64_t {rest} = {begin};"));
+    w.line(&format!("if ({bound} - {begin} >= {MIN_VECTOR_TRIP}) {{"));
+    w.indent += 1;
+    let arrays: Vec<String> = accs
+        .iter()
+        .map(|a| ctx.names.fresh(&format!("{}_lanes", a.name)))
+        .collect();
+    for (a, arr) in accs.iter().zip(&arrays) {
+        w.line(&format!("{} {arr}[{LANES}];", a.ty.c_name()));
+        w.line(&format!(
+            "for (int64_t {lane} = 0; {lane} < {LANES}; ++{lane}) {arr}[{lane}] = 0;"
+        ));
+    }
+    w.line(&format!(
+        "for (; {rest} + {LANES} <= {bound}; {rest} += {LANES}) {{"
+    ));
+    w.indent += 1;
+    ctx.helpers.insert(Helper::NoOuterVectorizeMacro);
+    ctx.helpers.insert(Helper::IvdepMacro);
+    w.line("SPARSILE_NO_OUTER_VECTORIZE");
+    w.line("SPARSILE_IVDEP");
+    ctx.accumulators = accs
+        .iter()
+        .zip(&arrays)
+        .map(|(a, arr)| Accumulator {
+            name: format!("{arr}[{lane}]"),
+            ..a.clone()
+        })
+        .collect();
+    let comment = loop_comment(block, f.kind);
+    w.line(&format!(
+        "for (int64_t {lane} = 0; {lane} < {LANES}; ++{lane}) {{{comment}"
+    ));
+    w.indent += 1;
+    w.line(&format!("const int64_t {v} = {rest} + {lane};"));
+    let written = emit_stmts(ctx, w, &f.body, block);
+    w.indent -= 1;
+    w.line("}");
+    w.indent -= 1;
+    w.line("}");
+    for (a, arr) in accs.iter().zip(&arrays) {
+        w.line(&format!(
+            "for (int64_t {lane} = 0; {lane} < {LANES}; ++{lane}) {0} = {0} + {arr}[{lane}];",
+            a.name
+        ));
+    }
+    w.indent -= 1;
+    w.line("}");
+    (rest, written)
 }
 
 /// `header { body }`, the body using the accumulators in `ctx` (and kept scalar when

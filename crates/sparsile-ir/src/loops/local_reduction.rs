@@ -83,7 +83,7 @@ pub fn local_reductions(func: &Func, f: &For) -> Result<Vec<LocalReduction>, Red
         }
         match c.classify(s) {
             Ok(Some((buffer, index))) => {
-                let span = stmt_span(s);
+                let span = s.span();
                 match found
                     .iter_mut()
                     .find(|r| r.buffer == buffer && r.index == index)
@@ -170,7 +170,7 @@ pub fn local_reductions(func: &Func, f: &For) -> Result<Vec<LocalReduction>, Red
         }
         if let Some(b) = touched {
             misuse = Some(ReductionError {
-                span: stmt_span(s),
+                span: s.span(),
                 message: format!(
                     "`{}` is reduced in the loop (`{0}[..] = {0}[..] + …`) and also accessed by another statement or operand",
                     c.buffer_name(b)
@@ -215,19 +215,6 @@ pub fn reduction_addend(s: &Stmt) -> Option<&Expr> {
             ..
         } => addend(*buffer, indices, value),
         _ => None,
-    }
-}
-
-fn stmt_span(s: &Stmt) -> Span {
-    match s {
-        Stmt::For(l) => l.span,
-        Stmt::If { span, .. }
-        | Stmt::Let { span, .. }
-        | Stmt::Assign { span, .. }
-        | Stmt::Store { span, .. }
-        | Stmt::Prefetch { span, .. }
-        | Stmt::AtomicAdd { span, .. }
-        | Stmt::Block { span, .. } => *span,
     }
 }
 

@@ -168,3 +168,19 @@ pub enum Stmt {
         span: Span,
     },
 }
+
+impl Stmt {
+    /// Where the statement is in the source text (loops and leaves carry one).
+    pub fn span(&self) -> Span {
+        match self {
+            Stmt::For(f) => f.span,
+            Stmt::If { span, .. }
+            | Stmt::Let { span, .. }
+            | Stmt::Assign { span, .. }
+            | Stmt::Store { span, .. }
+            | Stmt::Prefetch { span, .. }
+            | Stmt::AtomicAdd { span, .. }
+            | Stmt::Block { span, .. } => *span,
+        }
+    }
+}

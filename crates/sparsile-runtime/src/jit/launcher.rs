@@ -99,13 +99,20 @@ unsafe impl Send for Args {}
 unsafe impl Sync for Args {}
 
 impl Launcher {
-    /// A launcher with `threads` threads (default: [`default_threads`] of `settings`).
+    /// A launcher with `threads` threads (default: [`default_threads`] of `settings`)
+    /// whose idle workers spin for [`spin_time`] of `settings`.
     pub fn new(threads: Option<usize>, settings: &Settings) -> Result<Launcher, JitError> {
         let threads = threads.unwrap_or_else(|| default_threads(settings));
+        Launcher::with_spin(threads, spin_time(settings))
+    }
+
+    /// A launcher with `threads` threads whose idle workers spin for `spin`; the pool of
+    /// that size and spin time is shared.
+    pub fn with_spin(threads: usize, spin: Duration) -> Result<Launcher, JitError> {
         if threads == 0 {
             return Err(JitError::ZeroThreads);
         }
-        let key = (threads, spin_time(settings));
+        let key = (threads, spin);
         let mut map = pools().lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pool) = map.get(&key) {
             return Ok(Launcher {
@@ -113,7 +120,7 @@ impl Launcher {
                 pool: Arc::clone(pool),
             });
         }
-        let pool = SpinPool::new(threads, key.1).map_err(|e| JitError::ThreadPool {
+        let pool = SpinPool::new(threads, spin).map_err(|e| JitError::ThreadPool {
             threads,
             detail: e.to_string(),
         })?;

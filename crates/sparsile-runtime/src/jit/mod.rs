@@ -40,7 +40,7 @@ mod pool;
 pub use cache::{Cache, CacheOutcome};
 pub use compiler::{Compiler, FLAGS, LIBS};
 pub use error::JitError;
-pub use launcher::{default_threads, Launcher, CHUNKS_PER_THREAD};
+pub use launcher::{default_threads, spin_time, Launcher, CHUNKS_PER_THREAD};
 pub use library::{
     AbiVersionFn, Library, NumPhasesFn, PhaseBoundsFn, PhaseExtentFn, PhasePartitionFn, PhaseRunFn,
     ABI_VERSION,

@@ -305,7 +305,7 @@ mod tests {
     }
 
     #[test]
-    fn concurrent_callers_are_serialised() {
+    fn concurrent_callers_each_run_every_job_once() {
         let pool = Arc::new(SpinPool::new(2, Duration::from_micros(100)).unwrap());
         let total = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..4)

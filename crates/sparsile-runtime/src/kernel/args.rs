@@ -8,6 +8,7 @@
 //! allocated zeroed, structure arrays are passed in place after checking their index
 //! type.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -132,6 +133,7 @@ fn reusable(
     dtype: DType,
     count: usize,
 ) -> Option<Owned> {
+    // The same `Arc` (cheap) or an equal structure (compares the arrays).
     let same_structure = std::ptr::eq(
         Arc::as_ptr(&tensor.structure).cast::<u8>(),
         (structure as *const Structure<'_>).cast::<u8>(),
@@ -139,20 +141,11 @@ fn reusable(
     if !same_structure || tensor.values.len() != count {
         return None;
     }
-    let empty = match dtype {
-        DType::F32 => Values::F32(Vec::new().into()),
-        DType::F64 => Values::F64(Vec::new().into()),
-        _ => return None,
-    };
-    match (&tensor.values, dtype) {
-        (Values::F32(std::borrow::Cow::Owned(_)), DType::F32)
-        | (Values::F64(std::borrow::Cow::Owned(_)), DType::F64) => {}
-        _ => return None,
-    }
-    match std::mem::replace(&mut tensor.values, empty) {
-        Values::F32(std::borrow::Cow::Owned(v)) => Some(Owned::F32(v)),
-        Values::F64(std::borrow::Cow::Owned(v)) => Some(Owned::F64(v)),
-        _ => unreachable!("checked above"),
+    // Taking the vector leaves an empty one behind.
+    match (&mut tensor.values, dtype) {
+        (Values::F32(Cow::Owned(v)), DType::F32) => Some(Owned::F32(std::mem::take(v))),
+        (Values::F64(Cow::Owned(v)), DType::F64) => Some(Owned::F64(std::mem::take(v))),
+        _ => None,
     }
 }
 
@@ -164,7 +157,7 @@ pub(crate) fn bind<'i>(
     program: &Program,
     inputs: &'i HashMap<String, SparseTensor<'_>>,
     options: &InterpOptions,
-    mut reuse: Option<&mut crate::interp::Outputs>,
+    reuse: &mut crate::interp::Outputs,
 ) -> Result<Bound<'i>, KernelError> {
     let mut b = Bindings::<'i> {
         params: program
@@ -225,8 +218,8 @@ pub(crate) fn bind<'i>(
                 .expect("every buffer has a structure");
             validate::check_structure(&decl.name, s)?;
             let count = validate::checked_nnz_stored(&decl.name, s)?;
-            let taken = match (decl.role, reuse.as_deref_mut()) {
-                (BufferRole::Output, Some(map)) => map
+            let taken = match decl.role {
+                BufferRole::Output => reuse
                     .get_mut(&decl.name)
                     .and_then(|t| reusable(t, s, decl.dtype, count)),
                 _ => None,

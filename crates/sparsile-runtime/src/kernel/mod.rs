@@ -49,7 +49,7 @@ use sparsile_ir::settings::Settings;
 pub use error::KernelError;
 
 use crate::interp::{check_buffer_parents, check_names, InterpError, InterpOptions, Outputs};
-use crate::jit::{default_threads, Cache, CacheOutcome, JitError, Launcher, Library};
+use crate::jit::{default_threads, spin_time, Cache, CacheOutcome, JitError, Launcher, Library};
 
 /// Options of [`CompiledKernel::run`].
 #[derive(Debug, Clone, Default)]
@@ -84,8 +84,8 @@ pub struct CompiledKernel {
     library: Library,
     info: CompileInfo,
     default_threads: usize,
-    /// The launch settings (the spin time of idle workers).
-    launch: Settings,
+    /// How long idle pool workers spin before sleeping.
+    spin: Duration,
     /// Outputs the program overwrites completely before reading them: reused storage
     /// for them is not cleared (see `initialised`).
     initialised: std::collections::HashSet<sparsile_ir::BufferId>,
@@ -101,7 +101,12 @@ impl CompiledKernel {
         settings: &Settings,
     ) -> Result<CompiledKernel, KernelError> {
         let cache = Cache::new(settings)?;
-        CompiledKernel::build_with(program, func, source, &cache, default_threads(settings))
+        let kernel =
+            CompiledKernel::build_with(program, func, source, &cache, default_threads(settings))?;
+        Ok(CompiledKernel {
+            spin: spin_time(settings),
+            ..kernel
+        })
     }
 
     /// Like [`build`](Self::build) with an explicit cache and default thread count.
@@ -141,10 +146,7 @@ impl CompiledKernel {
             library,
             info,
             default_threads: default_threads.max(1),
-            launch: Settings {
-                spin_us: Settings::from_env().spin_us,
-                ..Settings::default()
-            },
+            spin: spin_time(&Settings::from_env()),
             initialised,
         })
     }
@@ -176,7 +178,7 @@ impl CompiledKernel {
         options: &KernelOptions,
     ) -> Result<Outputs, KernelError> {
         let mut outputs = Outputs::new();
-        self.run_with(inputs, &mut outputs, false, options)?;
+        self.run_into(inputs, &mut outputs, options)?;
         Ok(outputs)
     }
 
@@ -197,32 +199,15 @@ impl CompiledKernel {
         outputs: &mut Outputs,
         options: &KernelOptions,
     ) -> Result<(), KernelError> {
-        self.run_with(inputs, outputs, true, options)
-    }
-
-    fn run_with(
-        &self,
-        inputs: &HashMap<String, SparseTensor<'_>>,
-        outputs: &mut Outputs,
-        reuse: bool,
-        options: &KernelOptions,
-    ) -> Result<(), KernelError> {
         let interp_options = InterpOptions {
             params: options.params.clone(),
             output_structures: options.output_structures.clone(),
             skip_verify: true,
         };
         check_names(&self.program, inputs, &interp_options)?;
-        let launcher = Launcher::new(
-            Some(options.threads.unwrap_or(self.default_threads)),
-            &self.launch,
-        )?;
-        let mut bound = args::bind(
-            &self.program,
-            inputs,
-            &interp_options,
-            reuse.then_some(&mut *outputs),
-        )?;
+        let launcher =
+            Launcher::with_spin(options.threads.unwrap_or(self.default_threads), self.spin)?;
+        let mut bound = args::bind(&self.program, inputs, &interp_options, outputs)?;
         for id in std::mem::take(&mut bound.reused) {
             if self.initialised.contains(&id) {
                 continue;

@@ -46,21 +46,8 @@ pub fn phase_unit(mut stmts: Vec<Stmt>) -> Stmt {
     if stmts.len() == 1 && matches!(stmts[0], Stmt::For(_) | Stmt::If { .. }) {
         return stmts.pop().expect("one statement");
     }
-    let span = stmts.first().map(stmt_span).unwrap_or_default();
+    let span = stmts.first().map(Stmt::span).unwrap_or_default();
     once(stmts, span)
-}
-
-fn stmt_span(s: &Stmt) -> Span {
-    match s {
-        Stmt::For(f) => f.span,
-        Stmt::If { span, .. }
-        | Stmt::Let { span, .. }
-        | Stmt::Assign { span, .. }
-        | Stmt::Store { span, .. }
-        | Stmt::Prefetch { span, .. }
-        | Stmt::AtomicAdd { span, .. }
-        | Stmt::Block { span, .. } => *span,
-    }
 }
 
 fn once(body: Vec<Stmt>, span: Span) -> Stmt {

@@ -183,20 +183,6 @@ fn statement_name(s: &Stmt, k: usize) -> String {
     }
 }
 
-/// The span of a statement (loops and leaves carry one).
-fn span_of(s: &Stmt) -> Span {
-    match s {
-        Stmt::For(f) => f.span,
-        Stmt::If { span, .. }
-        | Stmt::Let { span, .. }
-        | Stmt::Assign { span, .. }
-        | Stmt::Store { span, .. }
-        | Stmt::Prefetch { span, .. }
-        | Stmt::AtomicAdd { span, .. }
-        | Stmt::Block { span, .. } => *span,
-    }
-}
-
 /// Where the load of the local sits in the target block.
 struct Cached {
     /// How many loops enclose the load (the last is the cached loop).
@@ -470,7 +456,7 @@ impl Ctx<'_> {
             let [one] = rest.as_slice() else {
                 return Err(not_full(
                     "it is not one loop nest around one store".to_string(),
-                    span_of(init),
+                    init.span(),
                 ));
             };
             match one {
@@ -482,7 +468,7 @@ impl Ctx<'_> {
                 s => {
                     return Err(not_full(
                         "the store is not directly inside its loops (a condition or another statement is around it)".to_string(),
-                        span_of(s),
+                        s.span(),
                     ))
                 }
             }
@@ -588,7 +574,7 @@ impl Ctx<'_> {
         let mut stmts = body;
         let (cached, lets, load) = loop {
             let [Stmt::For(f)] = stmts else {
-                let at = stmts.first().map(span_of).unwrap_or(span);
+                let at = stmts.first().map(Stmt::span).unwrap_or(span);
                 return Err(shape(
                     "no loop (each the only statement of the one around it) opens its iteration by loading the buffer into a local array".to_string(),
                     at,
@@ -622,7 +608,7 @@ impl Ctx<'_> {
                 format!(
                     "the iteration of loop `{cached_name}` does not end by storing a local array back"
                 ),
-                span_of(last),
+                last.span(),
             ));
         };
         if store_local != local {
@@ -631,10 +617,10 @@ impl Ctx<'_> {
                     "loop `{cached_name}` loads `{}` but stores `{}` back",
                     self.func.buffers[local].name, self.func.buffers[store_local].name
                 ),
-                span_of(last),
+                last.span(),
             ));
         }
-        let store_span = span_of(store.leaf);
+        let store_span = store.leaf.span();
         let lengths = self
             .dense_axes()
             .map_err(|r| region(&cached_name, r, store_span))?;
@@ -714,7 +700,7 @@ impl Ctx<'_> {
                 return Err(other(
                     self.access_text(&load_ix),
                     "the load reads elements another iteration stores",
-                    span_of(load.leaf),
+                    load.leaf.span(),
                 ));
             }
         }
