@@ -453,6 +453,15 @@ impl Plan {
     pub(crate) fn rewrite_stmt(&self, s: &Stmt, local: BufferId) -> Stmt {
         let rs = |b: &[Stmt]| b.iter().map(|s| self.rewrite_stmt(s, local)).collect();
         let re = |e: &Expr| self.rewrite_expr(e, local);
+        // A written element of the buffer becomes the local's element.
+        let redirect = |buffer: BufferId, indices: &[Expr]| {
+            let indices: Vec<Expr> = indices.iter().map(re).collect();
+            if buffer == self.buffer {
+                (local, vec![self.offset(&indices)])
+            } else {
+                (buffer, indices)
+            }
+        };
         match s {
             Stmt::For(f) => Stmt::For(For {
                 lo: re(&f.lo),
@@ -487,12 +496,7 @@ impl Plan {
                 value,
                 span,
             } => {
-                let indices: Vec<Expr> = indices.iter().map(re).collect();
-                let (buffer, indices) = if *buffer == self.buffer {
-                    (local, vec![self.offset(&indices)])
-                } else {
-                    (*buffer, indices)
-                };
+                let (buffer, indices) = redirect(*buffer, indices);
                 Stmt::Store {
                     buffer,
                     indices,
@@ -506,12 +510,7 @@ impl Plan {
                 value,
                 span,
             } => {
-                let indices: Vec<Expr> = indices.iter().map(re).collect();
-                let (buffer, indices) = if *buffer == self.buffer {
-                    (local, vec![self.offset(&indices)])
-                } else {
-                    (*buffer, indices)
-                };
+                let (buffer, indices) = redirect(*buffer, indices);
                 Stmt::AtomicAdd {
                     buffer,
                     indices,
