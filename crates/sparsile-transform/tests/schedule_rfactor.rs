@@ -1,11 +1,16 @@
 //! `rfactor`: SpMV rows split by 4 with partial sums per inner iteration (then the row
 //! loop parallel and the inner loop vectorised) match the interpreter (stage II, stage
 //! III, native with 1 and 3 threads) on matrices with empty rows, one huge row and no
-//! entries; each precondition failure is its own error.
+//! entries; each precondition failure is its own error. SpMV over `bsr:1xC` blocks keeps
+//! one partial sum per block column across all the blocks of a row (the block row loop
+//! runs once, so the updated element is known before the row's blocks).
 
 mod features;
 
-use features::{check, native_settings, spmm, spmv, Rows, ALL_ROWS};
+use std::collections::HashMap;
+
+use features::{check, dense, native_settings, sparse, spmm, spmv, Case, Rows, ALL_ROWS};
+use sparsile_formats::{Format, SparseTensor};
 use sparsile_transform::schedule::rfactor::rfactor;
 use sparsile_transform::schedule::{LoopRef, Schedule, ScheduleError, SplitTail};
 
@@ -88,5 +93,63 @@ fn refuses_a_loop_without_updates() {
         &LoopRef::new("C.init", "k2"),
     )
     .unwrap_err();
+    assert!(matches!(err, ScheduleError::NotAReduction { .. }), "{err}");
+}
+
+/// SpMV `y[i] = A[i,j] * x[j]` with A stored as `bsr:RxC`, f64.
+fn spmv_bsr(m: usize, n: usize, r: usize, c: usize, rows: Rows, seed: u64) -> Case {
+    use rand::SeedableRng;
+    let text = format!(
+        "tensor A: f64[m, n] bsr:{r}x{c}\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n"
+    );
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let a = sparse(m, n, rows, &mut rng);
+    let x = dense(vec![n], &mut rng);
+    let format: Format = format!("bsr:{r}x{c}").parse().unwrap();
+    let inputs = HashMap::from([
+        ("A".to_string(), SparseTensor::from_coo(&a, &format).unwrap()),
+        ("x".to_string(), SparseTensor::from_coo(&x, &Format::Dense).unwrap()),
+    ]);
+    Case {
+        program: sparsile::compile_notation(&text).unwrap(),
+        inputs,
+        params: HashMap::from([("m".to_string(), m as i64), ("n".to_string(), n as i64)]),
+        label: format!("spmv bsr:{r}x{c} m={m} n={n} {rows:?} seed {seed}"),
+    }
+}
+
+#[test]
+fn spmv_one_row_blocks_sum_across_the_row() {
+    let cache = tempfile::tempdir().unwrap();
+    let native = native_settings(cache.path());
+    let mut seed = 900;
+    for rows in ALL_ROWS {
+        // Widths that are, and are not, multiples of the block width.
+        for (m, n) in [(6, 11), (1, 3), (0, 2), (9, 8), (5, 17)] {
+            seed += 1;
+            let case = spmv_bsr(m, n, 1, 4, rows, seed);
+            let mut sch = Schedule::new(&case.program);
+            let partial = sch
+                .rfactor(&LoopRef::new("y", "jo_p"), &LoopRef::new("y", "ji"))
+                .unwrap_or_else(|e| panic!("{}: {e}\n{}", case.label, sch.func().unwrap()));
+            let text = sch.func().unwrap().to_string();
+            // Zeroed once before the row's blocks, combined into y[io * 1 + 0] after.
+            assert!(text.contains(&format!("for r in 0..4 {{\n        {partial}[r] = 0.0")), "{text}");
+            assert!(text.contains(&format!("y[io * 1 + 0] = y[io * 1 + 0] + {partial}[r2]")), "{text}");
+            sch.vectorize(&LoopRef::new("y", "ji")).unwrap();
+            sch.parallel(&LoopRef::new("y", "io")).unwrap();
+            check(&case, &sch, native.as_ref());
+        }
+    }
+}
+
+#[test]
+fn refuses_blocks_of_several_rows() {
+    // With two rows per block, the element depends on the block row loop inside.
+    let case = spmv_bsr(4, 8, 2, 4, Rows::Random, 1);
+    let mut sch = Schedule::new(&case.program);
+    let err = sch
+        .rfactor(&LoopRef::new("y", "jo_p"), &LoopRef::new("y", "ji"))
+        .unwrap_err();
     assert!(matches!(err, ScheduleError::NotAReduction { .. }), "{err}");
 }

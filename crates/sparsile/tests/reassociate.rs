@@ -116,7 +116,7 @@ fn rowwise_spmv_matches_the_interpreter() {
 }
 
 #[test]
-fn the_c_sums_lanes_with_an_omp_simd_reduction() {
+fn the_c_sums_long_rows_in_register_lanes() {
     if !have_compiler() {
         return;
     }

@@ -22,6 +22,11 @@
 //! buffer holds `W` sums per iteration of `inner` (`partial[(w - lo) * W + k]`) and the
 //! combine adds each row back (DA-SpMM's row-major parallel reduction).
 //!
+//! The variable of a loop inside `target` that runs exactly once (`c..c + 1`: the block
+//! row of a `bsr:1xC` block) stands for the constant `c` in the updated element, so
+//! `y[io * 1 + ii]` over `for ii in 0..1` is the element `y[io * 1 + 0]`, computable
+//! before the loop.
+//!
 //! Postcondition: a local buffer `<X>_partial` of `inner`'s trip count (times `W`); before `target`
 //! it is zeroed, inside every update becomes `partial[w - lo] = partial[w - lo] + v`
 //! (`w` the inner variable), and after `target` every partial sum is added to `X[e]` in
@@ -134,6 +139,9 @@ pub fn rfactor(
     // A *row* position: an index that is exactly the variable of a loop inside `target`
     // running over the whole of a parentless dense_fixed axis of constant length.
     let row = row_position(func, f, x, e);
+    // The variable of a loop inside `target` that runs once (`c..c + 1`, the block row
+    // of a 1xC block format) is the constant `c` wherever the update happens.
+    let e = &once_as_constants(&f.body, e);
     let mut computable = true;
     for (k, ix) in e.iter().enumerate() {
         if row.as_ref().is_some_and(|r| r.position == k) {
@@ -288,6 +296,27 @@ fn collect_updates(
             Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Prefetch { .. } => {}
         }
     }
+}
+
+/// `e` with the variable of every loop in `stmts` that runs exactly once (`c..c + 1`,
+/// literal bounds) replaced by its one value `c`.
+fn once_as_constants(stmts: &[Stmt], e: &[Expr]) -> Vec<Expr> {
+    let once: Vec<(VarId, i64)> = inner_loops(stmts)
+        .into_iter()
+        .filter_map(|l| match (&l.lo, &l.hi) {
+            (Expr::Int(lo), Expr::Int(hi)) if *hi == *lo + 1 => Some((l.var, *lo)),
+            _ => None,
+        })
+        .collect();
+    e.iter()
+        .map(|ix| {
+            ix.substitute(&mut |v| {
+                once.iter()
+                    .find(|(w, _)| *w == v)
+                    .map(|(_, c)| Expr::Int(*c))
+            })
+        })
+        .collect()
 }
 
 /// `stmts` with every update `X[e] = X[e] + v` of `x` accumulating into `partial[slot]`.
