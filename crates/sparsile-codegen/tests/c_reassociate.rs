@@ -1,8 +1,9 @@
 //! C for `vectorized(reassociate)` loops: one accumulator per reduced element, loaded
 //! before the loop and stored after it, long loops in blocks of 16 adding into 16 lanes
 //! per accumulator (a bound read from memory evaluated before the loop), the tail and
-//! short loops in order, and an error for a loop whose reductions break the rules (the
-//! IR did not pass the verifier).
+//! short loops in order (or, with `scalar_sums=N`, in groups of `N` adding into `N`
+//! scalar copies of each accumulator first), and an error for a loop whose reductions
+//! break the rules (the IR did not pass the verifier).
 
 use sparsile_codegen::{emit_c, CodegenError};
 use sparsile_ir::loops::Func;
@@ -63,6 +64,51 @@ fn spmv_sums_lanes_in_an_accumulator() {
     assert!(src.contains("#define SPARSILE_SCALAR_LOOP"), "{src}");
     // No other statement of the loop touches the local array.
     assert_eq!(src.matches("y_local[0] = y_local[0]").count(), 0, "{src}");
+}
+
+#[test]
+fn scalar_sums_split_the_short_part_into_groups() {
+    let text = SPMV.replace(
+        "vectorized(reassociate)",
+        "vectorized(reassociate, scalar_sums=3)",
+    );
+    let src = emit_c(&parse(&text)).unwrap().code;
+    let expected = "                for (int64_t p_lane = 0; p_lane < 16; ++p_lane) y_local_acc = y_local_acc + y_local_acc_lanes[p_lane];
+            }
+            {
+                float y_local_acc_1 = 0;
+                float y_local_acc_2 = 0;
+                for (; p_block + 3 <= p_end; p_block += 3) { /* vectorized(reassociate) */
+                    SPARSILE_SCALAR_LOOP
+                    {
+                        const int64_t p = p_block + 0;
+                        int64_t j = (int64_t)J[p];
+                        y_local_acc = y_local_acc + A[p] * x[j];
+                    }
+                    {
+                        const int64_t p = p_block + 1;
+                        int64_t j = (int64_t)J[p];
+                        y_local_acc_1 = y_local_acc_1 + A[p] * x[j];
+                    }
+                    {
+                        const int64_t p = p_block + 2;
+                        int64_t j = (int64_t)J[p];
+                        y_local_acc_2 = y_local_acc_2 + A[p] * x[j];
+                    }
+                }
+                y_local_acc = y_local_acc + (y_local_acc_1 + y_local_acc_2);
+            }
+            for (int64_t p = p_block; p < p_end; ++p) { /* vectorized(reassociate) */
+                SPARSILE_SCALAR_LOOP
+                int64_t j = (int64_t)J[p];
+                y_local_acc = y_local_acc + A[p] * x[j];
+            }
+            y_local[0] = y_local_acc;
+";
+    assert!(src.contains(expected), "{src}");
+    // One sum: no groups.
+    let one = emit_c(&parse(SPMV)).unwrap().code;
+    assert!(!one.contains("y_local_acc_1"), "{one}");
 }
 
 #[test]

@@ -55,7 +55,14 @@ fn addend(code: u8, x: BufferId, v: VarId, t: Option<VarId>) -> Expr {
     }
 }
 
-fn generate(stage: Stage, dtype: DType, len: i64, with_let: bool, pieces: &[Piece]) -> Func {
+fn generate(
+    stage: Stage,
+    dtype: DType,
+    len: i64,
+    with_let: bool,
+    scalar_sums: u32,
+    pieces: &[Piece],
+) -> Func {
     let mut b = FuncBuilder::new("reduce", stage);
     let n = b.param("n");
     let x = b.flat_buffer(
@@ -87,7 +94,7 @@ fn generate(stage: Stage, dtype: DType, len: i64, with_let: bool, pieces: &[Piec
         "v",
         int(1),
         Expr::Param(n),
-        ForKind::VectorizedReduction,
+        ForKind::VectorizedReduction { scalar_sums },
         |b, v| {
             let t = with_let.then(|| {
                 b.let_(
@@ -141,7 +148,7 @@ fn reduction_loop(f: &Func) -> &sparsile_ir::loops::For {
     f.body
         .iter()
         .find_map(|s| match s {
-            Stmt::For(l) if l.kind == ForKind::VectorizedReduction => Some(l),
+            Stmt::For(l) if matches!(l.kind, ForKind::VectorizedReduction { .. }) => Some(l),
             _ => None,
         })
         .expect("the generated function has a vectorized(reassociate) loop")
@@ -154,17 +161,22 @@ proptest! {
         flat in any::<bool>(),
         double in any::<bool>(),
         with_let in any::<bool>(),
+        scalar_sums in prop_oneof![Just(1u32), Just(2), Just(4), Just(16)],
         (len, pieces) in (1i64..4).prop_flat_map(|len| (Just(len), proptest::collection::vec(piece(len), 0..6))),
     ) {
         let stage = if flat { Stage::Flat } else { Stage::Pos };
         let dtype = if double { DType::F64 } else { DType::F32 };
-        let f = generate(stage, dtype, len, with_let, &pieces);
+        let f = generate(stage, dtype, len, with_let, scalar_sums, &pieces);
         let text = f.to_string();
         if let Err(errors) = verify(&f) {
             let listing: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
             panic!("generated function fails the verifier:\n{text}\n{}", listing.join("\n"));
         }
-        prop_assert!(text.contains(" vectorized(reassociate) {"), "{}", text);
+        let kind = match scalar_sums {
+            1 => " vectorized(reassociate) {".to_string(),
+            n => format!(" vectorized(reassociate, scalar_sums={n}) {{"),
+        };
+        prop_assert!(text.contains(&kind), "{}", text);
         let mut parsed: Func = text
             .parse()
             .unwrap_or_else(|e| panic!("printed text does not parse: {e}\n{text}"));
@@ -206,6 +218,23 @@ fn the_kind_argument_must_be_reassociate() {
     let f: Func = fixed.parse().unwrap();
     verify(&f).unwrap();
     assert_eq!(f.to_string(), fixed);
+    let sums = text.replace("vectorized(fast)", "vectorized(reassociate, sums=4)");
+    let err = sums.parse::<Func>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 4, column 41: expected `scalar_sums`, found `sums`"
+    );
+    let sums = text.replace("vectorized(fast)", "vectorized(reassociate, scalar_sums=x)");
+    let err = sums.parse::<Func>().unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the number of scalar partial sums"),
+        "{err}"
+    );
+    let sums = text.replace("vectorized(fast)", "vectorized(reassociate, scalar_sums=4)");
+    let f: Func = sums.parse().unwrap();
+    verify(&f).unwrap();
+    assert_eq!(f.to_string(), sums);
 }
 
 #[test]

@@ -107,8 +107,14 @@ fn spmv_bsr(m: usize, n: usize, r: usize, c: usize, rows: Rows, seed: u64) -> Ca
     let x = dense(vec![n], &mut rng);
     let format: Format = format!("bsr:{r}x{c}").parse().unwrap();
     let inputs = HashMap::from([
-        ("A".to_string(), SparseTensor::from_coo(&a, &format).unwrap()),
-        ("x".to_string(), SparseTensor::from_coo(&x, &Format::Dense).unwrap()),
+        (
+            "A".to_string(),
+            SparseTensor::from_coo(&a, &format).unwrap(),
+        ),
+        (
+            "x".to_string(),
+            SparseTensor::from_coo(&x, &Format::Dense).unwrap(),
+        ),
     ]);
     Case {
         program: sparsile::compile_notation(&text).unwrap(),
@@ -134,8 +140,14 @@ fn spmv_one_row_blocks_sum_across_the_row() {
                 .unwrap_or_else(|e| panic!("{}: {e}\n{}", case.label, sch.func().unwrap()));
             let text = sch.func().unwrap().to_string();
             // Zeroed once before the row's blocks, combined into y[io * 1 + 0] after.
-            assert!(text.contains(&format!("for r in 0..4 {{\n        {partial}[r] = 0.0")), "{text}");
-            assert!(text.contains(&format!("y[io * 1 + 0] = y[io * 1 + 0] + {partial}[r2]")), "{text}");
+            assert!(
+                text.contains(&format!("for r in 0..4 {{\n        {partial}[r] = 0.0")),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!("y[io * 1 + 0] = y[io * 1 + 0] + {partial}[r2]")),
+                "{text}"
+            );
             sch.vectorize(&LoopRef::new("y", "ji")).unwrap();
             sch.parallel(&LoopRef::new("y", "io")).unwrap();
             check(&case, &sch, native.as_ref());

@@ -74,7 +74,7 @@ fn before_and_after_files() {
         for call in &calls {
             let words: Vec<&str> = call.split_whitespace().collect();
             assert_eq!(words[0], "vectorize_reduction", "{}", file.display());
-            func = vectorize_reduction(&func, &at(words[1], words[2]))
+            func = vectorize_reduction(&func, &at(words[1], words[2]), 1)
                 .unwrap_or_else(|e| panic!("{}: {call}: {e}", file.display()));
             verify(&func).unwrap_or_else(|e| panic!("{}: {e:?}\n{func}", file.display()));
         }
@@ -86,14 +86,17 @@ fn before_and_after_files() {
 
 #[test]
 fn marks_the_row_loop_of_spmv_after_cache_write() {
-    let f = vectorize_reduction(&spmv_cached(), &at("y", "j_p")).unwrap();
-    assert_eq!(kind_of(&f, "j_p"), Some(ForKind::VectorizedReduction));
+    let f = vectorize_reduction(&spmv_cached(), &at("y", "j_p"), 1).unwrap();
+    assert_eq!(
+        kind_of(&f, "j_p"),
+        Some(ForKind::VectorizedReduction { scalar_sums: 1 })
+    );
     assert!(f.to_string().contains("vectorized(reassociate) {"), "{f}");
 }
 
 #[test]
 fn refuses_an_unknown_loop() {
-    let e = vectorize_reduction(&spmv_cached(), &at("y", "nope")).unwrap_err();
+    let e = vectorize_reduction(&spmv_cached(), &at("y", "nope"), 1).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::UnknownLoop { primitive: "vectorize_reduction", var, .. } if var == "nope"),
         "{e:?}"
@@ -103,7 +106,7 @@ fn refuses_an_unknown_loop() {
 #[test]
 fn refuses_a_loop_that_is_not_serial() {
     let f = parallel(&spmv_cached(), &at("y.init", "i")).unwrap();
-    let e = vectorize_reduction(&f, &at("y.init", "i")).unwrap_err();
+    let e = vectorize_reduction(&f, &at("y.init", "i"), 1).unwrap_err();
     assert!(
         matches!(
             &e,
@@ -116,8 +119,8 @@ fn refuses_a_loop_that_is_not_serial() {
         "{e:?}"
     );
     // Marking twice is refused the same way.
-    let once = vectorize_reduction(&spmv_cached(), &at("y", "j_p")).unwrap();
-    let e = vectorize_reduction(&once, &at("y", "j_p")).unwrap_err();
+    let once = vectorize_reduction(&spmv_cached(), &at("y", "j_p"), 1).unwrap();
+    let e = vectorize_reduction(&once, &at("y", "j_p"), 1).unwrap_err();
     assert!(
         matches!(
             &e,
@@ -132,7 +135,7 @@ fn refuses_a_loop_that_is_not_serial() {
 
 #[test]
 fn refuses_an_outer_loop() {
-    let e = vectorize_reduction(&spmv_cached(), &at("y", "i_2")).unwrap_err();
+    let e = vectorize_reduction(&spmv_cached(), &at("y", "i_2"), 1).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::ReductionNotInnermost { inner, .. } if inner == "j_p"),
         "{e:?}"
@@ -143,7 +146,7 @@ fn refuses_an_outer_loop() {
 #[test]
 fn refuses_a_reduction_into_memory() {
     // Without cache_write the row sums go straight into `y[i_2]`.
-    let e = vectorize_reduction(&stage2(SPMV), &at("y", "j_p")).unwrap_err();
+    let e = vectorize_reduction(&stage2(SPMV), &at("y", "j_p"), 1).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::LoopCarriedAccess(a) if a.primitive == "vectorize_reduction" && a.buffer == "y"),
         "{e:?}"
@@ -154,7 +157,7 @@ fn refuses_a_reduction_into_memory() {
 fn refuses_a_store_to_a_local_that_is_not_a_sum() {
     let f =
         parsed("    for i in 0..n {\n      acc[0] = acc[0] * x[i]\n    }\n    out[0] = acc[0]\n");
-    let e = vectorize_reduction(&f, &at("b", "i")).unwrap_err();
+    let e = vectorize_reduction(&f, &at("b", "i"), 1).unwrap_err();
     match &e {
         ScheduleError::NotReassociable { reason, span, .. } => {
             assert_eq!(span.line, 7, "{e}");
@@ -169,7 +172,7 @@ fn refuses_a_sum_whose_element_is_read_in_the_loop() {
     let f = parsed(
         "    for i in 0..n {\n      acc[0] = acc[0] + x[i]\n      acc[1] = acc[1] + acc[0]\n    }\n    out[0] = acc[1]\n",
     );
-    let e = vectorize_reduction(&f, &at("b", "i")).unwrap_err();
+    let e = vectorize_reduction(&f, &at("b", "i"), 1).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::NotReassociable { reason, span, .. }
             if span.line == 8 && reason.contains("`acc` is reduced in the loop")),
@@ -182,7 +185,7 @@ fn refuses_a_sum_into_a_scalar_local() {
     let f = parsed(
         "    let s: f64 = 0.0\n    for i in 0..n {\n      s = s + x[i]\n    }\n    out[0] = s\n",
     );
-    let e = vectorize_reduction(&f, &at("b", "i")).unwrap_err();
+    let e = vectorize_reduction(&f, &at("b", "i"), 1).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::NotReassociable { reason, .. } if reason.contains("assignment to `s`")),
         "{e:?}"
@@ -192,13 +195,13 @@ fn refuses_a_sum_into_a_scalar_local() {
 #[test]
 fn refuses_a_loop_without_a_local_sum() {
     // `y.init`'s loop stores `y[i] = 0.0`: nothing to reassociate.
-    let e = vectorize_reduction(&spmv_cached(), &at("y.init", "i")).unwrap_err();
+    let e = vectorize_reduction(&spmv_cached(), &at("y.init", "i"), 1).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::NoLocalReduction { var, block, .. } if var == "i" && block == "y.init"),
         "{e:?}"
     );
     // SpMM's innermost loop writes a different element of `C` per iteration.
-    let e = vectorize_reduction(&stage2(SPMM), &at("C", "k2_2")).unwrap_err();
+    let e = vectorize_reduction(&stage2(SPMM), &at("C", "k2_2"), 1).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::NoLocalReduction { .. }),
         "{e:?}"
@@ -211,13 +214,14 @@ fn the_schedule_records_a_step_that_replays() {
     let mut sch = Schedule::new(&program);
     sch.cache_write(&at("y", "i_2"), "y").unwrap();
     // A failing call records nothing.
-    assert!(sch.vectorize_reduction(&at("y", "i_2")).is_err());
-    sch.vectorize_reduction(&at("y", "j_p")).unwrap();
+    assert!(sch.vectorize_reduction(&at("y", "i_2"), 1).is_err());
+    sch.vectorize_reduction(&at("y", "j_p"), 1).unwrap();
     let last = sch.trace().steps.last().unwrap().clone();
     assert_eq!(
         last,
         Step::VectorizeReduction {
-            target: at("y", "j_p")
+            target: at("y", "j_p"),
+            scalar_sums: 1
         }
     );
     assert_eq!(last.primitive(), "vectorize_reduction");
@@ -238,4 +242,41 @@ fn the_schedule_records_a_step_that_replays() {
         lowered.stage3
     );
     verify(&lowered.stage3).unwrap();
+}
+
+#[test]
+fn scalar_sums_are_recorded_printed_and_checked() {
+    let program = sparsile::compile_notation(SPMV).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.cache_write(&at("y", "i_2"), "y").unwrap();
+    for bad in [0, 17] {
+        let e = sch.vectorize_reduction(&at("y", "j_p"), bad).unwrap_err();
+        assert!(
+            matches!(&e, ScheduleError::BadScalarSums { scalar_sums, .. } if *scalar_sums == bad),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("it must be 1 to 16"), "{e}");
+    }
+    sch.vectorize_reduction(&at("y", "j_p"), 4).unwrap();
+    let text = sch.func().unwrap().to_string();
+    assert!(
+        text.contains("vectorized(reassociate, scalar_sums=4) {"),
+        "{text}"
+    );
+    let json = sch.trace().to_json();
+    assert!(json.contains("\"scalar_sums\": 4"), "{json}");
+    let replayed = Trace::from_json(&json).unwrap().replay(&program).unwrap();
+    assert_eq!(replayed.func().unwrap().to_string(), text);
+    // A trace written without the field replays with one sum.
+    let old = json.replace(",\n      \"scalar_sums\": 4", "");
+    assert!(!old.contains("scalar_sums"), "{old}");
+    let replayed = Trace::from_json(&old).unwrap().replay(&program).unwrap();
+    assert!(replayed
+        .func()
+        .unwrap()
+        .to_string()
+        .contains("vectorized(reassociate) {"));
+    let lowered = sch.finish().unwrap();
+    verify(&lowered.stage3).unwrap();
+    assert!(lowered.stage3.to_string().contains("scalar_sums=4"));
 }

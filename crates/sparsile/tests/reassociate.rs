@@ -2,7 +2,8 @@
 //! `vectorized(reassociate)`: compiled and compared with the reference interpreter with a
 //! relative tolerance (the partial sums change the rounding) on seeded random matrices —
 //! empty rows, an empty matrix, one row holding most non-zeros (1000+), row lengths
-//! that are not multiples of 8 or 16 — in f32 and f64, with 1 and 2 threads. The
+//! that are not multiples of 8 or 16 — in f32 and f64, with 1 and 2 threads, with the
+//! scalar part in order or split into 3 or 4 partial sums (`scalar_sums`). The
 //! generated C sums long rows in lanes, and `reassociate=off` leaves them out.
 //! Without a C compiler the compiled checks print that they skipped.
 
@@ -102,15 +103,24 @@ fn rowwise_spmv_matches_the_interpreter() {
         let program = spmv(dtype);
         for (s, (kind, m, n)) in SHAPES.into_iter().enumerate() {
             let inputs = inputs(kind, m, n, dtype, 40 + s as u64);
-            let what = format!("rowwise spmv {dtype} {kind} {m}x{n}");
-            let kernel = compile_recipe(&program, &inputs, "rowwise")
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let stage2 = kernel.ir(Stage::Stage2);
-            assert!(
-                stage2.contains("vectorized(reassociate)"),
-                "{what}:\n{stage2}"
-            );
-            check_kernel(&kernel, &program, &inputs, dtype, &what);
+            for (recipe, kind_text) in [
+                ("rowwise", "vectorized(reassociate) {"),
+                (
+                    "rowwise:scalar_sums=4",
+                    "vectorized(reassociate, scalar_sums=4) {",
+                ),
+                (
+                    "rowwise:scalar_sums=3",
+                    "vectorized(reassociate, scalar_sums=3) {",
+                ),
+            ] {
+                let what = format!("{recipe} spmv {dtype} {kind} {m}x{n}");
+                let kernel = compile_recipe(&program, &inputs, recipe)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let stage2 = kernel.ir(Stage::Stage2);
+                assert!(stage2.contains(kind_text), "{what}:\n{stage2}");
+                check_kernel(&kernel, &program, &inputs, dtype, &what);
+            }
         }
     }
 }

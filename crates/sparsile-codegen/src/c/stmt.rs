@@ -63,7 +63,7 @@ fn emit_stmt(
     block: Option<&str>,
 ) -> Result<(), CodegenError> {
     match s {
-        Stmt::For(f) if f.kind == ForKind::VectorizedReduction => {
+        Stmt::For(f) if matches!(f.kind, ForKind::VectorizedReduction { .. }) => {
             ctx.span = f.span;
             emit_reassociated_loop(ctx, w, f, block)?;
         }
@@ -83,7 +83,7 @@ fn emit_stmt(
                 | ForKind::Parallel
                 | ForKind::ParallelDynamic
                 | ForKind::ParallelBalanced { .. }
-                | ForKind::VectorizedReduction => {}
+                | ForKind::VectorizedReduction { .. } => {}
             }
             w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
             w.indent += 1;
@@ -301,7 +301,7 @@ pub(crate) fn loop_comment(block: Option<&str>, kind: ForKind) -> String {
             ", parallel (runs serially inside a work item)"
         }
         ForKind::Vectorized => ", vectorized",
-        ForKind::VectorizedReduction => ", vectorized(reassociate)",
+        ForKind::VectorizedReduction { .. } => ", vectorized(reassociate)",
         ForKind::Unrolled => ", unrolled",
     };
     match block {

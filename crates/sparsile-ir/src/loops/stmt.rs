@@ -21,7 +21,10 @@ use crate::Span;
 /// buffer and `e` loop-invariant ([`crate::loops::local_reductions`]), and the backend
 /// may add the terms of each such element in any order (partial sums per vector lane,
 /// summed after the loop). Its serial meaning is that of a plain loop; results differ from
-/// it only by floating-point rounding.
+/// it only by floating-point rounding. Its `scalar_sums` (text
+/// `vectorized(reassociate, scalar_sums=N)`, omitted when 1) is how many independent
+/// partial sums the part of the loop that runs scalar keeps (the iterations after the
+/// vector blocks, and short loops): 1 adds them in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ForKind {
     Serial,
@@ -35,9 +38,12 @@ pub enum ForKind {
     ParallelBalanced {
         indptr: BufferId,
     },
-    /// Text `vectorized(reassociate)`: vectorized, with local `+` reductions that may be
-    /// reassociated across vector lanes.
-    VectorizedReduction,
+    /// Text `vectorized(reassociate)` (or `vectorized(reassociate, scalar_sums=N)`):
+    /// vectorized, with local `+` reductions that may be reassociated across vector lanes
+    /// and, in the scalar part, across `scalar_sums` partial sums.
+    VectorizedReduction {
+        scalar_sums: u32,
+    },
 }
 
 /// How the iterations of a parallel loop are divided between threads (see [`ForKind`]).
@@ -64,7 +70,7 @@ impl ForKind {
         match self {
             ForKind::Serial => "serial",
             ForKind::Parallel => "parallel",
-            ForKind::Vectorized | ForKind::VectorizedReduction => "vectorized",
+            ForKind::Vectorized | ForKind::VectorizedReduction { .. } => "vectorized",
             ForKind::Unrolled => "unrolled",
             ForKind::ParallelDynamic | ForKind::ParallelBalanced { .. } => "parallel",
         }
@@ -83,14 +89,20 @@ impl ForKind {
             ForKind::ParallelBalanced { indptr } => Some(Partition::Balanced { indptr }),
             ForKind::Serial
             | ForKind::Vectorized
-            | ForKind::VectorizedReduction
+            | ForKind::VectorizedReduction { .. }
             | ForKind::Unrolled => None,
         }
     }
 
+    /// The most partial sums a `vectorized(reassociate)` loop keeps in its scalar part.
+    pub const MAX_SCALAR_SUMS: u32 = 16;
+
     /// Whether the loop is vectorized (with or without reassociated reductions).
     pub fn is_vectorized(self) -> bool {
-        matches!(self, ForKind::Vectorized | ForKind::VectorizedReduction)
+        matches!(
+            self,
+            ForKind::Vectorized | ForKind::VectorizedReduction { .. }
+        )
     }
 
     /// The parallel kind with this partition.

@@ -691,7 +691,16 @@ impl<'a> Verifier<'a> {
                         );
                     }
                 }
-                if l.kind == ForKind::VectorizedReduction {
+                if let ForKind::VectorizedReduction { scalar_sums } = l.kind {
+                    if !(1..=ForKind::MAX_SCALAR_SUMS).contains(&scalar_sums) {
+                        self.error(
+                            l.span,
+                            format!(
+                                "{ctx}: `scalar_sums` is {scalar_sums}; it must be 1 to {}",
+                                ForKind::MAX_SCALAR_SUMS
+                            ),
+                        );
+                    }
                     self.reassociated(l, &ctx);
                 }
                 self.stmts(&l.body, scope, in_parallel || l.kind.is_parallel());

@@ -474,6 +474,14 @@ pub enum ScheduleError {
         span: Span,
         loop_span: Span,
     },
+    /// The number of scalar partial sums is out of range.
+    #[error("vectorize_reduction: loop `{var}` in block `{block}` ({span}): `scalar_sums` is {scalar_sums}; it must be 1 to 16")]
+    BadScalarSums {
+        block: String,
+        var: String,
+        scalar_sums: u32,
+        span: Span,
+    },
     // ---- end of vectorize_reduction ----
     // ---- absorb_init (also UnknownBuffer, UnknownBlock) ----
     /// No top-level statement before the block writes the buffer.

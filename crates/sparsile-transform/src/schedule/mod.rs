@@ -161,7 +161,10 @@ impl Schedule {
             Step::Rfactor { target, inner } => self.rfactor(target, inner).map(|_| ()),
             Step::DecomposeFormat { buffer, rule } => self.decompose_format(buffer, rule.clone()),
             Step::HorizontalFuse { blocks } => self.horizontal_fuse(blocks).map(|_| ()),
-            Step::VectorizeReduction { target } => self.vectorize_reduction(target),
+            Step::VectorizeReduction {
+                target,
+                scalar_sums,
+            } => self.vectorize_reduction(target, *scalar_sums),
             Step::AbsorbInit { block, buffer } => self.absorb_init(block, buffer),
         }
     }
@@ -289,12 +292,20 @@ impl Schedule {
     }
 
     /// [`vectorize_reduction()`]: marks the loop vectorized with its local `+`
-    /// reductions reassociated (`vectorized(reassociate)`).
-    pub fn vectorize_reduction(&mut self, target: &LoopRef) -> Result<(), ScheduleError> {
+    /// reductions reassociated (`vectorized(reassociate)`), `scalar_sums` partial sums
+    /// in its scalar part (1: in order).
+    pub fn vectorize_reduction(
+        &mut self,
+        target: &LoopRef,
+        scalar_sums: u32,
+    ) -> Result<(), ScheduleError> {
         let step = Step::VectorizeReduction {
             target: target.clone(),
+            scalar_sums,
         };
-        self.stage2(step, |f| vectorize_reduction(f, target).map(|f| (f, ())))
+        self.stage2(step, |f| {
+            vectorize_reduction(f, target, scalar_sums).map(|f| (f, ()))
+        })
     }
 
     /// [`unroll()`]: marks the loop unrolled.

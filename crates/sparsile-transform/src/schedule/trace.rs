@@ -113,9 +113,13 @@ pub enum Step {
     HorizontalFuse {
         blocks: Vec<String>,
     },
-    /// Stage II: vectorize, reassociating the loop's `+` reductions into locals.
+    /// Stage II: vectorize, reassociating the loop's `+` reductions into locals
+    /// (`scalar_sums` partial sums in the scalar part; 1 when absent, as in traces
+    /// written before it existed).
     VectorizeReduction {
         target: LoopRef,
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        scalar_sums: u32,
     },
     /// Stage II: start `buffer`'s cache_write local in `block` at its init constant and
     /// drop the init block.
@@ -179,4 +183,12 @@ impl Trace {
         }
         Ok(sch)
     }
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }

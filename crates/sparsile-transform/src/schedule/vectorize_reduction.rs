@@ -6,8 +6,12 @@
 //! compiler must keep in order, so even a vectorized gather and multiply end in one add
 //! per non-zero. This primitive records the permission to reassociate those sums: the C
 //! backend keeps 16 partial sums (iteration `l` of each block of 16 adds into sum `l`)
-//! and adds them after the loop. Results differ from the serial order only by
-//! floating-point rounding.
+//! and adds them after the loop. `scalar_sums` splits the part that stays scalar (short
+//! loops, the iterations after the blocks of 16) into that many partial sums too: rows
+//! of a few dozen non-zeros then run that many independent multiply-add chains, which
+//! pays on matrices of short, even rows (cage11, delaunay) and costs on graphs whose row
+//! lengths vary a lot (one more unpredictable branch per row). Results differ from the
+//! serial order only by floating-point rounding.
 //!
 //! Preconditions (each its own [`ScheduleError`], naming the loop and its block):
 //! - the loop is serial ([`ScheduleError::NotSerial`]);
@@ -21,9 +25,11 @@
 //!   local declared outside the loop is assigned in it
 //!   ([`ScheduleError::NotReassociable`]; the rules are those of
 //!   [`sparsile_ir::loops::local_reductions`]);
-//! - there is at least one such reduction ([`ScheduleError::NoLocalReduction`]).
+//! - there is at least one such reduction ([`ScheduleError::NoLocalReduction`]);
+//! - `scalar_sums` is 1 to [`ForKind::MAX_SCALAR_SUMS`] ([`ScheduleError::BadScalarSums`]).
 //!
-//! Postcondition: the same function with the loop marked `vectorized(reassociate)`.
+//! Postcondition: the same function with the loop marked `vectorized(reassociate)`
+//! (`vectorized(reassociate, scalar_sums=N)` when `scalar_sums` is not 1).
 //!
 //! Example (`tests/schedule/vectorize_reduction/spmv_csr.before` → `.after`):
 //! ```text
@@ -41,11 +47,11 @@
 //! let mut sch = Schedule::new(&program);
 //! let nonzeros = LoopRef::new("y", "j_p");
 //! // `y[i_2] = y[i_2] + …` is a reduction into memory: refused.
-//! assert!(sch.vectorize_reduction(&nonzeros).is_err());
+//! assert!(sch.vectorize_reduction(&nonzeros, 1).is_err());
 //! // Accumulating the row in a local makes it a reduction that may be reassociated.
 //! sch.cache_write(&LoopRef::new("y", "i_2"), "y").unwrap();
-//! sch.vectorize_reduction(&nonzeros).unwrap();
-//! assert!(sch.func().unwrap().to_string().contains("vectorized(reassociate) {"));
+//! sch.vectorize_reduction(&nonzeros, 4).unwrap();
+//! assert!(sch.func().unwrap().to_string().contains("vectorized(reassociate, scalar_sums=4) {"));
 //! ```
 
 use sparsile_ir::loops::{local_reductions, ForKind, Func};
@@ -53,12 +59,24 @@ use sparsile_ir::loops::{local_reductions, ForKind, Func};
 use super::parallel::{check_independent, find_loop, inner_loop_vars, not_serial, with_loop};
 use super::{LoopRef, ScheduleError};
 
-/// Marks `target` `vectorized(reassociate)` after checking the preconditions in the
-/// module docs.
-pub fn vectorize_reduction(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
+/// Marks `target` `vectorized(reassociate)`, with `scalar_sums` partial sums in its
+/// scalar part, after checking the preconditions in the module docs.
+pub fn vectorize_reduction(
+    func: &Func,
+    target: &LoopRef,
+    scalar_sums: u32,
+) -> Result<Func, ScheduleError> {
     let primitive = "vectorize_reduction";
     let found = find_loop(func, target, primitive)?;
     let f = found.for_;
+    if !(1..=ForKind::MAX_SCALAR_SUMS).contains(&scalar_sums) {
+        return Err(ScheduleError::BadScalarSums {
+            block: target.block.clone(),
+            var: target.var.clone(),
+            scalar_sums,
+            span: f.span,
+        });
+    }
     if f.kind != ForKind::Serial {
         return Err(not_serial(primitive, target, f));
     }
@@ -86,6 +104,6 @@ pub fn vectorize_reduction(func: &Func, target: &LoopRef) -> Result<Func, Schedu
         });
     }
     Ok(with_loop(func, target, |f| {
-        f.kind = ForKind::VectorizedReduction
+        f.kind = ForKind::VectorizedReduction { scalar_sums }
     }))
 }

@@ -12,12 +12,12 @@
 //! array (`cache_write`, unless `cache=off`) that starts at the init constant when the
 //! rows store every element (`absorb_init`), so the output is written once. An innermost
 //! loop that sums into a local after `cache_write` (SpMV) is vectorised with its sums
-//! reassociated (`vectorize_reduction`, parameter `reassociate`). In SpMV over a
+//! reassociated (`vectorize_reduction`, parameters `reassociate` and `scalar_sums`). In SpMV over a
 //! `bsr:1xC` matrix, the `C` columns of a block keep one partial sum each across all the
 //! blocks of a row (`rfactor` over the row's blocks), vectorised: with `C = 16` the
 //! index array shrinks 16-fold and the gathers of `x` become contiguous loads.
 
-use sparsile_ir::loops::{BufferKind, Expr, For, Func, Stmt};
+use sparsile_ir::loops::{BufferKind, Expr, For, ForKind, Func, Stmt};
 use sparsile_transform::lower_iterations;
 use sparsile_transform::schedule::{LoopPartition, Schedule, ScheduleError, SplitTail};
 
@@ -62,6 +62,11 @@ fn info() -> RecipeInfo {
                 name: "reassociate",
                 default: "on",
                 doc: "`on`: an innermost loop summing into a local (SpMV's non-zeros of a row) is vectorised with one partial sum per lane (vectorize_reduction); `off`",
+            },
+            ParamInfo {
+                name: "scalar_sums",
+                default: "1",
+                doc: "partial sums in the scalar part of a reassociated loop (rows shorter than 32, the last iterations of longer ones): 4 pays on short, even rows (cage11, delaunay), 1 on rows whose lengths vary widely (power-law graphs)",
             },
         ],
         source: "DA-SpMM (row balance, row-major, sequential reduction) with CPU levers",
@@ -115,7 +120,8 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         }
     }
     if args.choice("reassociate", &["on", "off"])? == "on" {
-        vectorize_local_sums(sch, name)?;
+        let sums = args.int("scalar_sums", 1, i64::from(ForKind::MAX_SCALAR_SUMS))?;
+        vectorize_local_sums(sch, name, sums as u32)?;
     }
     Ok(())
 }
@@ -124,7 +130,11 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
 /// (`vectorize_reduction`) when it is a serial loop summing into a local (SpMV's loop
 /// over the non-zeros of a row, after `cache_write`). Loops where that does not apply
 /// (already vectorised, no local sum, a dependence through memory) stay as they are.
-fn vectorize_local_sums(sch: &mut Schedule, recipe: &str) -> Result<(), RecipeError> {
+fn vectorize_local_sums(
+    sch: &mut Schedule,
+    recipe: &str,
+    scalar_sums: u32,
+) -> Result<(), RecipeError> {
     let Some(main) = main_iteration(sch.program()) else {
         return Ok(());
     };
@@ -132,7 +142,7 @@ fn vectorize_local_sums(sch: &mut Schedule, recipe: &str) -> Result<(), RecipeEr
     let Some((inner, _)) = nest(&func, &main).pop() else {
         return Ok(());
     };
-    match sch.vectorize_reduction(&inner) {
+    match sch.vectorize_reduction(&inner, scalar_sums) {
         Ok(())
         | Err(
             ScheduleError::NotSerial { .. }

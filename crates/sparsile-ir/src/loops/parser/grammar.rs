@@ -637,6 +637,29 @@ impl Parser {
         }
     }
 
+    /// `scalar_sums=N` of `vectorized(reassociate, scalar_sums=N)` (the verifier checks
+    /// the range).
+    fn scalar_sums(&mut self) -> PResult<u32> {
+        let expected = "`scalar_sums`";
+        let (word, span) = self.expect_word(expected)?;
+        if word != "scalar_sums" {
+            return Err(ParseError::new(
+                span,
+                format!("expected {expected}, found `{word}`"),
+            ));
+        }
+        self.expect_punct("=")?;
+        match self.peek().tok.clone() {
+            Tok::Int(d) => {
+                let span = self.bump().span;
+                d.parse::<u32>().map_err(|_| {
+                    ParseError::new(span, format!("`{d}` is too large for `scalar_sums`"))
+                })
+            }
+            _ => Err(self.error_expected("the number of scalar partial sums")),
+        }
+    }
+
     fn for_loop(&mut self) -> PResult<Stmt> {
         let start = self.expect_keyword("for")?;
         let (name, nspan) = self.expect_name("a loop variable name")?;
@@ -669,7 +692,11 @@ impl Parser {
                         format!("expected {expected}, found `{word}`"),
                     ));
                 }
-                kind = ForKind::VectorizedReduction;
+                let mut scalar_sums = 1;
+                if self.eat_punct(",") {
+                    scalar_sums = self.scalar_sums()?;
+                }
+                kind = ForKind::VectorizedReduction { scalar_sums };
                 self.expect_punct(")")?;
             }
         }
