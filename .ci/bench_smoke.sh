@@ -13,7 +13,7 @@ trap 'rm -rf "$out"' EXIT
 echo "== bench smoke: sparsile bench --peers scipy on data/cora.mtx"
 cargo run --release --locked -q -p sparsile-cli -- bench \
   --op spmm,sddmm,spmv --k 32 --matrix data/cora.mtx --peers scipy \
-  --threads 2 --warmup 1 --repeat 3 --json "$out/records.json"
+  --threads 2 --warmup 1 --repeat 3 --rounds 2 --json "$out/records.json"
 
 bench/.venv/bin/python - "$out/records.json" <<'PY'
 import json, sys

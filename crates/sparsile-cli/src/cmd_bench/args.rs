@@ -28,9 +28,15 @@ pub struct BenchArgs {
     /// Untimed runs before the timed ones (at least one is always made).
     #[arg(long, default_value_t = 3)]
     pub warmup: usize,
-    /// Timed runs; the median, minimum and maximum are reported.
+    /// Timed runs (per round); the median, minimum and maximum are reported.
     #[arg(long, default_value_t = 10)]
     pub repeat: usize,
+    /// Measure Sparsile and then every peer this many times in turn, each round with its
+    /// own warm-up and --repeat timed runs; the statistics pool the runs of every round.
+    /// Rounds spread the slow spells of a shared machine over all the systems instead
+    /// of one.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
     /// Seconds a peer may take for one case (warm-up and repeats) before it is stopped
     /// and reported as failed.
     #[arg(long, default_value_t = 900, value_name = "SECONDS")]

@@ -12,6 +12,7 @@
 //! warm-up and the timed repeats in this process, and its result is checked against an
 //! f64 reference; each peer then runs in its own process (one at a time, with the same
 //! thread count) on the same operands, and its result is checked against Sparsile's.
+//! With `--rounds R` that sequence runs R times and each system's runs are pooled.
 //! Preconditions: a C compiler for Sparsile's kernels; `bench/setup.sh` for the peers
 //! and the chart (`--peers none` needs no Python).
 
@@ -217,7 +218,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         .prefix("sparsile-bench")
         .tempdir()
         .context("cannot create a temporary folder for the operands")?;
-    let bar = progress_bar((cases.len() * (1 + setup.names.len())) as u64);
+    if args.rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
+    let bar = progress_bar((cases.len() * (1 + setup.names.len()) * args.rounds) as u64);
     let mut records = Vec::new();
     let mut matrix: Option<Matrix> = None;
     for (index, case) in cases.iter().enumerate() {
@@ -315,33 +319,6 @@ fn measure_case(
     };
     let dense = Dense::random(case.op, csr.m, csr.n, k, args.seed);
     let expected = reference(case.op, csr, &dense, k);
-
-    bar.set_message(format!("{} sparsile", case.label()));
-    let mut ours = base.clone();
-    let mut our_output = None;
-    match sparsile_side::measure(
-        case,
-        &mat.coo,
-        csr,
-        &dense,
-        threads,
-        args.warmup,
-        args.repeat,
-    ) {
-        Ok(m) => {
-            let (med, min, max) = summarize(&m.times);
-            ours.set_times(med, min, max, c);
-            ours.compile_ms = Some(m.compile_seconds * 1e3);
-            let check = compare(&m.output, &expected);
-            ours.correct = Some(check.correct);
-            ours.max_abs_err = Some(check.max_abs_err);
-            our_output = Some(m.output);
-        }
-        Err(e) => ours.note = Some(format!("failed: {}", one_line(&e))),
-    }
-    bar.inc(1);
-
-    let mut records = vec![ours];
     if !setup.names.is_empty() {
         csr.write(dir)?;
         dense.write(dir)?;
@@ -352,59 +329,160 @@ fn measure_case(
         repeat: args.repeat,
     };
     let case_json = peers::write_case(dir, case, csr, runs)?;
-    // Peers are checked against Sparsile's result; against the reference when
-    // Sparsile's own result is missing or wrong.
-    let sparsile_ok = records[0].correct == Some(true);
-    let expected_f32: Vec<f64>;
-    let against: &[f64] = match (&our_output, sparsile_ok) {
-        (Some(o), true) => {
-            expected_f32 = o.iter().map(|&v| v as f64).collect();
-            &expected_f32
-        }
-        _ => &expected,
-    };
-    for name in &setup.names {
-        bar.set_message(format!("{} {name}", case.label()));
-        let python = setup.python.as_deref().expect("found with the peers");
-        let bench_dir = setup.bench_dir.as_deref().expect("found with the peers");
-        let mut r = base.clone();
-        r.system = name.clone();
-        r.format = None;
-        r.recipe = None;
-        r.version = None;
-        match peers::run_peer(
-            python,
-            bench_dir,
-            name,
-            &case_json,
-            threads,
-            std::time::Duration::from_secs(args.peer_timeout),
-        )? {
-            PeerRun::Ran {
-                times,
-                output,
-                version,
-                note,
-            } => {
-                let (med, min, max) = summarize(&times);
-                r.set_times(med, min, max, c);
-                let check = compare(&output, against);
-                r.correct = Some(check.correct);
-                r.max_abs_err = Some(check.max_abs_err);
-                r.version = version;
-                r.note = match (note, sparsile_ok) {
-                    (n, true) => n,
-                    (Some(n), false) => Some(format!("{n}; checked against the reference")),
-                    (None, false) => Some("checked against the reference".into()),
-                };
+
+    // One tally per system, Sparsile's first; every round adds its timed runs.
+    let mut tallies: Vec<Tally> = std::iter::once(SPARSILE.to_string())
+        .chain(setup.names.iter().cloned())
+        .map(|system| Tally::new(&base, system))
+        .collect();
+    let mut our_output: Option<Vec<f32>> = None;
+    for round in 0..args.rounds {
+        let of = |who: &str| match args.rounds {
+            1 => format!("{} {who}", case.label()),
+            n => format!("{} {who} (round {}/{n})", case.label(), round + 1),
+        };
+        bar.set_message(of("sparsile"));
+        let ours = &mut tallies[0];
+        if ours.live {
+            match sparsile_side::measure(
+                case,
+                &mat.coo,
+                csr,
+                &dense,
+                threads,
+                args.warmup,
+                args.repeat,
+            ) {
+                Ok(m) => {
+                    ours.times.extend(&m.times);
+                    ours.record
+                        .compile_ms
+                        .get_or_insert(m.compile_seconds * 1e3);
+                    ours.check(compare(&m.output, &expected));
+                    our_output.get_or_insert(m.output);
+                }
+                Err(e) => ours.fail(format!("failed: {}", one_line(&e))),
             }
-            PeerRun::Unsupported { note } | PeerRun::Failed { note } => r.note = Some(note),
         }
         bar.inc(1);
-        records.push(r);
+        // Peers are checked against Sparsile's result; against the reference when
+        // Sparsile's own result is missing or wrong.
+        let sparsile_ok = tallies[0].record.correct == Some(true);
+        let against: Vec<f64> = match (&our_output, sparsile_ok) {
+            (Some(o), true) => o.iter().map(|&v| v as f64).collect(),
+            _ => expected.clone(),
+        };
+        for t in tallies.iter_mut().skip(1) {
+            bar.set_message(of(&t.record.system));
+            if !t.live {
+                bar.inc(1);
+                continue;
+            }
+            let python = setup.python.as_deref().expect("found with the peers");
+            let bench_dir = setup.bench_dir.as_deref().expect("found with the peers");
+            match peers::run_peer(
+                python,
+                bench_dir,
+                &t.record.system,
+                &case_json,
+                threads,
+                std::time::Duration::from_secs(args.peer_timeout),
+            )? {
+                PeerRun::Ran {
+                    times,
+                    output,
+                    version,
+                    note,
+                } => {
+                    t.times.extend(&times);
+                    t.check(compare(&output, &against));
+                    t.record.version = version;
+                    if let Some(n) = note {
+                        t.note(n);
+                    }
+                    if !sparsile_ok {
+                        t.note("checked against the reference".into());
+                    }
+                }
+                PeerRun::Unsupported { note } | PeerRun::Failed { note } => t.fail(note),
+            }
+            bar.inc(1);
+        }
     }
+    let mut records: Vec<Record> = tallies.into_iter().map(|t| t.finish(c)).collect();
     set_speedups(&mut records);
     Ok(records)
+}
+
+/// What one system measured over the rounds of a case.
+struct Tally {
+    record: Record,
+    times: Vec<f64>,
+    /// False once the system failed or lacks the operation: later rounds skip it.
+    live: bool,
+    /// Each distinct note, with how many rounds gave it.
+    notes: Vec<(String, usize)>,
+}
+
+impl Tally {
+    fn new(base: &Record, system: String) -> Tally {
+        let mut record = base.clone();
+        if system != SPARSILE {
+            record.format = None;
+            record.recipe = None;
+            record.version = None;
+        }
+        record.system = system;
+        Tally {
+            record,
+            times: Vec::new(),
+            live: true,
+            notes: Vec::new(),
+        }
+    }
+
+    /// A round's result check: the record is correct only if every round was.
+    fn check(&mut self, check: reference::Check) {
+        let r = &mut self.record;
+        r.correct = Some(r.correct.unwrap_or(true) && check.correct);
+        r.max_abs_err = Some(r.max_abs_err.unwrap_or(0.0).max(check.max_abs_err));
+    }
+
+    fn note(&mut self, note: String) {
+        match self.notes.iter_mut().find(|(n, _)| *n == note) {
+            Some((_, count)) => *count += 1,
+            None => self.notes.push((note, 1)),
+        }
+    }
+
+    /// A failure (or a missing operation): no times are reported, and later rounds
+    /// skip the system.
+    fn fail(&mut self, note: String) {
+        self.live = false;
+        self.times.clear();
+        self.record.correct = None;
+        self.record.max_abs_err = None;
+        self.note(note);
+    }
+
+    fn finish(mut self, cost: metrics::Cost) -> Record {
+        if !self.times.is_empty() {
+            let (med, min, max) = summarize(&self.times);
+            self.record.set_times(med, min, max, cost);
+        }
+        // Notes that differ between rounds (MKL's faster variant) say in how many.
+        let text: Vec<String> = match self.notes.as_slice() {
+            [(n, _)] => vec![n.clone()],
+            all => all
+                .iter()
+                .map(|(n, c)| format!("{n} ({c} round{})", if *c == 1 { "" } else { "s" }))
+                .collect(),
+        };
+        if !text.is_empty() {
+            self.record.note = Some(text.join("; "));
+        }
+        self.record
+    }
 }
 
 /// An error and its causes on one line, leaving out causes whose text the message
@@ -457,6 +535,72 @@ mod tests {
             .context("outer: inner detail")
             .context("while compiling");
         assert_eq!(one_line(&e), "while compiling: outer: inner detail");
+    }
+
+    fn ok(err: f64) -> reference::Check {
+        reference::Check {
+            correct: true,
+            max_abs_err: err,
+        }
+    }
+
+    #[test]
+    fn a_tally_pools_the_rounds() {
+        let cost = metrics::Cost {
+            flops: 2e6,
+            bytes: 4e6,
+        };
+        let mut t = Tally::new(&record(SPARSILE, None, None), "mkl".into());
+        assert_eq!(
+            (t.record.format.as_deref(), t.record.recipe.as_deref()),
+            (None, None)
+        );
+        for (round, times) in [[3e-3, 1e-3], [2e-3, 5e-3], [4e-3, 6e-3]]
+            .iter()
+            .enumerate()
+        {
+            t.times.extend(times);
+            t.check(ok(round as f64 * 1e-6));
+            t.note(if round == 1 { "fresh" } else { "out=" }.into());
+        }
+        let r = t.finish(cost);
+        // The median of all six runs, the extremes of all rounds, the largest error.
+        assert_eq!(r.median_ms, Some(3.5));
+        assert_eq!((r.min_ms, r.max_ms), (Some(1.0), Some(6.0)));
+        assert_eq!((r.correct, r.max_abs_err), (Some(true), Some(2e-6)));
+        assert_eq!(r.note.as_deref(), Some("out= (2 rounds); fresh (1 round)"));
+    }
+
+    #[test]
+    fn one_wrong_round_makes_the_record_wrong_and_a_failure_drops_the_times() {
+        let mut t = Tally::new(&record(SPARSILE, None, None), SPARSILE.into());
+        t.times.push(1e-3);
+        t.check(ok(0.0));
+        t.check(reference::Check {
+            correct: false,
+            max_abs_err: 1.0,
+        });
+        t.check(ok(0.0));
+        t.note("same".into());
+        t.note("same".into());
+        let r = t.finish(metrics::Cost {
+            flops: 1.0,
+            bytes: 1.0,
+        });
+        assert_eq!((r.correct, r.max_abs_err), (Some(false), Some(1.0)));
+        assert_eq!(r.note.as_deref(), Some("same"));
+
+        let mut t = Tally::new(&record(SPARSILE, None, None), "scipy".into());
+        t.times.push(1e-3);
+        t.check(ok(0.0));
+        t.fail("failed: out of memory".into());
+        assert!(!t.live);
+        let r = t.finish(metrics::Cost {
+            flops: 1.0,
+            bytes: 1.0,
+        });
+        assert_eq!((r.median_ms, r.correct), (None, None));
+        assert_eq!(r.note.as_deref(), Some("failed: out of memory"));
     }
 
     fn record(system: &str, median: Option<f64>, correct: Option<bool>) -> Record {
