@@ -1,5 +1,6 @@
-//! Visiting every statement of a statement list, nested ones included.
+//! Visiting and rebuilding every statement of a statement list, nested ones included.
 
+use super::expr::Expr;
 use super::stmt::Stmt;
 use crate::id::VarId;
 
@@ -67,6 +68,93 @@ impl Stmt {
                     span: *span,
                 },
                 leaf => f(leaf).unwrap_or_else(|| leaf.clone()),
+            })
+            .collect()
+    }
+
+    /// `stmts` rebuilt with `f`'s answer for every expression they hold — loop bounds,
+    /// conditions, values, and the indices of stores, atomic adds and prefetches —
+    /// nested statements included. The statements keep their shape, buffers and spans.
+    ///
+    /// ```
+    /// use sparsile_ir::loops::{Expr, Func, Stmt};
+    /// let f: Func = "flat func f(n) {\n  buffer y: f64[n] output values\n  for i in 0..n {\n    y[i] = 1.0\n  }\n}\n"
+    ///     .parse()
+    ///     .unwrap();
+    /// let doubled = Stmt::map_exprs(&f.body, &mut |e| match e {
+    ///     Expr::Float(x) => Expr::Float(2.0 * x),
+    ///     other => other.clone(),
+    /// });
+    /// let g = Func { body: doubled, ..f };
+    /// assert!(g.to_string().contains("y[i] = 2.0"));
+    /// ```
+    pub fn map_exprs(stmts: &[Stmt], f: &mut impl FnMut(&Expr) -> Expr) -> Vec<Stmt> {
+        stmts
+            .iter()
+            .map(|s| match s {
+                Stmt::For(l) => Stmt::For(super::For {
+                    lo: f(&l.lo),
+                    hi: f(&l.hi),
+                    body: Stmt::map_exprs(&l.body, f),
+                    ..l.clone()
+                }),
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                    span,
+                } => Stmt::If {
+                    cond: f(cond),
+                    then_body: Stmt::map_exprs(then_body, f),
+                    else_body: Stmt::map_exprs(else_body, f),
+                    span: *span,
+                },
+                Stmt::Block { name, body, span } => Stmt::Block {
+                    name: name.clone(),
+                    body: Stmt::map_exprs(body, f),
+                    span: *span,
+                },
+                Stmt::Let { var, value, span } => Stmt::Let {
+                    var: *var,
+                    value: f(value),
+                    span: *span,
+                },
+                Stmt::Assign { var, value, span } => Stmt::Assign {
+                    var: *var,
+                    value: f(value),
+                    span: *span,
+                },
+                Stmt::Store {
+                    buffer,
+                    indices,
+                    value,
+                    span,
+                } => Stmt::Store {
+                    buffer: *buffer,
+                    indices: indices.iter().map(&mut *f).collect(),
+                    value: f(value),
+                    span: *span,
+                },
+                Stmt::AtomicAdd {
+                    buffer,
+                    indices,
+                    value,
+                    span,
+                } => Stmt::AtomicAdd {
+                    buffer: *buffer,
+                    indices: indices.iter().map(&mut *f).collect(),
+                    value: f(value),
+                    span: *span,
+                },
+                Stmt::Prefetch {
+                    buffer,
+                    indices,
+                    span,
+                } => Stmt::Prefetch {
+                    buffer: *buffer,
+                    indices: indices.iter().map(&mut *f).collect(),
+                    span: *span,
+                },
             })
             .collect()
     }

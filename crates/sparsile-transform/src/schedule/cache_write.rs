@@ -449,90 +449,38 @@ impl Plan {
         unwrap_one(body)
     }
 
-    /// `s` with every access of the buffer redirected to `local`.
+    /// `s` with every access of the buffer redirected to `local`: loads anywhere, and
+    /// the element each store or atomic add writes.
     pub(crate) fn rewrite_stmt(&self, s: &Stmt, local: BufferId) -> Stmt {
-        let rs = |b: &[Stmt]| b.iter().map(|s| self.rewrite_stmt(s, local)).collect();
-        let re = |e: &Expr| self.rewrite_expr(e, local);
-        // A written element of the buffer becomes the local's element.
-        let redirect = |buffer: BufferId, indices: &[Expr]| {
-            let indices: Vec<Expr> = indices.iter().map(re).collect();
-            if buffer == self.buffer {
-                (local, vec![self.offset(&indices)])
-            } else {
-                (buffer, indices)
-            }
-        };
-        match s {
-            Stmt::For(f) => Stmt::For(For {
-                lo: re(&f.lo),
-                hi: re(&f.hi),
-                body: rs(&f.body),
-                ..f.clone()
-            }),
-            Stmt::If {
-                cond,
-                then_body,
-                else_body,
-                span,
-            } => Stmt::If {
-                cond: re(cond),
-                then_body: rs(then_body),
-                else_body: rs(else_body),
-                span: *span,
-            },
-            Stmt::Let { var, value, span } => Stmt::Let {
-                var: *var,
-                value: re(value),
-                span: *span,
-            },
-            Stmt::Assign { var, value, span } => Stmt::Assign {
-                var: *var,
-                value: re(value),
-                span: *span,
-            },
+        let loads = Stmt::map_exprs(std::slice::from_ref(s), &mut |e| {
+            self.rewrite_expr(e, local)
+        });
+        let mut redirected = Stmt::map_leaves(&loads, &mut |s| match s {
             Stmt::Store {
                 buffer,
                 indices,
                 value,
                 span,
-            } => {
-                let (buffer, indices) = redirect(*buffer, indices);
-                Stmt::Store {
-                    buffer,
-                    indices,
-                    value: re(value),
-                    span: *span,
-                }
-            }
+            } if *buffer == self.buffer => Some(Stmt::Store {
+                buffer: local,
+                indices: vec![self.offset(indices)],
+                value: value.clone(),
+                span: *span,
+            }),
             Stmt::AtomicAdd {
                 buffer,
                 indices,
                 value,
                 span,
-            } => {
-                let (buffer, indices) = redirect(*buffer, indices);
-                Stmt::AtomicAdd {
-                    buffer,
-                    indices,
-                    value: re(value),
-                    span: *span,
-                }
-            }
-            Stmt::Prefetch {
-                buffer,
-                indices,
-                span,
-            } => Stmt::Prefetch {
-                buffer: *buffer,
-                indices: indices.iter().map(re).collect(),
+            } if *buffer == self.buffer => Some(Stmt::AtomicAdd {
+                buffer: local,
+                indices: vec![self.offset(indices)],
+                value: value.clone(),
                 span: *span,
-            },
-            Stmt::Block { name, body, span } => Stmt::Block {
-                name: name.clone(),
-                body: rs(body),
-                span: *span,
-            },
-        }
+            }),
+            _ => None,
+        });
+        redirected.pop().expect("one statement in, one out")
     }
 
     pub(crate) fn rewrite_expr(&self, e: &Expr, local: BufferId) -> Expr {

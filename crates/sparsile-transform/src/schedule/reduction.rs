@@ -423,32 +423,7 @@ fn redirect_atomic(
     tmp: BufferId,
     offset: &dyn Fn(&[Expr]) -> Expr,
 ) -> Stmt {
-    let rs = |b: &[Stmt]| {
-        b.iter()
-            .map(|s| redirect_atomic(s, id, tmp, offset))
-            .collect()
-    };
-    match s {
-        Stmt::For(f) => Stmt::For(For {
-            body: rs(&f.body),
-            ..f.clone()
-        }),
-        Stmt::If {
-            cond,
-            then_body,
-            else_body,
-            span,
-        } => Stmt::If {
-            cond: cond.clone(),
-            then_body: rs(then_body),
-            else_body: rs(else_body),
-            span: *span,
-        },
-        Stmt::Block { name, body, span } => Stmt::Block {
-            name: name.clone(),
-            body: rs(body),
-            span: *span,
-        },
+    let mut out = Stmt::map_leaves(std::slice::from_ref(s), &mut |s| match s {
         Stmt::AtomicAdd {
             buffer,
             indices,
@@ -456,13 +431,14 @@ fn redirect_atomic(
             span,
         } if *buffer == id => {
             let at = vec![offset(indices)];
-            Stmt::Store {
+            Some(Stmt::Store {
                 buffer: tmp,
                 indices: at.clone(),
                 value: Expr::binary(BinaryOp::Add, Expr::load(tmp, at), value.clone()),
                 span: *span,
-            }
+            })
         }
-        _ => s.clone(),
-    }
+        _ => None,
+    });
+    out.pop().expect("one statement in, one out")
 }
