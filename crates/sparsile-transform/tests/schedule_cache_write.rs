@@ -1,12 +1,13 @@
 //! `cache_write`: SpMM and SpMV rows accumulated in a local array match the interpreter
 //! (stage II, stage III, native with 1 and 3 threads), alone and combined with `bound`,
 //! balanced `parallel_with` and `vectorize`, on matrices with empty rows, one huge row,
-//! no entries, and widths the bound does not equal; each precondition failure is its own
+//! no entries, and widths the bound does not equal; SpMM over `bsr:1xC` caches the row of
+//! a one-row block (its block-row loop runs once); each precondition failure is its own
 //! error; the text IR before/after is in `tests/schedule/cache_write/`.
 
 mod features;
 
-use features::{check, native_settings, spmm, spmv, Rows, ALL_ROWS};
+use features::{check, native_settings, spmm, spmm_bsr, spmv, Rows, ALL_ROWS};
 use sparsile_ir::loops::BufferKind;
 use sparsile_transform::schedule::cache_write::cache_write;
 use sparsile_transform::schedule::{LoopPartition, LoopRef, Schedule, ScheduleError};
@@ -39,6 +40,47 @@ fn spmm_cached_rows_match_the_interpreter() {
             check(&case, &sch, native.as_ref());
         }
     }
+}
+
+#[test]
+fn spmm_over_one_row_blocks_caches_the_row() {
+    let cache = tempfile::tempdir().unwrap();
+    let native = native_settings(cache.path());
+    let mut seed = 300;
+    for rows in ALL_ROWS {
+        for (m, n, k) in [(7, 9, 3), (1, 4, 2), (0, 3, 2), (6, 8, 5)] {
+            seed += 1;
+            let case = spmm_bsr(m, n, k, (1, 4), rows, seed);
+            let mut sch = Schedule::new(&case.program);
+            let kloop = LoopRef::new("C", "k2_2");
+            sch.bound(&kloop, 8).unwrap();
+            let local = sch
+                .cache_write(&LoopRef::new("C", "io"), "C")
+                .unwrap_or_else(|e| panic!("{}: {e}\n{}", case.label, sch.func().unwrap()));
+            let text = sch.func().unwrap().to_string();
+            // The row `io * 1 + ii` of the one-row block is read in and written back once.
+            assert!(
+                text.contains(&format!("{local}[C_in1] = C[io * 1 + 0, C_in1]")),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!("C[io * 1 + 0, C_out1] = {local}[C_out1]")),
+                "{text}"
+            );
+            sch.parallel(&LoopRef::new("C", "io")).unwrap();
+            sch.vectorize(&kloop).unwrap();
+            check(&case, &sch, native.as_ref());
+        }
+    }
+}
+
+#[test]
+fn refuses_the_rows_of_a_block_of_several_rows() {
+    let case = spmm_bsr(4, 8, 2, (2, 4), Rows::Random, 1);
+    let mut sch = Schedule::new(&case.program);
+    sch.bound(&LoopRef::new("C", "k2_2"), 2).unwrap();
+    let e = sch.cache_write(&LoopRef::new("C", "io"), "C").unwrap_err();
+    assert!(matches!(e, ScheduleError::CacheAccess(_)), "{e}");
 }
 
 #[test]

@@ -7,10 +7,7 @@
 
 mod features;
 
-use std::collections::HashMap;
-
-use features::{check, dense, native_settings, sparse, spmm, spmv, Case, Rows, ALL_ROWS};
-use sparsile_formats::{Format, SparseTensor};
+use features::{check, native_settings, spmm, spmv, spmv_bsr, Rows, ALL_ROWS};
 use sparsile_transform::schedule::rfactor::rfactor;
 use sparsile_transform::schedule::{LoopRef, Schedule, ScheduleError, SplitTail};
 
@@ -96,34 +93,6 @@ fn refuses_a_loop_without_updates() {
     assert!(matches!(err, ScheduleError::NotAReduction { .. }), "{err}");
 }
 
-/// SpMV `y[i] = A[i,j] * x[j]` with A stored as `bsr:RxC`, f64.
-fn spmv_bsr(m: usize, n: usize, r: usize, c: usize, rows: Rows, seed: u64) -> Case {
-    use rand::SeedableRng;
-    let text = format!(
-        "tensor A: f64[m, n] bsr:{r}x{c}\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n"
-    );
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let a = sparse(m, n, rows, &mut rng);
-    let x = dense(vec![n], &mut rng);
-    let format: Format = format!("bsr:{r}x{c}").parse().unwrap();
-    let inputs = HashMap::from([
-        (
-            "A".to_string(),
-            SparseTensor::from_coo(&a, &format).unwrap(),
-        ),
-        (
-            "x".to_string(),
-            SparseTensor::from_coo(&x, &Format::Dense).unwrap(),
-        ),
-    ]);
-    Case {
-        program: sparsile::compile_notation(&text).unwrap(),
-        inputs,
-        params: HashMap::from([("m".to_string(), m as i64), ("n".to_string(), n as i64)]),
-        label: format!("spmv bsr:{r}x{c} m={m} n={n} {rows:?} seed {seed}"),
-    }
-}
-
 #[test]
 fn spmv_one_row_blocks_sum_across_the_row() {
     let cache = tempfile::tempdir().unwrap();
@@ -133,7 +102,7 @@ fn spmv_one_row_blocks_sum_across_the_row() {
         // Widths that are, and are not, multiples of the block width.
         for (m, n) in [(6, 11), (1, 3), (0, 2), (9, 8), (5, 17)] {
             seed += 1;
-            let case = spmv_bsr(m, n, 1, 4, rows, seed);
+            let case = spmv_bsr(m, n, (1, 4), rows, seed);
             let mut sch = Schedule::new(&case.program);
             let partial = sch
                 .rfactor(&LoopRef::new("y", "jo_p"), &LoopRef::new("y", "ji"))
@@ -158,7 +127,7 @@ fn spmv_one_row_blocks_sum_across_the_row() {
 #[test]
 fn refuses_blocks_of_several_rows() {
     // With two rows per block, the element depends on the block row loop inside.
-    let case = spmv_bsr(4, 8, 2, 4, Rows::Random, 1);
+    let case = spmv_bsr(4, 8, (2, 4), Rows::Random, 1);
     let mut sch = Schedule::new(&case.program);
     let err = sch
         .rfactor(&LoopRef::new("y", "jo_p"), &LoopRef::new("y", "ji"))

@@ -1,7 +1,8 @@
 //! The `rowwise` recipe on matrices stored as `bsr:1xC` (one-row blocks of `C`
 //! columns): in SpMV each block column keeps its partial sum across all the blocks of a
-//! row (`rfactor` over the row's blocks, the columns vectorised), in SpMM and SDDMM the
-//! recipe schedules as before. Compiled kernels are compared with the reference
+//! row (`rfactor` over the row's blocks, the columns vectorised), in SpMM the output row
+//! of a block row is accumulated in a local array (`cache_write`), and SDDMM is
+//! scheduled as on CSR. Compiled kernels are compared with the reference
 //! interpreter on seeded random matrices — empty rows, an empty matrix, one row holding
 //! nearly every column, widths that are not multiples of `C` — in f32 and f64, with 1
 //! and 2 threads. Without a C compiler the compiled checks print that they skipped.
@@ -118,6 +119,14 @@ fn spmm_and_sddmm_on_one_row_blocks_match_the_interpreter() {
                 let what = format!("rowwise {op} {format} {kind} {m}x{n} k={k}");
                 let kernel = compile_recipe(program, inputs, "rowwise")
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
+                if op == "spmm" {
+                    // The output row of a one-row block is cached (`cache_write`).
+                    let stage2 = kernel.ir(Stage::Stage2);
+                    assert!(
+                        stage2.contains("C_local[C_in1] = C[io * 1 + 0, C_in1]"),
+                        "{what}:\n{stage2}"
+                    );
+                }
                 check_kernel(&kernel, program, inputs, DType::F32, &what);
             }
         }

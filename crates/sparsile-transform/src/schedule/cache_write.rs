@@ -13,7 +13,9 @@
 //!   index position, either
 //!   - *fixed*: the same expression in every access, computable at the top of the
 //!     iteration (it reads only variables declared outside the body or by the `let`s
-//!     that open it, and no buffer the body stores to); or
+//!     that open it, and no buffer the body stores to) once the variable of every inner
+//!     loop that runs exactly once is read as its value (`y[io * 1 + ii]` under
+//!     `for ii in 0..1`, a `bsr:1xC` block row); or
 //!   - *cached*: the variable of an inner loop with constant bounds (after `bound`), over
 //!     a parentless `dense_fixed` axis of `buffer` (so position = coordinate and the
 //!     valid positions are `0..length`);
@@ -49,6 +51,7 @@ use sparsile_ir::{AxisKind, Span};
 use super::error::CacheAccess;
 use super::loop_ref::{fresh_index_var, fresh_name, loop_mut};
 use super::parallel::find_loop;
+use super::single_iteration::{fold, single_iterations};
 use super::{LoopRef, ScheduleError};
 use crate::index_expr::{add, all, ge, lt, mul, npos, sub};
 
@@ -269,14 +272,36 @@ impl Plan {
         }
         let mut dims = Vec::new();
         let mut size: i64 = 1;
+        // Variables of loops that run once are their constant in a fixed index.
+        let once = single_iterations(&f.body[body.leading_lets..]);
+        let index =
+            |a: &(Option<Vec<Expr>>, Span), d: usize| a.0.as_ref().expect("no searches")[d].clone();
+        // The index at position `d` when it is the same computable expression in every
+        // access (`fold_once`: with the variables of loops that run once folded).
+        let fixed_index = |fold_once: bool, d: usize| {
+            let at = |a| match fold_once {
+                true => fold(&index(a, d), &once),
+                false => index(a, d),
+            };
+            let e0 = at(&accesses[0]);
+            let same = accesses.iter().all(|a| at(a) == e0);
+            (same && body.top_computable(&e0)).then_some(e0)
+        };
         for (d, &axis) in axes.iter().enumerate() {
             let first = &accesses[0];
-            let e0 = &first.0.as_ref().expect("no searches")[d];
-            let same = accesses
-                .iter()
-                .all(|a| a.0.as_ref().expect("no searches")[d] == *e0);
-            if same && body.top_computable(e0) {
-                dims.push(Dim::Fixed(e0.clone()));
+            // A cached position: the variable of an inner loop with constant bounds in
+            // every access (even one that runs once, so that a row of one element is
+            // still a row).
+            let loop_vars = accesses.iter().all(
+                |a| matches!(index(a, d), Expr::Var(v) if body.constant_loops.contains_key(&v)),
+            );
+            let fixed = match fixed_index(false, d) {
+                Some(e) => Some(e),
+                None if !loop_vars => fixed_index(true, d),
+                None => None,
+            };
+            if let Some(e0) = fixed {
+                dims.push(Dim::Fixed(e0));
                 continue;
             }
             let mut range: Option<(i64, i64)> = None;

@@ -41,6 +41,7 @@ pub mod prefetch;
 pub mod reduction;
 pub mod reorder;
 pub mod rfactor;
+mod single_iteration;
 pub mod sparse_fuse;
 pub mod sparse_reorder;
 pub mod specialize;

@@ -49,6 +49,7 @@ use sparsile_ir::{AxisKind, Span};
 use super::cache_write::{accesses, Body};
 use super::loop_ref::{fresh_index_var, fresh_name};
 use super::parallel::find_loop;
+use super::single_iteration::{fold, single_iterations};
 use super::{LoopRef, ScheduleError};
 use crate::index_expr::{add, mul, sub};
 
@@ -141,7 +142,8 @@ pub fn rfactor(
     let row = row_position(func, f, x, e);
     // The variable of a loop inside `target` that runs once (`c..c + 1`, the block row
     // of a 1xC block format) is the constant `c` wherever the update happens.
-    let e = &once_as_constants(&f.body, e);
+    let once = single_iterations(&f.body);
+    let e: &Vec<Expr> = &e.iter().map(|ix| fold(ix, &once)).collect();
     let mut computable = true;
     for (k, ix) in e.iter().enumerate() {
         if row.as_ref().is_some_and(|r| r.position == k) {
@@ -296,27 +298,6 @@ fn collect_updates(
             Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Prefetch { .. } => {}
         }
     }
-}
-
-/// `e` with the variable of every loop in `stmts` that runs exactly once (`c..c + 1`,
-/// literal bounds) replaced by its one value `c`.
-fn once_as_constants(stmts: &[Stmt], e: &[Expr]) -> Vec<Expr> {
-    let once: Vec<(VarId, i64)> = inner_loops(stmts)
-        .into_iter()
-        .filter_map(|l| match (&l.lo, &l.hi) {
-            (Expr::Int(lo), Expr::Int(hi)) if *hi == *lo + 1 => Some((l.var, *lo)),
-            _ => None,
-        })
-        .collect();
-    e.iter()
-        .map(|ix| {
-            ix.substitute(&mut |v| {
-                once.iter()
-                    .find(|(w, _)| *w == v)
-                    .map(|(_, c)| Expr::Int(*c))
-            })
-        })
-        .collect()
 }
 
 /// `stmts` with every update `X[e] = X[e] + v` of `x` accumulating into `partial[slot]`.

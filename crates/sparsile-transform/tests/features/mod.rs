@@ -124,6 +124,71 @@ pub fn spmv(m: usize, n: usize, rows: Rows, seed: u64) -> Case {
     }
 }
 
+/// SpMV `y[i] = A[i,j] * x[j]` with A stored as `bsr:RxC`, f64.
+pub fn spmv_bsr(m: usize, n: usize, (r, c): (usize, usize), rows: Rows, seed: u64) -> Case {
+    let format = format!("bsr:{r}x{c}");
+    let text = format!(
+        "tensor A: f64[m, n] {format}\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n"
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let a = sparse(m, n, rows, &mut rng);
+    let x = dense(vec![n], &mut rng);
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo(&a, &format.parse().unwrap()).unwrap(),
+        ),
+        (
+            "x".to_string(),
+            SparseTensor::from_coo(&x, &Format::Dense).unwrap(),
+        ),
+    ]);
+    Case {
+        program: sparsile::compile_notation(&text).unwrap(),
+        inputs,
+        params: HashMap::from([("m".to_string(), m as i64), ("n".to_string(), n as i64)]),
+        label: format!("spmv {format} m={m} n={n} {rows:?} seed {seed}"),
+    }
+}
+
+/// SpMM `C[i,k] = A[i,j] * B[j,k]` with A stored as `bsr:RxC`, f64.
+pub fn spmm_bsr(
+    m: usize,
+    n: usize,
+    k: usize,
+    (r, c): (usize, usize),
+    rows: Rows,
+    seed: u64,
+) -> Case {
+    let format = format!("bsr:{r}x{c}");
+    let text = format!(
+        "tensor A: f64[m, n] {format}\ntensor B: f64[n, k]\ntensor C: f64[m, k]\nC[i,k] = A[i,j] * B[j,k]\n"
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let a = sparse(m, n, rows, &mut rng);
+    let b = dense(vec![n, k], &mut rng);
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo(&a, &format.parse().unwrap()).unwrap(),
+        ),
+        (
+            "B".to_string(),
+            SparseTensor::from_coo(&b, &Format::Dense).unwrap(),
+        ),
+    ]);
+    Case {
+        program: sparsile::compile_notation(&text).unwrap(),
+        inputs,
+        params: HashMap::from([
+            ("m".to_string(), m as i64),
+            ("n".to_string(), n as i64),
+            ("k".to_string(), k as i64),
+        ]),
+        label: format!("spmm {format} m={m} n={n} k={k} {rows:?} seed {seed}"),
+    }
+}
+
 fn compare(label: &str, expected: &Outputs, got: &Outputs, context: &dyn Fn() -> String) {
     for (name, want) in expected {
         let want = want.values.to_f64_vec();

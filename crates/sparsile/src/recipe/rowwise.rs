@@ -15,7 +15,9 @@
 //! reassociated (`vectorize_reduction`, parameters `reassociate` and `scalar_sums`). In SpMV over a
 //! `bsr:1xC` matrix, the `C` columns of a block keep one partial sum each across all the
 //! blocks of a row (`rfactor` over the row's blocks), vectorised: with `C = 16` the
-//! index array shrinks 16-fold and the gathers of `x` become contiguous loads.
+//! index array shrinks 16-fold and the gathers of `x` become contiguous loads. The
+//! output row of a one-row block is cached like a CSR row (its block-row loop runs
+//! once, so `cache_write` sees one row).
 
 use sparsile_ir::loops::{BufferKind, Expr, For, ForKind, Func, Stmt};
 use sparsile_transform::lower_iterations;
