@@ -12,12 +12,13 @@
 //! array (`cache_write`, unless `cache=off`) that starts at the init constant when the
 //! rows store every element (`absorb_init`), so the output is written once. An innermost
 //! loop that sums into a local after `cache_write` (SpMV) is vectorised with its sums
-//! reassociated (`vectorize_reduction`, parameters `reassociate` and `scalar_sums`). In SpMV over a
-//! `bsr:1xC` matrix, the `C` columns of a block keep one partial sum each across all the
-//! blocks of a row (`rfactor` over the row's blocks), vectorised: with `C = 16` the
-//! index array shrinks 16-fold and the gathers of `x` become contiguous loads. The
-//! output row of a one-row block is cached like a CSR row (its block-row loop runs
-//! once, so `cache_write` sees one row).
+//! reassociated (`vectorize_reduction`, parameters `reassociate` and `scalar_sums`).
+//!
+//! In SpMV over a `bsr:1xC` matrix, the `C` columns of a block keep one partial sum each
+//! across all the blocks of a row (`rfactor` over the row's blocks), vectorised: with
+//! `C = 32` the index array shrinks 32-fold and the gathers of `x` become contiguous
+//! loads. The output row of a one-row block is cached like a CSR row (its block-row
+//! loop runs once, so `cache_write` sees one row).
 
 use sparsile_ir::loops::{BufferKind, Expr, For, ForKind, Func, Stmt};
 use sparsile_transform::lower_iterations;
@@ -206,15 +207,13 @@ fn block_row_reduction(sch: &mut Schedule, recipe: &str) -> Result<bool, RecipeE
     let (Expr::Int(lo), Expr::Int(hi)) = (&f.lo, &f.hi) else {
         return Ok(false);
     };
-    if f.kind != sparsile_ir::loops::ForKind::Serial || !(2..=MAX_BLOCK_LANES).contains(&(hi - lo))
-    {
+    if f.kind != ForKind::Serial || !(2..=MAX_BLOCK_LANES).contains(&(hi - lo)) {
         return Ok(false);
     }
     // The loop over the row's blocks: the nearest enclosing serial loop whose bounds
     // are not constants.
     let Some((blocks_loop, _)) = loops[..loops.len() - 1].iter().rev().find(|(_, g)| {
-        g.kind == sparsile_ir::loops::ForKind::Serial
-            && !matches!((&g.lo, &g.hi), (Expr::Int(_), Expr::Int(_)))
+        g.kind == ForKind::Serial && !matches!((&g.lo, &g.hi), (Expr::Int(_), Expr::Int(_)))
     }) else {
         return Ok(false);
     };
@@ -241,7 +240,7 @@ fn split_reduction(sch: &mut Schedule, recipe: &str, lanes: i64) -> Result<(), R
     let (Expr::Int(lo), Expr::Int(hi)) = (&f.lo, &f.hi) else {
         return Ok(());
     };
-    if f.kind != sparsile_ir::loops::ForKind::Serial || hi - lo < lanes {
+    if f.kind != ForKind::Serial || hi - lo < lanes {
         return Ok(());
     }
     // Try on a copy: only a schedule where every step applies is kept.
