@@ -161,8 +161,7 @@ impl Launcher {
             .collect()
     }
 
-    /// Sets every element of `data` to its default (zero), in one contiguous part per
-    /// thread.
+    /// Sets every element of `data` to its default (zero), each thread a contiguous part.
     pub fn fill_zero<T: Copy + Default + Send>(&self, data: &mut [T]) {
         const SERIAL_BELOW: usize = 1 << 16;
         if self.threads == 1 || data.len() < SERIAL_BELOW {
@@ -172,13 +171,11 @@ impl Launcher {
         let part = data.len().div_ceil(self.threads);
         let parts: Vec<Mutex<Option<&mut [T]>>> =
             data.chunks_mut(part).map(|c| Mutex::new(Some(c))).collect();
-        // Parts are claimed in turn: whoever runs the job takes what is left.
-        let next = AtomicUsize::new(0);
-        self.pool.broadcast(&|_participant| loop {
-            let Some(slot) = parts.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                return;
-            };
-            if let Some(piece) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        self.pool.broadcast(&|p| {
+            let piece = parts
+                .get(p)
+                .and_then(|m| m.lock().unwrap_or_else(|e| e.into_inner()).take());
+            if let Some(piece) = piece {
                 piece.fill(T::default());
             }
         });

@@ -10,20 +10,12 @@
 //! the host to run the idle virtual CPU again), which otherwise leaves one thread doing
 //! most of a short call's chunks.
 //!
-//! A job is a closure the caller and each worker that joins in time call once
-//! ([`SpinPool::broadcast`]). A job must therefore hand out its work through shared state
-//! (an atomic counter of chunks): whoever runs it takes what is left. A worker joins by
-//! claiming one of the job's `threads - 1` slots; when the caller's own call returns (all
-//! work handed out), it closes the remaining slots and waits only for the workers that
-//! claimed one. So a worker that is asleep, or that the operating system has not
-//! scheduled, never holds a call up: before, every call waited for every worker to wake
-//! and check in, and a descheduled worker cost a time slice (about 2 ms) per call. The
-//! closure may borrow from the caller's stack: no worker runs it after `broadcast`
-//! returns. Jobs on one pool are serialised: a second caller waits for the first call to
-//! finish. A panic in a worker is caught and resumed on the calling thread.
+//! A job is a closure every participant calls once ([`SpinPool::broadcast`]); the caller
+//! returns when every participant has returned from it, so the closure may borrow from
+//! the caller's stack. Jobs on one pool are serialised: a second caller waits for the
+//! first call to finish. A panic in a worker is caught and resumed on the calling thread.
 //!
-//! Preconditions: the job's work is claimed through shared state, not by participant
-//! index; a pool of 1 thread runs jobs on the caller alone.
+//! Preconditions: none; a pool of 1 thread runs jobs on the caller alone.
 //!
 //! ```
 //! use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,19 +23,16 @@
 //! use sparsile_runtime::jit::SpinPool;
 //!
 //! let pool = SpinPool::new(3, Duration::from_micros(200)).unwrap();
-//! let next = AtomicUsize::new(0);
-//! let done: Vec<AtomicUsize> = (0..100).map(|_| AtomicUsize::new(0)).collect();
-//! pool.broadcast(&|_participant| loop {
-//!     let i = next.fetch_add(1, Ordering::Relaxed);
-//!     let Some(item) = done.get(i) else { return };
-//!     item.fetch_add(1, Ordering::Relaxed);
+//! let calls = AtomicUsize::new(0);
+//! pool.broadcast(&|_participant| {
+//!     calls.fetch_add(1, Ordering::Relaxed);
 //! });
-//! assert!(done.iter().all(|d| d.load(Ordering::Relaxed) == 1));
+//! assert_eq!(calls.load(Ordering::Relaxed), 3);
 //! ```
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -51,8 +40,8 @@ use std::time::{Duration, Instant};
 /// How long an idle worker spins before it sleeps, when `SPARSILE_SPIN_US` is unset.
 pub const DEFAULT_SPIN: Duration = Duration::from_millis(2);
 
-/// A job: called once by the caller and by each worker that claims a slot, with the
-/// participant's index (`0..threads`; the calling thread is the last).
+/// A job: called once by every participant with its index (`0..threads`; the calling
+/// thread is the last).
 type Job = dyn Fn(usize) + Sync;
 
 /// A job pointer with its lifetime erased; valid while [`SpinPool::broadcast`] runs.
@@ -67,11 +56,8 @@ struct Shared {
     generation: AtomicU64,
     /// The current job (set before `generation` is bumped).
     job: Mutex<Option<JobPtr>>,
-    /// The current job's slots that no worker has claimed yet: a worker claims one by
-    /// decrementing it from a positive value; the caller closes the job by swapping in 0.
-    slots: AtomicIsize,
-    /// Workers that claimed a slot of the current job and have returned from it.
-    finished: AtomicUsize,
+    /// Workers that have not yet returned from the current job.
+    pending: AtomicUsize,
     /// Workers asleep (or about to sleep) on `wake`.
     sleeping: AtomicUsize,
     sleep_lock: Mutex<()>,
@@ -109,8 +95,7 @@ impl SpinPool {
         let shared = Arc::new(Shared {
             generation: AtomicU64::new(0),
             job: Mutex::new(None),
-            slots: AtomicIsize::new(0),
-            finished: AtomicUsize::new(0),
+            pending: AtomicUsize::new(0),
             sleeping: AtomicUsize::new(0),
             sleep_lock: Mutex::new(()),
             wake: Condvar::new(),
@@ -139,9 +124,9 @@ impl SpinPool {
         self.threads
     }
 
-    /// Calls `job(threads - 1)` on the calling thread, and `job(p)` on each worker `p`
-    /// that claims a slot before the caller's call returns; returns when every call that
-    /// started has returned. A panic in any call is resumed here after they are done.
+    /// Calls `job(p)` once on every participant `p` in `0..threads` (the calling thread is
+    /// participant `threads - 1`) and returns when all calls have returned. A panic in any
+    /// call is resumed here after every participant is done.
     pub fn broadcast(&self, job: &(dyn Fn(usize) + Sync)) {
         let me = self.threads - 1;
         if me == 0 {
@@ -158,31 +143,25 @@ impl SpinPool {
                 .unwrap_or_else(|e| e.into_inner())
                 .take(),
         );
-        // SAFETY: the lifetime is erased only for the workers' copies; a worker reads the
-        // pointer only after claiming a slot, `Wait` below closes the slots and does not
-        // let this function return (or unwind) before every claimant has returned from
+        // SAFETY: the lifetime is erased only for the workers' copies; `Wait` below does
+        // not let this function return (or unwind) before every worker has returned from
         // the job, and the pointer is cleared before the next job.
         let erased: *const Job =
             unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync + '_), &'static Job>(job) };
         *shared.job.lock().unwrap_or_else(|e| e.into_inner()) = Some(JobPtr(erased));
-        // No claimant of an earlier job is left (its caller waited for them all).
-        shared.finished.store(0, Ordering::SeqCst);
-        shared.slots.store(me as isize, Ordering::SeqCst);
+        shared.pending.store(me, Ordering::SeqCst);
         shared.generation.fetch_add(1, Ordering::SeqCst);
         if shared.sleeping.load(Ordering::SeqCst) > 0 {
             let _g = shared.sleep_lock.lock().unwrap_or_else(|e| e.into_inner());
             shared.wake.notify_all();
         }
-        /// Closes the job's slots and waits for the workers that claimed one when dropped,
-        /// so that an unwinding caller also waits.
-        struct Wait<'a>(&'a Shared, usize);
+        /// Waits for the workers when dropped, so that an unwinding caller also waits.
+        struct Wait<'a>(&'a Shared);
         impl Drop for Wait<'_> {
             fn drop(&mut self) {
-                let unclaimed = self.0.slots.swap(0, Ordering::SeqCst).max(0) as usize;
-                let claimed = self.1 - unclaimed;
                 let start = Instant::now();
                 let mut n = 0u32;
-                while self.0.finished.load(Ordering::Acquire) < claimed {
+                while self.0.pending.load(Ordering::Acquire) > 0 {
                     n = n.wrapping_add(1);
                     if n.is_multiple_of(256) && start.elapsed() > Duration::from_micros(50) {
                         std::thread::yield_now();
@@ -193,7 +172,7 @@ impl SpinPool {
                 *self.0.job.lock().unwrap_or_else(|e| e.into_inner()) = None;
             }
         }
-        let wait = Wait(shared, me);
+        let wait = Wait(shared);
         job(me);
         drop(wait);
         let payload = shared
@@ -262,22 +241,17 @@ fn worker(shared: &Shared, index: usize) {
             shared.sleeping.fetch_sub(1, Ordering::SeqCst);
             drop(guard);
         }
-        // Claim a slot of the current job; a job already closed (its caller done with
-        // all the work) is left alone.
-        if shared.slots.fetch_sub(1, Ordering::SeqCst) <= 0 {
-            continue;
-        }
         let job = *shared.job.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(JobPtr(ptr)) = job {
-            // SAFETY: `broadcast` keeps the job alive until every claimant has counted
-            // itself in `finished`, which needs this worker's increment below.
+            // SAFETY: `broadcast` keeps the job alive until `pending` reaches zero, which
+            // needs this worker's decrement below.
             let f: &Job = unsafe { &*ptr };
             if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(index))) {
                 let mut slot = shared.panic.lock().unwrap_or_else(|e| e.into_inner());
                 slot.get_or_insert(p);
             }
         }
-        shared.finished.fetch_add(1, Ordering::AcqRel);
+        shared.pending.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -285,35 +259,24 @@ fn worker(shared: &Shared, index: usize) {
 mod tests {
     use super::*;
 
-    /// Runs `items` items through `pool` the way a kernel phase does (an atomic counter)
-    /// and returns how often each ran and which participants ran the job.
-    fn claim_items(pool: &SpinPool, items: usize) -> (Vec<usize>, Vec<usize>) {
-        let next = AtomicUsize::new(0);
-        let done: Vec<AtomicUsize> = (0..items).map(|_| AtomicUsize::new(0)).collect();
-        let ran: Vec<AtomicUsize> = (0..pool.threads()).map(|_| AtomicUsize::new(0)).collect();
-        pool.broadcast(&|p| {
-            ran[p].fetch_add(1, Ordering::Relaxed);
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = done.get(i) else { return };
-                item.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        let load = |v: Vec<AtomicUsize>| v.into_iter().map(|a| a.into_inner()).collect();
-        (load(done), load(ran))
-    }
-
     #[test]
-    fn every_item_of_every_job_runs_once() {
+    fn every_participant_runs_each_job_once() {
         for threads in [1, 2, 4] {
             for spin in [Duration::ZERO, Duration::from_millis(1)] {
                 let pool = SpinPool::new(threads, spin).unwrap();
-                for round in 0..300 {
-                    let (done, ran) = claim_items(&pool, round % 37);
-                    assert!(done.iter().all(|&d| d == 1), "round {round}: {done:?}");
-                    // The caller always runs the job; a worker at most once.
-                    assert_eq!(ran[threads - 1], 1, "round {round}");
-                    assert!(ran.iter().all(|&r| r <= 1), "round {round}: {ran:?}");
+                for round in 0..200 {
+                    let seen: Vec<AtomicUsize> =
+                        (0..threads).map(|_| AtomicUsize::new(0)).collect();
+                    pool.broadcast(&|p| {
+                        seen[p].fetch_add(1, Ordering::Relaxed);
+                    });
+                    for (p, s) in seen.iter().enumerate() {
+                        assert_eq!(
+                            s.load(Ordering::Relaxed),
+                            1,
+                            "participant {p}, round {round}"
+                        );
+                    }
                     if round % 50 == 0 {
                         // Let workers fall asleep now and then.
                         std::thread::sleep(Duration::from_millis(3));
@@ -324,49 +287,21 @@ mod tests {
     }
 
     #[test]
-    fn awake_workers_join_a_long_job() {
-        // Items that take a while give spinning workers time to claim their slots.
-        let pool = SpinPool::new(3, Duration::from_secs(5)).unwrap();
-        let next = AtomicUsize::new(0);
-        let ran: Vec<AtomicUsize> = (0..3).map(|_| AtomicUsize::new(0)).collect();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        pool.broadcast(&|p| {
-            ran[p].fetch_add(1, Ordering::Relaxed);
-            // The caller keeps the job open until both workers are in (or time is up).
-            while p == 2
-                && ran.iter().filter(|r| r.load(Ordering::Relaxed) > 0).count() < 3
-                && Instant::now() < deadline
-            {
-                std::hint::spin_loop();
-            }
-            while next.fetch_add(1, Ordering::Relaxed) < 1000 {}
-        });
-        let ran: Vec<usize> = ran.into_iter().map(|a| a.into_inner()).collect();
-        assert_eq!(ran, vec![1, 1, 1]);
-    }
-
-    #[test]
     fn a_worker_panic_reaches_the_caller_and_the_pool_goes_on() {
         let pool = SpinPool::new(3, Duration::ZERO).unwrap();
-        let entered = AtomicBool::new(false);
-        let deadline = Instant::now() + Duration::from_secs(10);
         let r = catch_unwind(AssertUnwindSafe(|| {
             pool.broadcast(&|p| {
-                if p != 2 {
-                    entered.store(true, Ordering::SeqCst);
-                    panic!("worker {p} fails");
-                }
-                // The caller waits (with a deadline) until a worker has joined.
-                while !entered.load(Ordering::SeqCst) && Instant::now() < deadline {
-                    std::hint::spin_loop();
+                if p == 0 {
+                    panic!("participant 0 fails");
                 }
             })
         }));
-        assert!(entered.load(Ordering::SeqCst));
         assert!(r.is_err());
-        let (done, ran) = claim_items(&pool, 100);
-        assert!(done.iter().all(|&d| d == 1));
-        assert_eq!(ran[2], 1);
+        let count = AtomicUsize::new(0);
+        pool.broadcast(&|_| {
+            count.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(count.load(Ordering::Relaxed), 3);
     }
 
     #[test]
@@ -379,8 +314,9 @@ mod tests {
                 let total = Arc::clone(&total);
                 std::thread::spawn(move || {
                     for _ in 0..100 {
-                        let (done, _) = claim_items(&pool, 10);
-                        total.fetch_add(done.iter().sum::<usize>(), Ordering::Relaxed);
+                        pool.broadcast(&|_| {
+                            total.fetch_add(1, Ordering::Relaxed);
+                        });
                     }
                 })
             })
@@ -388,6 +324,6 @@ mod tests {
         for h in handles {
             h.join().unwrap();
         }
-        assert_eq!(total.load(Ordering::Relaxed), 4 * 100 * 10);
+        assert_eq!(total.load(Ordering::Relaxed), 4 * 100 * 2);
     }
 }
