@@ -65,7 +65,7 @@ pub fn lower_buffers(func: &Func) -> Result<Func, LowerError> {
             None => indices,
         }
     };
-    out.body = func.body.iter().map(|s| stmt(s, &rewrite)).collect();
+    out.body = stmts(&func.body, &rewrite);
     out.axes = IdVec::new();
     out.stage = Stage::Flat;
     Ok(out)
@@ -114,73 +114,44 @@ pub fn value_offset(all: &IdVec<AxisId, AxisDecl>, axes: &[AxisId], positions: V
 
 type Rewrite<'a> = dyn Fn(BufferId, Vec<Expr>) -> Vec<Expr> + 'a;
 
-fn stmt(s: &Stmt, rw: &Rewrite<'_>) -> Stmt {
-    match s {
-        Stmt::For(f) => {
-            let mut f = f.clone();
-            f.lo = expr(&f.lo, rw);
-            f.hi = expr(&f.hi, rw);
-            f.body = f.body.iter().map(|s| stmt(s, rw)).collect();
-            Stmt::For(f)
-        }
-        Stmt::If {
-            cond,
-            then_body,
-            else_body,
-            span,
-        } => Stmt::If {
-            cond: expr(cond, rw),
-            then_body: then_body.iter().map(|s| stmt(s, rw)).collect(),
-            else_body: else_body.iter().map(|s| stmt(s, rw)).collect(),
-            span: *span,
-        },
-        Stmt::Let { var, value, span } => Stmt::Let {
-            var: *var,
-            value: expr(value, rw),
-            span: *span,
-        },
-        Stmt::Assign { var, value, span } => Stmt::Assign {
-            var: *var,
-            value: expr(value, rw),
-            span: *span,
-        },
+/// `body` with every access's indices rewritten by `rw`: loads anywhere, and the
+/// element each store, atomic add and prefetch names.
+fn stmts(body: &[Stmt], rw: &Rewrite<'_>) -> Vec<Stmt> {
+    let loads = Stmt::map_exprs(body, &mut |e| expr(e, rw));
+    Stmt::map_leaves(&loads, &mut |s| match s {
         Stmt::Store {
             buffer,
             indices,
             value,
             span,
-        } => Stmt::Store {
+        } => Some(Stmt::Store {
             buffer: *buffer,
-            indices: rw(*buffer, indices.iter().map(|e| expr(e, rw)).collect()),
-            value: expr(value, rw),
+            indices: rw(*buffer, indices.clone()),
+            value: value.clone(),
             span: *span,
-        },
-        Stmt::Prefetch {
-            buffer,
-            indices,
-            span,
-        } => Stmt::Prefetch {
-            buffer: *buffer,
-            indices: rw(*buffer, indices.iter().map(|e| expr(e, rw)).collect()),
-            span: *span,
-        },
+        }),
         Stmt::AtomicAdd {
             buffer,
             indices,
             value,
             span,
-        } => Stmt::AtomicAdd {
+        } => Some(Stmt::AtomicAdd {
             buffer: *buffer,
-            indices: rw(*buffer, indices.iter().map(|e| expr(e, rw)).collect()),
-            value: expr(value, rw),
+            indices: rw(*buffer, indices.clone()),
+            value: value.clone(),
             span: *span,
-        },
-        Stmt::Block { name, body, span } => Stmt::Block {
-            name: name.clone(),
-            body: body.iter().map(|s| stmt(s, rw)).collect(),
+        }),
+        Stmt::Prefetch {
+            buffer,
+            indices,
+            span,
+        } => Some(Stmt::Prefetch {
+            buffer: *buffer,
+            indices: rw(*buffer, indices.clone()),
             span: *span,
-        },
-    }
+        }),
+        _ => None,
+    })
 }
 
 fn expr(e: &Expr, rw: &Rewrite<'_>) -> Expr {

@@ -11,7 +11,7 @@ mod expected_text;
 mod features;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use features::{check, dense, native_settings, sparse, spmm, spmv, Rows, ALL_ROWS};
 use rand::SeedableRng;
@@ -240,34 +240,24 @@ fn apply(func: &Func, call: &str, file: &Path) -> Func {
 
 #[test]
 fn before_and_after_files() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schedule/absorb_init");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "before"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 4, "{files:?}");
+    let files = expected_text::before_files("absorb_init");
+    assert!(files.len() >= 4, "{} files", files.len());
     for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let calls: Vec<&str> = text.lines().map_while(|l| l.strip_prefix("# ")).collect();
         assert_eq!(
-            calls.last().map(|c| c.split(' ').next()),
+            file.calls.last().map(|c| c.split(' ').next()),
             Some(Some("absorb_init"))
         );
-        let mut func: Func = text
-            .parse()
-            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        for call in &calls {
-            func = apply(&func, call, &file);
+        let mut func = file.func;
+        for call in &file.calls {
+            func = apply(&func, call, &file.path);
         }
         let after = func.to_string();
         assert!(
             !after.contains(".init {"),
             "{}: init block kept",
-            file.display()
+            file.path.display()
         );
-        expected_text::check_after(&file, &after);
+        expected_text::check_after(&file.path, &after);
     }
 }
 

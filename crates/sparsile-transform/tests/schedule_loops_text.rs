@@ -6,7 +6,7 @@
 
 mod expected_text;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sparsile_ir::loops::{verify, Func};
 use sparsile_transform::schedule::bound::bound;
@@ -35,39 +35,28 @@ fn apply(func: &Func, call: &str, file: &Path) -> Func {
 
 #[test]
 fn before_and_after_files() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schedule");
     let mut seen = 0;
     for primitive in ["parallel", "vectorize", "unroll", "bound"] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(primitive))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "before"))
-            .collect();
-        files.sort();
-        assert!(!files.is_empty(), "no .before files in {primitive}/");
-        for file in files {
-            let text = std::fs::read_to_string(&file).unwrap();
-            let calls: Vec<&str> = text.lines().map_while(|l| l.strip_prefix("# ")).collect();
+        for file in expected_text::before_files(primitive) {
+            let path = &file.path;
             assert!(
-                calls.iter().any(|c| c.starts_with(primitive)),
+                file.calls.iter().any(|c| c.starts_with(primitive)),
                 "{}: no {primitive} call",
-                file.display()
+                path.display()
             );
-            let mut func: Func = text
-                .parse()
-                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let mut func = file.func;
             let before = func.to_string();
-            for call in &calls {
-                func = apply(&func, call, &file);
+            for call in &file.calls {
+                func = apply(&func, call, path);
             }
             let after = func.to_string();
             assert_ne!(
                 after,
                 before,
                 "{}: the calls changed nothing",
-                file.display()
+                path.display()
             );
-            expected_text::check_after(&file, &after);
+            expected_text::check_after(path, &after);
             seen += 1;
         }
     }

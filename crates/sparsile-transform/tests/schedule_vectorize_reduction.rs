@@ -6,8 +6,6 @@
 
 mod expected_text;
 
-use std::path::{Path, PathBuf};
-
 use sparsile_ir::loops::{verify, ForKind, Func, Stmt};
 use sparsile_transform::lower_iterations;
 use sparsile_transform::schedule::cache_write::cache_write;
@@ -56,31 +54,22 @@ fn kind_of(func: &Func, var: &str) -> Option<ForKind> {
 
 #[test]
 fn before_and_after_files() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schedule/vectorize_reduction");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "before"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 2, "{files:?}");
+    let files = expected_text::before_files("vectorize_reduction");
+    assert!(files.len() >= 2, "{} files", files.len());
     for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let calls: Vec<&str> = text.lines().map_while(|l| l.strip_prefix("# ")).collect();
-        let mut func: Func = text
-            .parse()
-            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let path = &file.path;
+        let mut func = file.func;
         let before = func.to_string();
-        for call in &calls {
+        for call in &file.calls {
             let words: Vec<&str> = call.split_whitespace().collect();
-            assert_eq!(words[0], "vectorize_reduction", "{}", file.display());
+            assert_eq!(words[0], "vectorize_reduction", "{}", path.display());
             func = vectorize_reduction(&func, &at(words[1], words[2]), 1)
-                .unwrap_or_else(|e| panic!("{}: {call}: {e}", file.display()));
-            verify(&func).unwrap_or_else(|e| panic!("{}: {e:?}\n{func}", file.display()));
+                .unwrap_or_else(|e| panic!("{}: {call}: {e}", path.display()));
+            verify(&func).unwrap_or_else(|e| panic!("{}: {e:?}\n{func}", path.display()));
         }
         let after = func.to_string();
-        assert_ne!(after, before, "{}: nothing changed", file.display());
-        expected_text::check_after(&file, &after);
+        assert_ne!(after, before, "{}: nothing changed", path.display());
+        expected_text::check_after(path, &after);
     }
 }
 

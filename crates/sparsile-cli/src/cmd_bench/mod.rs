@@ -335,7 +335,8 @@ fn measure_case(
         .chain(setup.names.iter().cloned())
         .map(|system| Tally::new(&base, system))
         .collect();
-    let mut our_output: Option<Vec<f32>> = None;
+    // Sparsile's first result, widened once, against which peers are checked.
+    let mut our_output: Option<Vec<f64>> = None;
     for round in 0..args.rounds {
         let of = |who: &str| match args.rounds {
             1 => format!("{} {who}", case.label()),
@@ -359,7 +360,7 @@ fn measure_case(
                         .compile_ms
                         .get_or_insert(m.compile_seconds * 1e3);
                     ours.check(compare(&m.output, &expected));
-                    our_output.get_or_insert(m.output);
+                    our_output.get_or_insert_with(|| m.output.iter().map(|&v| v as f64).collect());
                 }
                 Err(e) => ours.fail(format!("failed: {}", one_line(&e))),
             }
@@ -368,9 +369,9 @@ fn measure_case(
         // Peers are checked against Sparsile's result; against the reference when
         // Sparsile's own result is missing or wrong.
         let sparsile_ok = tallies[0].record.correct == Some(true);
-        let against: Vec<f64> = match (&our_output, sparsile_ok) {
-            (Some(o), true) => o.iter().map(|&v| v as f64).collect(),
-            _ => expected.clone(),
+        let against: &[f64] = match (&our_output, sparsile_ok) {
+            (Some(o), true) => o,
+            _ => &expected,
         };
         for t in tallies.iter_mut().skip(1) {
             bar.set_message(of(&t.record.system));
@@ -395,7 +396,7 @@ fn measure_case(
                     note,
                 } => {
                     t.times.extend(&times);
-                    t.check(compare(&output, &against));
+                    t.check(compare(&output, against));
                     t.record.version = version;
                     if let Some(n) = note {
                         t.note(n);

@@ -284,7 +284,6 @@ fn emit_short_groups(
     ));
     w.indent += 1;
     w.line("SPARSILE_SCALAR_LOOP");
-    let mut written = Ok(());
     for l in 0..sums as usize {
         ctx.accumulators = accs
             .iter()
@@ -297,12 +296,9 @@ fn emit_short_groups(
         w.line("{");
         w.indent += 1;
         w.line(&format!("const int64_t {v} = {rest} + {l};"));
-        written = emit_stmts(ctx, w, &f.body, block);
+        emit_stmts(ctx, w, &f.body, block)?;
         w.indent -= 1;
         w.line("}");
-        if written.is_err() {
-            break;
-        }
     }
     w.indent -= 1;
     w.line("}");
@@ -315,7 +311,7 @@ fn emit_short_groups(
     }
     w.indent -= 1;
     w.line("}");
-    written
+    Ok(())
 }
 
 /// `header { body }`, the body using the accumulators in `ctx` (and kept scalar when

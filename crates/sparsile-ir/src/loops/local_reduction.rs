@@ -139,7 +139,10 @@ pub fn local_reductions(func: &Func, f: &For) -> Result<Vec<LocalReduction>, Red
             } => {
                 if is_reduction {
                     // Only the addend: the index and the read of `L[e]` are the pattern.
-                    (None, addend(*buffer, indices, value).into_iter().collect())
+                    (
+                        None,
+                        update_addend(*buffer, indices, value).into_iter().collect(),
+                    )
                 } else {
                     (Some(*buffer), indices.iter().chain([value]).collect())
                 }
@@ -184,8 +187,9 @@ pub fn local_reductions(func: &Func, f: &For) -> Result<Vec<LocalReduction>, Red
     }
 }
 
-/// `rest` when `value` is `B[ix] + rest` or `rest + B[ix]`.
-fn addend<'e>(buffer: BufferId, indices: &[Expr], value: &'e Expr) -> Option<&'e Expr> {
+/// `rest` when `value` is `B[ix] + rest` or `rest + B[ix]`: the addend of an update
+/// `B[ix] = value` (the shape every reduction in the IR takes, local or not).
+pub fn update_addend<'e>(buffer: BufferId, indices: &[Expr], value: &'e Expr) -> Option<&'e Expr> {
     let Expr::Binary {
         op: BinaryOp::Add,
         lhs,
@@ -213,7 +217,7 @@ pub fn reduction_addend(s: &Stmt) -> Option<&Expr> {
             indices,
             value,
             ..
-        } => addend(*buffer, indices, value),
+        } => update_addend(*buffer, indices, value),
         _ => None,
     }
 }
@@ -315,7 +319,7 @@ impl Checker<'_> {
                         ),
                     });
                 }
-                if addend(*buffer, indices, value).is_none() {
+                if update_addend(*buffer, indices, value).is_none() {
                     return Err(ReductionError {
                         span: *span,
                         message: format!(

@@ -43,7 +43,9 @@ pub use builder::FuncBuilder;
 pub use display::{ExprDisplay, StmtDisplay};
 pub use expr::{CmpOp, Expr, LogicOp};
 pub use func::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
-pub use local_reduction::{local_reductions, reduction_addend, LocalReduction, ReductionError};
+pub use local_reduction::{
+    local_reductions, reduction_addend, update_addend, LocalReduction, ReductionError,
+};
 pub use parser::ParseError;
 pub use stmt::{For, ForKind, Partition, Stmt};
 pub use verify::{expr_type, verify, verify_stage, ScalarKind, TypeError, VerifyError};

@@ -274,40 +274,29 @@ impl Plan {
         let mut size: i64 = 1;
         // Variables of loops that run once are their constant in a fixed index.
         let once = single_iterations(&f.body[body.leading_lets..]);
-        let index =
-            |a: &(Option<Vec<Expr>>, Span), d: usize| a.0.as_ref().expect("no searches")[d].clone();
-        // The index at position `d` when it is the same computable expression in every
-        // access (`fold_once`: with the variables of loops that run once folded).
-        let fixed_index = |fold_once: bool, d: usize| {
-            let at = |a| match fold_once {
-                true => fold(&index(a, d), &once),
-                false => index(a, d),
-            };
-            let e0 = at(&accesses[0]);
-            let same = accesses.iter().all(|a| at(a) == e0);
-            (same && body.top_computable(&e0)).then_some(e0)
-        };
         for (d, &axis) in axes.iter().enumerate() {
             let first = &accesses[0];
             // A cached position: the variable of an inner loop with constant bounds in
             // every access (even one that runs once, so that a row of one element is
             // still a row).
             let loop_vars = accesses.iter().all(
-                |a| matches!(index(a, d), Expr::Var(v) if body.constant_loops.contains_key(&v)),
+                |a| matches!(index_at(a, d), Expr::Var(v) if body.constant_loops.contains_key(v)),
             );
-            let fixed = match fixed_index(false, d) {
-                Some(e) => Some(e),
-                None if !loop_vars => fixed_index(true, d),
-                None => None,
+            // A fixed position: the same computable expression in every access, the
+            // variables of loops that run once read as their values (unless the position
+            // may be cached).
+            let at = |a: &(Option<Vec<Expr>>, Span)| match loop_vars {
+                true => index_at(a, d).clone(),
+                false => fold(index_at(a, d), &once),
             };
-            if let Some(e0) = fixed {
+            let e0 = at(first);
+            if accesses.iter().all(|a| at(a) == e0) && body.top_computable(&e0) {
                 dims.push(Dim::Fixed(e0));
                 continue;
             }
             let mut range: Option<(i64, i64)> = None;
             for a in &accesses {
-                let e = &a.0.as_ref().expect("no searches")[d];
-                let Expr::Var(v) = e else {
+                let Expr::Var(v) = index_at(a, d) else {
                     return Err(err(a, d, "the index is neither the same computable expression in every access nor the variable of an inner loop with constant bounds".to_string()));
                 };
                 let Some(&(lo, hi)) = body.constant_loops.get(v) else {
@@ -516,6 +505,11 @@ impl Plan {
             _ => None,
         })
     }
+}
+
+/// The index at position `d` of an access (searches were ruled out before).
+fn index_at(access: &(Option<Vec<Expr>>, Span), d: usize) -> &Expr {
+    &access.0.as_ref().expect("no searches")[d]
 }
 
 /// A single statement, or the statements in an `if 1 { ... }`.

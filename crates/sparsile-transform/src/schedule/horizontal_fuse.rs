@@ -35,7 +35,7 @@ use std::collections::HashSet;
 
 use sparsile_ir::coord::BinaryOp;
 use sparsile_ir::id::BufferId;
-use sparsile_ir::loops::{CmpOp, Expr, For, ForKind, Func, Stmt};
+use sparsile_ir::loops::{update_addend, CmpOp, Expr, For, ForKind, Func, Stmt};
 use sparsile_ir::Span;
 
 use super::loop_ref::fresh_index_var;
@@ -296,7 +296,7 @@ impl Uses {
                 } => {
                     self.written.insert(*buffer);
                     indices.iter().for_each(|i| self.expr(i));
-                    match accumulated(*buffer, indices, value) {
+                    match update_addend(*buffer, indices, value) {
                         Some(rest) => self.expr(rest),
                         None => {
                             plain_writes.insert(*buffer);
@@ -318,26 +318,6 @@ impl Uses {
                 Stmt::Prefetch { indices, .. } => indices.iter().for_each(|i| self.expr(i)),
             }
         }
-    }
-}
-
-/// For `X[idx] = X[idx] + e` (or `e + X[idx]`): `e`.
-fn accumulated<'a>(buffer: BufferId, indices: &[Expr], value: &'a Expr) -> Option<&'a Expr> {
-    let Expr::Binary {
-        op: BinaryOp::Add,
-        lhs,
-        rhs,
-    } = value
-    else {
-        return None;
-    };
-    let is_self = |e: &Expr| matches!(e, Expr::Load { buffer: b, indices: i } if *b == buffer && i == indices);
-    if is_self(lhs) {
-        Some(rhs)
-    } else if is_self(rhs) {
-        Some(lhs)
-    } else {
-        None
     }
 }
 

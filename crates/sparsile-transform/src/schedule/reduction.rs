@@ -34,7 +34,9 @@
 use serde::{Deserialize, Serialize};
 use sparsile_ir::coord::{BinaryOp, BufferRole};
 use sparsile_ir::id::BufferId;
-use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, Expr, For, ForKind, Func, Stmt};
+use sparsile_ir::loops::{
+    update_addend, Buffer, BufferKind, BufferLayout, Expr, For, ForKind, Func, Stmt,
+};
 use sparsile_ir::{AxisKind, Span};
 
 use super::cache_write::accesses;
@@ -198,27 +200,11 @@ fn count_stores(stmts: &[Stmt], id: BufferId) -> usize {
 
 /// `v` when `value` is `X[indices] + v` or `v + X[indices]` and `v` does not read `X`.
 fn increment<'e>(value: &'e Expr, id: BufferId, indices: &[Expr]) -> Option<&'e Expr> {
-    let Expr::Binary {
-        op: BinaryOp::Add,
-        lhs,
-        rhs,
-    } = value
-    else {
-        return None;
-    };
-    let is_self = |e: &Expr| matches!(e, Expr::Load { buffer, indices: ix } if *buffer == id && ix.as_slice() == indices);
-    let reads = |e: &Expr| {
-        let mut found = false;
-        e.visit(&mut |x| found |= matches!(x, Expr::Load { buffer, .. } | Expr::Search { buffer, .. } if *buffer == id));
-        found
-    };
-    if is_self(lhs) && !reads(rhs) {
-        Some(rhs)
-    } else if is_self(rhs) && !reads(lhs) {
-        Some(lhs)
-    } else {
-        None
-    }
+    update_addend(id, indices, value).filter(|v| {
+        let mut reads = false;
+        v.visit(&mut |x| reads |= matches!(x, Expr::Load { buffer, .. } | Expr::Search { buffer, .. } if *buffer == id));
+        !reads
+    })
 }
 
 /// `stmts` with the updates of `id` turned into atomic adds.
