@@ -17,6 +17,7 @@ Example::
 from ._compile import Kernel, Schedule, compile
 from ._native import __version__
 from ._ops import mttkrp, rgms, sddmm, spmm, spmm_batched, spmv, spmv_batched
+from ._threads import get_num_threads, set_num_threads
 from ._tensor import (
     Tensor,
     as_tensor,
@@ -43,10 +44,12 @@ __all__ = [
     "from_dense",
     "from_scipy",
     "from_torch",
+    "get_num_threads",
     "load",
     "mttkrp",
     "rgms",
     "save",
+    "set_num_threads",
     "sddmm",
     "spmm",
     "spmm_batched",

@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 from . import _native
 from ._dense import as_array, wrap_output
 from ._tensor import Tensor, as_tensor
+from ._threads import call_threads
 
 LoopLike = Union[str, Tuple[str, str]]
 
@@ -230,7 +231,7 @@ class Kernel:
                 array, tt = as_array(value, name)
                 args[name] = array
                 to_torch |= tt
-        outputs = self._native_for(sparse).run(args, threads)
+        outputs = self._native_for(sparse).run(args, call_threads(threads))
         return {
             n: (Tensor(v) if isinstance(v, _native.Tensor) else wrap_output(v, to_torch))
             for n, v in outputs.items()

@@ -100,3 +100,10 @@ def load(path: Union[str, PathLike[str]], format: str = "csr", dtype: str = "f32
 
 def save(path: Union[str, PathLike[str]], tensor: Tensor) -> None:
     """Writes a Matrix Market ``coordinate real general`` file."""
+
+def set_num_threads(threads: Optional[int]) -> None:
+    """Sets the process-wide thread count of kernel calls (``None``: the default)."""
+def num_threads_set() -> Optional[int]:
+    """The thread count ``set_num_threads`` set, or ``None``."""
+def default_num_threads() -> int:
+    """The thread count without ``set_num_threads``: ``SPARSILE_NUM_THREADS`` or every core."""

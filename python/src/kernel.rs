@@ -156,6 +156,7 @@ impl Kernel {
         let options = RunOptions {
             threads,
             params: params.unwrap_or_default(),
+            ..RunOptions::default()
         };
         let outputs = py
             .detach(|| self.inner.run(&views, &options).map_err(|e| message(&e)))

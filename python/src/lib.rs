@@ -12,6 +12,7 @@ mod kernel;
 mod mtx_io;
 mod schedule;
 mod tensor;
+mod threads;
 
 use pyo3::prelude::*;
 
@@ -22,6 +23,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<schedule::Schedule>()?;
     m.add_function(wrap_pyfunction!(mtx_io::load, m)?)?;
     m.add_function(wrap_pyfunction!(mtx_io::save, m)?)?;
+    m.add_function(wrap_pyfunction!(threads::set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(threads::num_threads_set, m)?)?;
+    m.add_function(wrap_pyfunction!(threads::default_num_threads, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

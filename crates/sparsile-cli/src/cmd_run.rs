@@ -68,6 +68,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let options = RunOptions {
         threads: args.threads,
         params: prepared.params.clone(),
+        ..RunOptions::default()
     };
     bar.set_message("warming up");
     let mut outputs = kernel.run(&prepared.inputs, &options)?;

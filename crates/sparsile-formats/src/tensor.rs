@@ -60,10 +60,12 @@ impl<'a> SparseTensor<'a> {
         Self::from_coo_with(&self.to_coo()?, format, self.dtype())
     }
 
-    /// A borrowed view sharing nothing mutable.
+    /// A view: the same (immutable, shared) structure and borrowed values. Sharing the
+    /// structure's `Arc` keeps its identity, so a kernel that validated it once does not
+    /// validate it again on the next call.
     pub fn view(&self) -> SparseTensor<'_> {
         SparseTensor {
-            structure: Arc::new(self.structure.view()),
+            structure: Arc::clone(&self.structure),
             values: self.values.view(),
         }
     }

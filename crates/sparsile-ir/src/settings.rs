@@ -54,7 +54,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "SPARSILE_SPIN_US",
         kind: "non-negative integer",
-        doc: "microseconds an idle CPU worker spins waiting for the next kernel call before it sleeps (default: 2000; 0 sleeps at once)",
+        doc: "the most microseconds an idle CPU worker watches for the next kernel call (yielding its core to any other thread that wants it) before it sleeps (default: 100; 0 sleeps at once)",
     },
     Variable {
         name: "CC",

@@ -32,9 +32,10 @@ fn count_source(salt: &str) -> String {
     format!(
         r#"#include <stdint.h>
 /* {salt} */
-int64_t sparsile_abi_version(void) {{ return 2; }}
+int64_t sparsile_abi_version(void) {{ return 3; }}
 int64_t sparsile_phase_partition(int64_t ph) {{ (void)ph; return 0; }}
 int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params, int64_t n, int64_t *bounds) {{ (void)ph; (void)buffers; (void)params; (void)n; (void)bounds; return 1; }}
+int64_t sparsile_phase_work(int64_t ph, void *const *buffers, const int64_t *params) {{ (void)ph; (void)buffers; (void)params; return -1; }}
 int64_t sparsile_num_phases(void) {{ return 1; }}
 int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params) {{
     (void)ph; (void)buffers; return params[0];
@@ -190,7 +191,7 @@ fn load_checks_the_abi() {
     };
     let cache = Cache::new(&settings).unwrap();
     let wrong_version = count_source("v1").replace(
-        "sparsile_abi_version(void) { return 2; }",
+        "sparsile_abi_version(void) { return 3; }",
         "sparsile_abi_version(void) { return 1; }",
     );
     let (path, _) = cache.compile_cached(&wrong_version).unwrap();
@@ -200,7 +201,7 @@ fn load_checks_the_abi() {
             err,
             JitError::AbiVersion {
                 found: 1,
-                expected: 2,
+                expected: sparsile_runtime::jit::ABI_VERSION,
                 ..
             }
         ),

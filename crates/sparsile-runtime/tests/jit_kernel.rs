@@ -17,7 +17,7 @@ use sparsile_ir::coord::{BinaryOp, BufferRole, Param, Program};
 use sparsile_ir::loops::{BufferKind, Expr as LExpr, Func, Stage};
 use sparsile_ir::settings::Settings;
 use sparsile_ir::DType;
-use sparsile_runtime::jit::{CacheOutcome, JitError, Launcher};
+use sparsile_runtime::jit::{CacheOutcome, JitError, Launcher, CHUNKS_PER_THREAD, MAX_THREADS};
 use sparsile_runtime::{
     interpret, CompiledKernel, InterpError, InterpOptions, KernelError, KernelOptions,
 };
@@ -44,6 +44,7 @@ fn spmv_matches_the_interpreter() {
             for threads in [1, 2, 3, 8] {
                 let opts = KernelOptions {
                     threads: Some(threads),
+                    parallelism: sparsile_runtime::jit::Parallelism::Always,
                     ..KernelOptions::default()
                 };
                 let got = kernel.run(&ins, &opts).unwrap();
@@ -138,8 +139,9 @@ fn launcher_chunks_cover_every_work_item_once() {
         assert_eq!(l.threads(), threads);
         for extent in [0i64, 1, 2, 5, 27, 28, 29, 1000] {
             let chunks = l.chunks(extent);
-            assert!(chunks.len() <= 4 * threads);
-            assert_eq!(chunks.len() as i64, extent.min(4 * threads as i64));
+            let per = CHUNKS_PER_THREAD * threads;
+            assert!(chunks.len() <= per);
+            assert_eq!(chunks.len() as i64, extent.min(per as i64));
             let mut next = 0;
             for &(b, e) in &chunks {
                 assert_eq!(b, next);
@@ -152,6 +154,10 @@ fn launcher_chunks_cover_every_work_item_once() {
     assert!(matches!(
         Launcher::new(Some(0), &Settings::default()),
         Err(JitError::ZeroThreads)
+    ));
+    assert!(matches!(
+        Launcher::new(Some(MAX_THREADS + 1), &Settings::default()),
+        Err(JitError::TooManyThreads { .. })
     ));
     let from_settings = Settings {
         num_threads: Some(5),
@@ -207,9 +213,10 @@ fn gather_func() -> Func {
 }
 
 const GATHER_C: &str = r#"#include <stdint.h>
-int64_t sparsile_abi_version(void) { return 2; }
+int64_t sparsile_abi_version(void) { return 3; }
 int64_t sparsile_phase_partition(int64_t ph) { (void)ph; return 0; }
 int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params, int64_t n, int64_t *bounds) { (void)ph; (void)buffers; (void)params; (void)n; (void)bounds; return 1; }
+int64_t sparsile_phase_work(int64_t ph, void *const *buffers, const int64_t *params) { (void)ph; (void)buffers; (void)params; return -1; }
 int64_t sparsile_num_phases(void) { return 1; }
 int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params) {
     (void)ph; (void)buffers; return params[0];
@@ -326,6 +333,7 @@ fn compiled_kernels_can_be_shared_between_threads() {
             s.spawn(move || {
                 let opts = KernelOptions {
                     threads: Some(t),
+                    parallelism: sparsile_runtime::jit::Parallelism::Always,
                     ..KernelOptions::default()
                 };
                 let got = kernel.run(ins, &opts).unwrap();
@@ -417,9 +425,10 @@ fn scale_func() -> Func {
 }
 
 const SCALE_C: &str = r#"#include <stdint.h>
-int64_t sparsile_abi_version(void) { return 2; }
+int64_t sparsile_abi_version(void) { return 3; }
 int64_t sparsile_phase_partition(int64_t ph) { (void)ph; return 0; }
 int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params, int64_t n, int64_t *bounds) { (void)ph; (void)buffers; (void)params; (void)n; (void)bounds; return 1; }
+int64_t sparsile_phase_work(int64_t ph, void *const *buffers, const int64_t *params) { (void)ph; (void)buffers; (void)params; return -1; }
 int64_t sparsile_num_phases(void) { return 1; }
 int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params) {
     (void)ph; (void)buffers; return params[0];
@@ -507,6 +516,7 @@ fn run_into_overwrites_matching_outputs_in_place() {
     for threads in [1, 2] {
         let opts = KernelOptions {
             threads: Some(threads),
+            parallelism: sparsile_runtime::jit::Parallelism::Always,
             ..KernelOptions::default()
         };
         // Large enough for the parallel zeroing path.

@@ -106,6 +106,7 @@ fn native(text: &str, sizes: &[(&str, usize)], seed: u64, settings: &Settings) {
                 &KernelOptions {
                     params: params.clone(),
                     threads: Some(threads),
+                    parallelism: sparsile_runtime::jit::Parallelism::Always,
                     ..KernelOptions::default()
                 },
             )
@@ -252,6 +253,7 @@ func nested(m, n, nnz) {
                 &inputs,
                 &KernelOptions {
                     threads: Some(threads),
+                    parallelism: sparsile_runtime::jit::Parallelism::Always,
                     ..KernelOptions::default()
                 },
             )

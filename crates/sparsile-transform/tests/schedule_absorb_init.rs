@@ -170,6 +170,7 @@ fn a_nonzero_init_constant_is_stored_for_empty_rows() {
                         &KernelOptions {
                             params: params.clone(),
                             threads: Some(threads),
+                            parallelism: sparsile_runtime::jit::Parallelism::Always,
                             ..KernelOptions::default()
                         },
                     )

@@ -266,6 +266,7 @@ fn random_loop_schedules_match_the_interpreter() {
                                 &KernelOptions {
                                     params: options.params.clone(),
                                     threads: Some(threads),
+                                    parallelism: sparsile_runtime::jit::Parallelism::Always,
                                     ..KernelOptions::default()
                                 },
                             )

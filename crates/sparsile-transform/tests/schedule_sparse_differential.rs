@@ -313,6 +313,7 @@ fn fused_kernels_compiled_natively_match_the_interpreter() {
                     &KernelOptions {
                         params: options.params.clone(),
                         threads: Some(threads),
+                        parallelism: sparsile_runtime::jit::Parallelism::Always,
                         ..KernelOptions::default()
                     },
                 )

@@ -33,6 +33,7 @@ use sparsile_formats::SparseTensor;
 use sparsile_ir::coord::Program;
 use sparsile_ir::loops::Func;
 use sparsile_ir::settings::Settings;
+use sparsile_runtime::jit::Parallelism;
 use sparsile_runtime::{CompileInfo, CompiledKernel, KernelError, KernelOptions, Outputs};
 use sparsile_transform::schedule::{ScheduleError, Trace};
 use sparsile_transform::{compile_to_flat, LowerError};
@@ -170,8 +171,12 @@ fn build(lowered: Lowered) -> Result<Kernel, CompileError> {
 /// Options of [`Kernel::run`].
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    /// Threads of the CPU pool (default: `SPARSILE_NUM_THREADS` or every core).
+    /// Threads of the CPU pool (default: the count `set_num_threads` set, else
+    /// `SPARSILE_NUM_THREADS`, else every core).
     pub threads: Option<usize>,
+    /// Whether each phase's size decides how much help it gets (the default) or every
+    /// parallel phase runs on the pool (tests of the parallel path, measurements).
+    pub parallelism: Parallelism,
     /// Values of program parameters (e.g. dimension sizes) beyond those the inputs give.
     pub params: HashMap<String, i64>,
 }
@@ -304,6 +309,7 @@ impl Kernel {
         let options = KernelOptions {
             params,
             threads: options.threads,
+            parallelism: options.parallelism,
             ..KernelOptions::default()
         };
         let bound = with_derived(

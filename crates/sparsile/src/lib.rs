@@ -34,6 +34,7 @@ pub use recipe::compile_recipe;
 pub use sparsile_formats as formats;
 pub use sparsile_ir as ir;
 pub use sparsile_runtime as runtime;
+pub use sparsile_runtime::jit::{set_num_threads, Parallelism};
 pub use sparsile_transform as transform;
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -86,6 +86,7 @@ fn check(
     for threads in [1, 2, 1] {
         let options = RunOptions {
             threads: Some(threads),
+            parallelism: sparsile::Parallelism::Always,
             ..RunOptions::default()
         };
         let got = kernel

@@ -41,6 +41,7 @@ fn a_scatter_into_a_dense_output_is_cleared_between_calls() {
         for threads in [1, 2] {
             let options = RunOptions {
                 threads: Some(threads),
+                parallelism: sparsile::Parallelism::Always,
                 ..RunOptions::default()
             };
             let outs = match outputs.as_mut() {
@@ -127,6 +128,7 @@ fn an_output_the_program_does_not_initialise_is_cleared_first() {
     for threads in [1, 2] {
         let options = RunOptions {
             threads: Some(threads),
+            parallelism: sparsile::Parallelism::Always,
             ..RunOptions::default()
         };
         let mut outs = kernel.run(&inputs, &options).unwrap();

@@ -4,7 +4,7 @@
 //! The translation unit includes `<stdint.h>`, `<stdlib.h>` and `<math.h>`, needs no
 //! OpenMP runtime, and exports exactly [`ENTRY_SYMBOLS`]:
 //! ```c
-//! int64_t sparsile_abi_version(void);            /* returns 2 */
+//! int64_t sparsile_abi_version(void);            /* returns 3 */
 //! int64_t sparsile_num_phases(void);
 //! int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params);
 //! int32_t sparsile_phase_run(int64_t ph, void *const *buffers, const int64_t *params,
@@ -12,6 +12,7 @@
 //! int64_t sparsile_phase_partition(int64_t ph);  /* 0 static, 1 dynamic, 2 balanced */
 //! int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params,
 //!                               int64_t n, int64_t *bounds);
+//! int64_t sparsile_phase_work(int64_t ph, void *const *buffers, const int64_t *params);
 //! ```
 //! `buffers[b]` points at the data of `Func.buffers[b]` ([`CSource::buffer_order`]):
 //! values as `float`/`double`, structure arrays as `int32_t`/`int64_t`. Scratch buffers
@@ -42,6 +43,9 @@
 //! with weights `P[v + 1] - P[v]`, chunk `c` starts at the first work item `t` with
 //! `P[lo + t] >= P[lo] + (P[hi] - P[lo]) * c / n` (a binary search over the indptr),
 //! so chunks carry about equal weight; other phases get even chunks.
+//! `sparsile_phase_work` estimates how many leaf statements a parallel phase executes in
+//! all ([`sparsile_ir::loops::estimated_work`]), or returns -1 when it cannot tell (and
+//! for serial phases); like the extent, query it after the phases before it have run.
 //!
 //! # Shape of the code
 //! Every phase is a `static` function named after the program and the phase
@@ -60,6 +64,7 @@ mod prelude;
 mod reduction;
 mod stmt;
 mod types;
+mod work;
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -77,16 +82,17 @@ use types::{storage_name, Ty};
 use crate::CodegenError;
 
 /// The ABI version the generated code reports.
-pub const ABI_VERSION: i64 = 2;
+pub const ABI_VERSION: i64 = 3;
 
 /// The symbols every generated translation unit exports, in ABI order.
-pub const ENTRY_SYMBOLS: [&str; 6] = [
+pub const ENTRY_SYMBOLS: [&str; 7] = [
     "sparsile_abi_version",
     "sparsile_num_phases",
     "sparsile_phase_extent",
     "sparsile_phase_run",
     "sparsile_phase_partition",
     "sparsile_phase_bounds",
+    "sparsile_phase_work",
 ];
 
 /// Scratch buffers up to this many bytes with a constant length live on the stack.
@@ -100,7 +106,7 @@ pub struct CSource {
     /// The stage-III function's name.
     pub func_name: String,
     /// [`ENTRY_SYMBOLS`].
-    pub entry_symbols: [&'static str; 6],
+    pub entry_symbols: [&'static str; 7],
     /// `buffers[b]` of the ABI is the data of `buffer_order[b]`.
     pub buffer_order: Vec<BufferArg>,
     /// `params[p]` of the ABI is the value of the parameter named `param_order[p]`.
@@ -183,6 +189,8 @@ pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
     for (k, phase) in phases.iter().enumerate() {
         if let Some(f) = phase.parallel_loop() {
             phase_fns.push_str(&extent_fn(&mut ctx, &prefix, k, phase, &lets)?);
+            phase_fns.push('\n');
+            phase_fns.push_str(&work::work_fn(&mut ctx, &prefix, k, phase, &lets)?);
             phase_fns.push('\n');
             let partition = match f.kind {
                 ForKind::ParallelDynamic => PhasePartition::Dynamic,
@@ -726,6 +734,22 @@ fn abi_fns(code: &mut String, prefix: &str, infos: &[PhaseInfo]) {
         }
     }
     code.push_str("    default: return 0;\n    }\n}\n\n");
+    code.push_str(
+        "int64_t sparsile_phase_work(int64_t ph, void *const *buffers, const int64_t *params)\n{\n",
+    );
+    if !infos.iter().any(|p| p.kind == PhaseKind::Parallel) {
+        code.push_str("    (void)buffers;\n    (void)params;\n");
+    }
+    code.push_str("    switch (ph) {\n");
+    for (k, p) in infos.iter().enumerate() {
+        if p.kind == PhaseKind::Parallel {
+            let _ = writeln!(
+                code,
+                "    case {k}: return {prefix}_phase{k}_work(buffers, params);"
+            );
+        }
+    }
+    code.push_str("    default: return -1;\n    }\n}\n\n");
     code.push_str(
         "int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params, int64_t n, int64_t *bounds)\n{\n",
     );

@@ -38,6 +38,7 @@ mod stmt;
 mod substitute;
 pub mod verify;
 mod walk;
+mod work;
 
 pub use builder::FuncBuilder;
 pub use display::{ExprDisplay, StmtDisplay};
@@ -49,3 +50,4 @@ pub use local_reduction::{
 pub use parser::ParseError;
 pub use stmt::{For, ForKind, Partition, Stmt};
 pub use verify::{expr_type, verify, verify_stage, ScalarKind, TypeError, VerifyError};
+pub use work::estimated_work;

@@ -53,7 +53,7 @@ pub enum JitError {
     #[error("phase {phase} reported extent {extent}, which is negative")]
     NegativeExtent { phase: usize, extent: i64 },
 
-    #[error("the kernel reports {found} phases, which is negative")]
+    #[error("the kernel reports {found} phases; a kernel has between 0 and 65536")]
     NegativePhaseCount { found: i64 },
 
     #[error("phase {phase} failed with code {code} on work items {begin}..{end}")]
@@ -73,6 +73,9 @@ pub enum JitError {
 
     #[error("a thread count of 0 was asked for; give at least 1")]
     ZeroThreads,
+
+    #[error("a thread count of {threads} was asked for; the most is {max}")]
+    TooManyThreads { threads: usize, max: usize },
 
     #[error("loading native code is supported on Unix-like systems only")]
     UnsupportedPlatform,

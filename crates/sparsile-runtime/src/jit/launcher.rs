@@ -3,53 +3,86 @@
 //! Phases run in order. A phase whose extent `E` (from `sparsile_phase_extent`) is above 1
 //! is split into chunks by its partition (`sparsile_phase_partition`), and the chunks
 //! run on the pool; the call returns when all are done:
-//! - static (0): about four chunks per thread, chunk `c` of `n` covering work items
-//!   `[E*c/n, E*(c+1)/n)`;
+//! - static (0): [`CHUNKS_PER_THREAD`] chunks per thread, chunk `c` of `n` covering work
+//!   items `[E*c/n, E*(c+1)/n)`;
 //! - dynamic (1): chunks of [`Launcher::dynamic_chunk`] work items, which the pool's
 //!   threads take as they become free (work stealing);
-//! - balanced (2): about four chunks per thread with the boundaries the kernel computes
-//!   (`sparsile_phase_bounds`: about equal work per chunk), checked to be nondecreasing
-//!   from 0 to `E`.
+//! - balanced (2): [`CHUNKS_PER_THREAD`] chunks per thread with the boundaries the kernel
+//!   computes (`sparsile_phase_bounds`: about equal work per chunk), checked to be
+//!   nondecreasing from 0 to `E`.
 //!
-//! The chunks of a parallel phase are claimed one at a time by the pool's participants
-//! (the calling thread among them) until none is left, so a thread that finishes early
-//! takes more. A phase of extent 1 (serial) runs once on the calling thread; extent 0 runs
+//! The chunks of a parallel phase are claimed one at a time by the calling thread and by
+//! the pool's workers that join (see [`WorkerPool`]) until none is left, so a thread that
+//! finishes early takes more, and a worker that is not running takes none and is not
+//! waited for. A phase of extent 1 (serial) runs once on the calling thread; extent 0 runs
 //! nothing; with one thread every phase runs as one chunk. Any nonzero return of
 //! `sparsile_phase_run` is an error naming the phase (the first one; the other
 //! participants stop claiming chunks).
 //!
-//! Pools are shared: one [`SpinPool`] per thread count and spin time, created on first
-//! use; idle workers spin for the spin time (`SPARSILE_SPIN_US`) before sleeping, so
-//! back-to-back kernel calls find them awake.
+//! How much help a phase asks for depends on its estimated single-thread time: its work
+//! (`sparsile_phase_work`, leaf statements executed) times the time per unit learned from
+//! its earlier runs ([`PhaseCalibration`]); an unknown work counts as long. Below
+//! [`SERIAL_NS`] the calling thread runs it alone (a fork and join would cost more than it
+//! saves); below [`WAKE_NS`] only workers awake at that moment may join (waking a sleeping
+//! one costs a system call and, on a virtual machine, tens of microseconds before it
+//! runs); above, sleeping workers are woken too. Every run records the time its threads
+//! spent in its chunks, which refines the estimate.
+//!
+//! Pools are shared: one [`WorkerPool`] per thread count and spin time, created on first
+//! use; idle workers spin for at most the spin time (`SPARSILE_SPIN_US`) before sleeping,
+//! so back-to-back kernel calls find them awake.
 //!
 //! ```
 //! use sparsile_ir::settings::Settings;
 //! use sparsile_runtime::jit::Launcher;
 //!
 //! let launcher = Launcher::new(Some(2), &Settings::default()).unwrap();
-//! // 10 work items on 2 threads: 8 static chunks.
-//! assert_eq!(launcher.chunks(10), [(0, 1), (1, 2), (2, 3), (3, 5), (5, 6), (6, 7), (7, 8), (8, 10)]);
+//! // 10 work items on 2 threads: 10 static chunks (16 asked for, at most one per item).
+//! assert_eq!(launcher.chunks(10).len(), 10);
+//! assert_eq!(launcher.chunks(40)[..3], [(0, 2), (2, 5), (5, 7)]);
 //! ```
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sparsile_ir::settings::Settings;
 
-use super::pool::{SpinPool, DEFAULT_SPIN};
-use super::{JitError, Library};
+use super::pool::{Help, WorkerPool, DEFAULT_SPIN};
+use super::{JitError, Library, PhaseCalibration};
 
-/// Chunks per thread of a parallel phase.
-pub const CHUNKS_PER_THREAD: usize = 4;
+/// Chunks per thread of a parallel phase: enough that a worker joining late still finds
+/// some, few enough that claiming one costs nothing next to running it.
+pub const CHUNKS_PER_THREAD: usize = 8;
+
+/// Estimated single-thread time (nanoseconds) below which a phase runs on the calling
+/// thread alone.
+pub const SERIAL_NS: f64 = 12_000.0;
+
+/// Estimated single-thread time (nanoseconds) below which a phase does not wake sleeping
+/// workers.
+pub const WAKE_NS: f64 = 80_000.0;
+
+/// Whether a phase's size decides how much help it gets (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Parallelism {
+    /// Small phases run on the calling thread alone; medium ones take only awake workers.
+    #[default]
+    Auto,
+    /// Every parallel phase of more than one work item is split into chunks, and sleeping
+    /// workers are woken for it, whatever its size: for tests of the parallel path and
+    /// for measuring it.
+    Always,
+}
 
 /// Runs kernels on a thread pool of a fixed size.
 #[derive(Clone)]
 pub struct Launcher {
     threads: usize,
-    pool: Arc<SpinPool>,
+    pool: Arc<WorkerPool>,
+    parallelism: Parallelism,
 }
 
 impl std::fmt::Debug for Launcher {
@@ -60,14 +93,50 @@ impl std::fmt::Debug for Launcher {
     }
 }
 
-/// The thread count used when none is given: `SPARSILE_NUM_THREADS`, else the available
-/// parallelism, else 1.
+/// The most threads a launcher may have.
+pub const MAX_THREADS: usize = 1024;
+
+/// The process-wide thread count set by [`set_num_threads`] (0: not set).
+static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the thread count of every later kernel call that does not name one (`None`
+/// returns to the default). Fails for 0 or more than [`MAX_THREADS`].
+pub fn set_num_threads(threads: Option<usize>) -> Result<(), JitError> {
+    if let Some(t) = threads {
+        check_threads(t)?;
+    }
+    NUM_THREADS.store(threads.unwrap_or(0), Ordering::Relaxed);
+    Ok(())
+}
+
+/// The thread count set by [`set_num_threads`], if any.
+pub fn num_threads_set() -> Option<usize> {
+    Some(NUM_THREADS.load(Ordering::Relaxed)).filter(|&t| t > 0)
+}
+
+fn check_threads(threads: usize) -> Result<(), JitError> {
+    match threads {
+        0 => Err(JitError::ZeroThreads),
+        t if t > MAX_THREADS => Err(JitError::TooManyThreads {
+            threads: t,
+            max: MAX_THREADS,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The thread count used when none is given: the one [`set_num_threads`] set, else
+/// `SPARSILE_NUM_THREADS`, else the available parallelism (the cores this process may run
+/// on), else 1.
 pub fn default_threads(settings: &Settings) -> usize {
-    settings.num_threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    })
+    num_threads_set()
+        .or(settings.num_threads)
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+        .min(MAX_THREADS)
 }
 
 /// The spin time of idle workers: `SPARSILE_SPIN_US`, else [`DEFAULT_SPIN`].
@@ -78,7 +147,7 @@ pub fn spin_time(settings: &Settings) -> Duration {
         .unwrap_or(DEFAULT_SPIN)
 }
 
-type Pools = Mutex<HashMap<(usize, Duration), Arc<SpinPool>>>;
+type Pools = Mutex<HashMap<(usize, Duration), Arc<WorkerPool>>>;
 
 fn pools() -> &'static Pools {
     static POOLS: OnceLock<Pools> = OnceLock::new();
@@ -109,24 +178,35 @@ impl Launcher {
     /// A launcher with `threads` threads whose idle workers spin for `spin`; the pool of
     /// that size and spin time is shared.
     pub fn with_spin(threads: usize, spin: Duration) -> Result<Launcher, JitError> {
-        if threads == 0 {
-            return Err(JitError::ZeroThreads);
-        }
+        check_threads(threads)?;
         let key = (threads, spin);
         let mut map = pools().lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pool) = map.get(&key) {
             return Ok(Launcher {
                 threads,
                 pool: Arc::clone(pool),
+                parallelism: Parallelism::Auto,
             });
         }
-        let pool = SpinPool::new(threads, spin).map_err(|e| JitError::ThreadPool {
+        let pool = WorkerPool::new(threads, spin).map_err(|e| JitError::ThreadPool {
             threads,
             detail: e.to_string(),
         })?;
         let pool = Arc::new(pool);
         map.insert(key, Arc::clone(&pool));
-        Ok(Launcher { threads, pool })
+        Ok(Launcher {
+            threads,
+            pool,
+            parallelism: Parallelism::Auto,
+        })
+    }
+
+    /// This launcher with `parallelism`.
+    pub fn with_parallelism(self, parallelism: Parallelism) -> Launcher {
+        Launcher {
+            parallelism,
+            ..self
+        }
     }
 
     /// The number of threads.
@@ -161,21 +241,22 @@ impl Launcher {
             .collect()
     }
 
-    /// Sets every element of `data` to its default (zero), each thread a contiguous part.
+    /// Sets every element of `data` to its default (zero), in parts the pool's threads
+    /// claim.
     pub fn fill_zero<T: Copy + Default + Send>(&self, data: &mut [T]) {
-        const SERIAL_BELOW: usize = 1 << 16;
-        if self.threads == 1 || data.len() < SERIAL_BELOW {
+        const PART: usize = 1 << 16;
+        if self.threads == 1 || data.len() < 2 * PART {
             data.fill(T::default());
             return;
         }
-        let part = data.len().div_ceil(self.threads);
         let parts: Vec<Mutex<Option<&mut [T]>>> =
-            data.chunks_mut(part).map(|c| Mutex::new(Some(c))).collect();
-        self.pool.broadcast(&|p| {
-            let piece = parts
-                .get(p)
-                .and_then(|m| m.lock().unwrap_or_else(|e| e.into_inner()).take());
-            if let Some(piece) = piece {
+            data.chunks_mut(PART).map(|c| Mutex::new(Some(c))).collect();
+        let next = AtomicUsize::new(0);
+        self.pool.run(&|| loop {
+            let Some(part) = parts.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                return;
+            };
+            if let Some(piece) = part.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 piece.fill(T::default());
             }
         });
@@ -197,6 +278,7 @@ impl Launcher {
         let run_fn = lib.phase_run_fn();
         let partition_fn = lib.phase_partition_fn();
         let bounds_fn = lib.phase_bounds_fn();
+        let work_fn = lib.phase_work_fn();
         let args = Args {
             buffers: buffers.as_ptr(),
             params: params.as_ptr(),
@@ -224,12 +306,27 @@ impl Launcher {
                     })
                 }
             };
-            if extent <= 1 || self.threads == 1 {
+            // SAFETY: the caller's contract.
+            let work = unsafe { work_fn(ph, args.buffers, args.params) };
+            let calibration = lib.phase_calibration(phase);
+            let serial_ns = match calibration {
+                Some(_) if self.parallelism == Parallelism::Always => f64::INFINITY,
+                Some(c) if work >= 0 => c.serial_ns(work),
+                _ => f64::INFINITY,
+            };
+            if extent <= 1 || self.threads == 1 || serial_ns < SERIAL_NS {
                 if extent > 0 {
+                    let start = Instant::now();
                     call((0, extent))?;
+                    record(calibration, work, start.elapsed().as_nanos() as u64);
                 }
                 continue;
             }
+            let help = if serial_ns < WAKE_NS {
+                Help::Awake
+            } else {
+                Help::All
+            };
             // SAFETY: the ABI's signature, no memory access.
             let chunks = match unsafe { partition_fn(ph) } {
                 0 => self.chunks(extent),
@@ -259,7 +356,8 @@ impl Launcher {
             let next = AtomicUsize::new(0);
             let failed = AtomicBool::new(false);
             let first_error: Mutex<Option<JitError>> = Mutex::new(None);
-            self.pool.broadcast(&|_participant| loop {
+            let busy_ns = AtomicU64::new(0);
+            let job = || loop {
                 if failed.load(Ordering::Relaxed) {
                     return;
                 }
@@ -267,7 +365,10 @@ impl Launcher {
                 let Some(&chunk) = chunks.get(c) else {
                     return;
                 };
-                if let Err(e) = call(chunk) {
+                let start = Instant::now();
+                let result = call(chunk);
+                busy_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                if let Err(e) = result {
                     failed.store(true, Ordering::Relaxed);
                     first_error
                         .lock()
@@ -275,12 +376,21 @@ impl Launcher {
                         .get_or_insert(e);
                     return;
                 }
-            });
+            };
+            self.pool.run_with(&job, help);
+            record(calibration, work, busy_ns.load(Ordering::Relaxed));
             if let Some(e) = first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
                 return Err(e);
             }
         }
         Ok(())
+    }
+}
+
+/// Records a run of a phase in its calibration, when the work is known.
+fn record(calibration: Option<&PhaseCalibration>, work: i64, busy_ns: u64) {
+    if let Some(c) = calibration.filter(|_| work > 0) {
+        c.record(work, busy_ns);
     }
 }
 

@@ -5,16 +5,16 @@
 //! symbols do not leak into other kernels, and the code is never unmapped, so function
 //! pointers taken from it stay valid for the life of the process.
 //!
-//! Precondition: the object implements the kernel ABI (see [`crate::jit`]). The six
+//! Precondition: the object implements the kernel ABI (see [`crate::jit`]). The seven
 //! symbols are looked up and `sparsile_abi_version()` must return [`ABI_VERSION`].
 
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 
-use super::JitError;
+use super::{JitError, PhaseCalibration};
 
 /// The ABI version this runtime calls.
-pub const ABI_VERSION: i64 = 2;
+pub const ABI_VERSION: i64 = 3;
 
 /// `int64_t sparsile_abi_version(void)`.
 pub type AbiVersionFn = unsafe extern "C" fn() -> i64;
@@ -44,6 +44,11 @@ pub type PhaseBoundsFn = unsafe extern "C" fn(
     bounds: *mut i64,
 ) -> i32;
 
+/// `int64_t sparsile_phase_work(int64_t ph, void *const *buffers, const int64_t *params)`:
+/// the estimated work of a parallel phase, or -1 when unknown.
+pub type PhaseWorkFn =
+    unsafe extern "C" fn(ph: i64, buffers: *const *mut c_void, params: *const i64) -> i64;
+
 /// A loaded kernel object and its entry points.
 #[derive(Debug)]
 pub struct Library {
@@ -56,7 +61,13 @@ pub struct Library {
     phase_run: PhaseRunFn,
     phase_partition: PhasePartitionFn,
     phase_bounds: PhaseBoundsFn,
+    phase_work: PhaseWorkFn,
+    /// The learned time per work unit of each phase.
+    calibration: Vec<PhaseCalibration>,
 }
+
+/// More phases than this is not a kernel this runtime generated.
+const MAX_PHASES: i64 = 1 << 16;
 
 /// `RTLD_NODELETE`, which `libloading` does not export.
 #[cfg(any(target_os = "macos", target_os = "ios"))]
@@ -77,7 +88,7 @@ impl Library {
                 detail: e.to_string(),
             },
         )?;
-        // SAFETY (all six lookups): the ABI fixes these symbols' C signatures, which the
+        // SAFETY (all seven lookups): the ABI fixes these symbols' C signatures, which the
         // function pointer types above spell out; the object stays mapped (NODELETE).
         let abi_version: AbiVersionFn = unsafe { symbol(&lib, path, "sparsile_abi_version")? };
         let num_phases: NumPhasesFn = unsafe { symbol(&lib, path, "sparsile_num_phases")? };
@@ -95,6 +106,13 @@ impl Library {
         let phase_partition: PhasePartitionFn =
             unsafe { symbol(&lib, path, "sparsile_phase_partition")? };
         let phase_bounds: PhaseBoundsFn = unsafe { symbol(&lib, path, "sparsile_phase_bounds")? };
+        let phase_work: PhaseWorkFn = unsafe { symbol(&lib, path, "sparsile_phase_work")? };
+        // SAFETY: no arguments, per the ABI.
+        let phases = unsafe { num_phases() };
+        if !(0..=MAX_PHASES).contains(&phases) {
+            return Err(JitError::NegativePhaseCount { found: phases });
+        }
+        let calibration = (0..phases).map(|_| PhaseCalibration::default()).collect();
         Ok(Library {
             path: path.to_path_buf(),
             _lib: lib,
@@ -103,6 +121,8 @@ impl Library {
             phase_run,
             phase_partition,
             phase_bounds,
+            phase_work,
+            calibration,
         })
     }
 
@@ -142,6 +162,16 @@ impl Library {
     /// The entry point `sparsile_phase_bounds`.
     pub fn phase_bounds_fn(&self) -> PhaseBoundsFn {
         self.phase_bounds
+    }
+
+    /// The learned time per work unit of phase `ph` (`None` past the last phase).
+    pub fn phase_calibration(&self, ph: usize) -> Option<&PhaseCalibration> {
+        self.calibration.get(ph)
+    }
+
+    /// The entry point `sparsile_phase_work`.
+    pub fn phase_work_fn(&self) -> PhaseWorkFn {
+        self.phase_work
     }
 }
 

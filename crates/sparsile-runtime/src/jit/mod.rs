@@ -4,13 +4,13 @@
 //! - [`Cache`] compiles a source once per (source, compiler identity, flags) into an
 //!   on-disk, content-addressed cache, atomically;
 //! - [`Library`] loads an object and checks the ABI below;
-//! - [`Launcher`] runs the phases of a loaded kernel on a [`SpinPool`] of CPU threads.
+//! - [`Launcher`] runs the phases of a loaded kernel on a [`WorkerPool`] of CPU threads.
 //!
 //! [`crate::kernel::CompiledKernel`] puts them together with argument checking.
 //!
-//! # The kernel ABI (version 2)
+//! # The kernel ABI (version 3)
 //! ```c
-//! int64_t sparsile_abi_version(void);            /* returns 2 */
+//! int64_t sparsile_abi_version(void);            /* returns 3 */
 //! int64_t sparsile_num_phases(void);
 //! /* trip count of the parallel loop of phase `ph`, or 1 for a serial phase */
 //! int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params);
@@ -24,6 +24,8 @@
 //!    of n >= 1 chunks of about equal work; returns 0, or nonzero for n < 1 or a bad ph */
 //! int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params,
 //!                               int64_t n, int64_t *bounds);
+//! /* estimated leaf statements phase `ph` executes in all, or -1 when unknown (or serial) */
+//! int64_t sparsile_phase_work(int64_t ph, void *const *buffers, const int64_t *params);
 //! ```
 //! `buffers[b]` is the data of buffer `b` of the stage-III function (values as
 //! `float`/`double`, structure arrays as `int32_t`/`int64_t`; null for scratch buffers,
@@ -31,18 +33,24 @@
 //! of one phase must be independent: a phase is split into chunks run concurrently.
 
 mod cache;
+mod calibration;
 mod compiler;
 mod error;
 mod launcher;
 mod library;
 mod pool;
+pub mod system_load;
 
 pub use cache::{Cache, CacheOutcome};
+pub use calibration::{PhaseCalibration, DEFAULT_PS_PER_UNIT};
 pub use compiler::{Compiler, FLAGS, LIBS};
 pub use error::JitError;
-pub use launcher::{default_threads, spin_time, Launcher, CHUNKS_PER_THREAD};
+pub use launcher::{
+    default_threads, num_threads_set, set_num_threads, spin_time, Launcher, Parallelism,
+    CHUNKS_PER_THREAD, MAX_THREADS, SERIAL_NS, WAKE_NS,
+};
 pub use library::{
     AbiVersionFn, Library, NumPhasesFn, PhaseBoundsFn, PhaseExtentFn, PhasePartitionFn, PhaseRunFn,
-    ABI_VERSION,
+    PhaseWorkFn, ABI_VERSION,
 };
-pub use pool::{SpinPool, DEFAULT_SPIN};
+pub use pool::{Help, WorkerPool, DEFAULT_SPIN, MIN_SPIN};

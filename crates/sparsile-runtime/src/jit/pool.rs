@@ -1,119 +1,193 @@
 //! The CPU worker pool that runs a kernel's parallel phases.
 //!
-//! Purpose: a kernel call is short (tens of microseconds to a few milliseconds) and a
-//! program makes many in a row, so what matters is how fast idle workers join the next
-//! call. A pool of `threads` participants has `threads - 1` worker threads; the calling
-//! thread is the last participant and works too. Between jobs a worker spins for a while
-//! (the *spin time*, `SPARSILE_SPIN_US`, default [`DEFAULT_SPIN`]) watching for the next
-//! job, and only then sleeps on a condition variable: back-to-back calls find every worker
-//! awake instead of paying a wake-up (a futex call, and on a virtual machine the time for
-//! the host to run the idle virtual CPU again), which otherwise leaves one thread doing
-//! most of a short call's chunks.
+//! Purpose: a kernel call is short (microseconds to milliseconds), programs make many in
+//! a row, and they run inside frameworks (PyTorch, a Python training loop, other
+//! threads) that want the same cores. The pool therefore never makes a call wait for a
+//! thread that is not running, and holds no core once a call has returned.
 //!
-//! A job is a closure every participant calls once ([`SpinPool::broadcast`]); the caller
-//! returns when every participant has returned from it, so the closure may borrow from
-//! the caller's stack. Jobs on one pool are serialised: a second caller waits for the
-//! first call to finish. A panic in a worker is caught and resumed on the calling thread.
+//! # Protocol
+//! A job ([`WorkerPool::run`]) is a *claim loop*: a closure that takes pieces of work from
+//! a shared counter until none is left, so that one call of it alone does all the work.
+//! The calling thread publishes the job, wakes sleeping workers when the job asks for it
+//! ([`Help`]) and the machine has an idle core ([`SystemLoad`]), and runs the closure
+//! itself. Idle workers that see the job in time *join* it and run the closure too. When
+//! the caller's own call returns, every piece has been claimed; the caller *closes* the
+//! job, after which no worker can join, and waits only for the workers that did join
+//! (each is finishing a piece it claimed). A worker that was asleep, descheduled or busy
+//! elsewhere simply does not take part: the call is never slower than the caller alone
+//! plus the pieces others took. Joining and closing are one atomic word holding the job's
+//! generation, a closed bit and the count of joined workers, so a late worker cannot touch
+//! a job whose caller has returned.
 //!
-//! Preconditions: none; a pool of 1 thread runs jobs on the caller alone.
+//! A second caller that finds the pool busy (another thread's job in flight) does not
+//! queue: it runs its closure alone on its own thread.
+//!
+//! # Waiting
+//! An idle worker first spins on the job word with a pause instruction for a few
+//! microseconds, then keeps watching while calling `sched_yield` between looks, so any
+//! other runnable thread on its core (the caller itself, a framework's thread, another
+//! process) runs at once; a yield that took long means such a thread exists, and the
+//! worker sleeps at once. Otherwise it sleeps on a condition variable after its spin
+//! budget, which starts at the pool's spin time (`SPARSILE_SPIN_US`, default
+//! [`DEFAULT_SPIN`]) and adapts: it halves (down to [`MIN_SPIN`]) each time the next job
+//! comes later than the spin time, and returns to the spin time as soon as one comes
+//! within it. The caller waits for joined workers the same way, then sleeps until the
+//! last one leaves.
+//!
+//! Why this shape: the earlier pool made every call wait until every worker had run the
+//! job, and idle workers spun with a pause loop for 2 ms. The scheduler often put a woken
+//! worker on the caller's core; the worker then finished the job and spun on, while the
+//! caller, runnable on that same core with the other core idle, waited out the spin (or a
+//! time slice): the ~2 ms stalls. With a busy process beside it the same wait hit a
+//! descheduled worker. Work-stealing runtimes avoid both the ways used here: oneTBB lets
+//! the external thread take a slot in the arena and work, rayon's idle workers yield and
+//! then sleep after a few rounds, and OpenMP runtimes offer a passive wait policy (Intel's
+//! `KMP_BLOCKTIME`, GNU's `GOMP_SPINCOUNT`, both lowered when threads outnumber cores).
+//! rayon itself does not fit: a thread outside its pool that submits work blocks on a
+//! latch instead of working, which costs a wake-up per call.
+//!
+//! Preconditions: none; a pool of 1 thread runs jobs on the caller alone. A panic in a
+//! worker's call is caught and resumed on the calling thread after the job is closed.
 //!
 //! ```
 //! use std::sync::atomic::{AtomicUsize, Ordering};
 //! use std::time::Duration;
-//! use sparsile_runtime::jit::SpinPool;
+//! use sparsile_runtime::jit::WorkerPool;
 //!
-//! let pool = SpinPool::new(3, Duration::from_micros(200)).unwrap();
-//! let calls = AtomicUsize::new(0);
-//! pool.broadcast(&|_participant| {
-//!     calls.fetch_add(1, Ordering::Relaxed);
+//! let pool = WorkerPool::new(3, Duration::from_micros(200)).unwrap();
+//! let next = AtomicUsize::new(0);
+//! let done = AtomicUsize::new(0);
+//! pool.run(&|| loop {
+//!     // claim one of 100 pieces of work
+//!     if next.fetch_add(1, Ordering::Relaxed) >= 100 {
+//!         return;
+//!     }
+//!     done.fetch_add(1, Ordering::Relaxed);
 //! });
-//! assert_eq!(calls.load(Ordering::Relaxed), 3);
+//! assert_eq!(done.load(Ordering::Relaxed), 100);
 //! ```
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long an idle worker spins before it sleeps, when `SPARSILE_SPIN_US` is unset.
-pub const DEFAULT_SPIN: Duration = Duration::from_millis(2);
+use super::system_load::SystemLoad;
 
-/// A job: called once by every participant with its index (`0..threads`; the calling
-/// thread is the last).
-type Job = dyn Fn(usize) + Sync;
+/// The spin budget of an idle worker when `SPARSILE_SPIN_US` is unset.
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(100);
 
-/// A job pointer with its lifetime erased; valid while [`SpinPool::broadcast`] runs.
-#[derive(Clone, Copy)]
-struct JobPtr(*const Job);
+/// The smallest spin budget adaptation goes down to.
+pub const MIN_SPIN: Duration = Duration::from_micros(5);
 
-// SAFETY: the pointee is `Sync` and outlives every use (see `broadcast`).
-unsafe impl Send for JobPtr {}
+/// How long a waiter spins with pause instructions before it starts yielding.
+const PAUSE_PHASE: Duration = Duration::from_micros(3);
+
+/// A `sched_yield` slower than this means another thread ran on this core.
+const CONTENDED_YIELD: Duration = Duration::from_micros(30);
+
+/// How long the caller waits for joined workers before it sleeps.
+const CALLER_SPIN: Duration = Duration::from_micros(50);
+
+/// The closed bit of the job word; the low bits below it count joined workers.
+const CLOSED: u64 = 1 << 31;
+const JOINED: u64 = CLOSED - 1;
+const GENERATION_SHIFT: u32 = 32;
+
+/// A job: a claim loop (see the module docs).
+type Job = dyn Fn() + Sync;
+
+/// The job word's generation.
+fn generation(state: u64) -> u64 {
+    state >> GENERATION_SHIFT
+}
 
 struct Shared {
-    /// Bumped once per job; a worker runs the job when it sees a new value.
-    generation: AtomicU64,
-    /// The current job (set before `generation` is bumped).
-    job: Mutex<Option<JobPtr>>,
-    /// Workers that have not yet returned from the current job.
-    pending: AtomicUsize,
+    /// `generation << 32 | closed << 31 | joined workers`.
+    state: AtomicU64,
+    /// Points at the caller's `&Job` for the current generation (set before the
+    /// generation is published; read only by a worker that joined).
+    job: AtomicPtr<&'static Job>,
+    /// A caller owns the pool (its job is in flight).
+    busy: AtomicBool,
     /// Workers asleep (or about to sleep) on `wake`.
     sleeping: AtomicUsize,
     sleep_lock: Mutex<()>,
     wake: Condvar,
+    /// The caller sleeps on `done` until the last joined worker leaves.
+    caller_waiting: AtomicBool,
+    done_lock: Mutex<()>,
+    done: Condvar,
     shutdown: AtomicBool,
     /// The first panic payload of a worker during the current job.
     panic: Mutex<Option<Box<dyn Any + Send>>>,
+    /// The largest spin budget of an idle worker.
     spin: Duration,
+    /// Whether the machine has an idle core for a woken worker.
+    load: SystemLoad,
 }
 
-/// A fixed set of worker threads that spin, then sleep, between jobs (see the module
-/// docs).
-pub struct SpinPool {
+/// Whom a caller's job asks for help (see [`WorkerPool::run_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Help {
+    /// Workers awake now, and sleeping ones woken for it when the machine has an idle
+    /// core (see [`SystemLoad`]).
+    All,
+    /// Only workers awake now: waking one costs more than it could take over.
+    Awake,
+}
+
+/// A fixed set of worker threads that join the jobs of calling threads when they are
+/// idle and running (see the module docs).
+pub struct WorkerPool {
     threads: usize,
     shared: Arc<Shared>,
-    /// Serialises callers.
-    calls: Mutex<()>,
     workers: Vec<JoinHandle<()>>,
 }
 
-impl std::fmt::Debug for SpinPool {
+impl std::fmt::Debug for WorkerPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpinPool")
+        f.debug_struct("WorkerPool")
             .field("threads", &self.threads)
             .field("spin", &self.shared.spin)
             .finish()
     }
 }
 
-impl SpinPool {
-    /// A pool of `threads` participants (`threads - 1` new threads) whose idle workers
-    /// spin for `spin` before sleeping. Fails when a thread cannot be started.
-    pub fn new(threads: usize, spin: Duration) -> std::io::Result<SpinPool> {
+impl WorkerPool {
+    /// A pool of `threads` participants (`threads - 1` new threads beside the caller)
+    /// whose idle workers spin for at most `spin` before sleeping. Fails when a thread
+    /// cannot be started.
+    pub fn new(threads: usize, spin: Duration) -> std::io::Result<WorkerPool> {
         let threads = threads.max(1);
         let shared = Arc::new(Shared {
-            generation: AtomicU64::new(0),
-            job: Mutex::new(None),
-            pending: AtomicUsize::new(0),
+            // Generation 0, closed: nothing to join yet.
+            state: AtomicU64::new(CLOSED),
+            job: AtomicPtr::new(std::ptr::null_mut()),
+            busy: AtomicBool::new(false),
             sleeping: AtomicUsize::new(0),
             sleep_lock: Mutex::new(()),
             wake: Condvar::new(),
+            caller_waiting: AtomicBool::new(false),
+            done_lock: Mutex::new(()),
+            done: Condvar::new(),
             shutdown: AtomicBool::new(false),
             panic: Mutex::new(None),
             spin,
+            load: SystemLoad::new(),
         });
-        let mut pool = SpinPool {
+        let mut pool = WorkerPool {
             threads,
             shared,
-            calls: Mutex::new(()),
             workers: Vec::with_capacity(threads - 1),
         };
         for index in 0..threads - 1 {
             let shared = Arc::clone(&pool.shared);
             let handle = std::thread::Builder::new()
                 .name(format!("sparsile-{index}"))
-                .spawn(move || worker(&shared, index))?;
+                .spawn(move || worker(&shared))?;
             pool.workers.push(handle);
         }
         Ok(pool)
@@ -124,16 +198,27 @@ impl SpinPool {
         self.threads
     }
 
-    /// Calls `job(p)` once on every participant `p` in `0..threads` (the calling thread is
-    /// participant `threads - 1`) and returns when all calls have returned. A panic in any
-    /// call is resumed here after every participant is done.
-    pub fn broadcast(&self, job: &(dyn Fn(usize) + Sync)) {
-        let me = self.threads - 1;
-        if me == 0 {
-            job(0);
+    /// Runs the claim loop `job` on the calling thread and on every idle worker that
+    /// joins before the caller's own call returns; returns when all of those calls have
+    /// returned. `job` must do all the work when called once. A panic in any call is
+    /// resumed here after the job is closed. Sleeping workers are woken for it.
+    pub fn run(&self, job: &(dyn Fn() + Sync + '_)) {
+        self.run_with(job, Help::All);
+    }
+
+    /// [`run`](Self::run), asking for the help `help` says.
+    pub fn run_with(&self, job: &(dyn Fn() + Sync + '_), help: Help) {
+        if self.threads == 1
+            || self
+                .shared
+                .busy
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            // One thread, or another caller's job in flight: this caller works alone.
+            job();
             return;
         }
-        let _serial = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         let shared = &*self.shared;
         // A payload left by an earlier job whose caller panicked too.
         drop(
@@ -143,38 +228,45 @@ impl SpinPool {
                 .unwrap_or_else(|e| e.into_inner())
                 .take(),
         );
-        // SAFETY: the lifetime is erased only for the workers' copies; `Wait` below does
-        // not let this function return (or unwind) before every worker has returned from
-        // the job, and the pointer is cleared before the next job.
-        let erased: *const Job =
-            unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync + '_), &'static Job>(job) };
-        *shared.job.lock().unwrap_or_else(|e| e.into_inner()) = Some(JobPtr(erased));
-        shared.pending.store(me, Ordering::SeqCst);
-        shared.generation.fetch_add(1, Ordering::SeqCst);
-        if shared.sleeping.load(Ordering::SeqCst) > 0 {
+        // SAFETY: the lifetime is erased only for workers that join; `Close` below does
+        // not let this function return (or unwind) before the job is closed and every
+        // joined worker has left it, and no worker reads the pointer without joining.
+        let erased: &'static Job =
+            unsafe { std::mem::transmute::<&(dyn Fn() + Sync + '_), &'static Job>(job) };
+        let slot: &&'static Job = &erased;
+        shared
+            .job
+            .store(slot as *const _ as *mut &'static Job, Ordering::Relaxed);
+        let generation = (generation(shared.state.load(Ordering::Relaxed)) + 1) & 0xFFFF_FFFF;
+        // Open: the new generation, not closed, nobody joined. Release publishes `job`.
+        shared
+            .state
+            .store(generation << GENERATION_SHIFT, Ordering::SeqCst);
+        if help == Help::All
+            && shared.sleeping.load(Ordering::SeqCst) > 0
+            && shared.load.core_to_spare()
+        {
             let _g = shared.sleep_lock.lock().unwrap_or_else(|e| e.into_inner());
             shared.wake.notify_all();
         }
-        /// Waits for the workers when dropped, so that an unwinding caller also waits.
-        struct Wait<'a>(&'a Shared);
-        impl Drop for Wait<'_> {
+
+        /// Closes the job and waits for the joined workers when dropped, so that an
+        /// unwinding caller does too.
+        struct Close<'a>(&'a Shared);
+        impl Drop for Close<'_> {
             fn drop(&mut self) {
-                let start = Instant::now();
-                let mut n = 0u32;
-                while self.0.pending.load(Ordering::Acquire) > 0 {
-                    n = n.wrapping_add(1);
-                    if n.is_multiple_of(256) && start.elapsed() > Duration::from_micros(50) {
-                        std::thread::yield_now();
-                    } else {
-                        std::hint::spin_loop();
-                    }
+                let shared = self.0;
+                let state = shared.state.fetch_or(CLOSED, Ordering::SeqCst) | CLOSED;
+                if state & JOINED != 0 {
+                    wait_for_joined(shared);
                 }
-                *self.0.job.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                shared.job.store(std::ptr::null_mut(), Ordering::Relaxed);
+                shared.busy.store(false, Ordering::Release);
             }
         }
-        let wait = Wait(shared);
-        job(me);
-        drop(wait);
+        let close = Close(shared);
+        job();
+        drop(close);
         let payload = shared
             .panic
             .lock()
@@ -186,7 +278,31 @@ impl SpinPool {
     }
 }
 
-impl Drop for SpinPool {
+/// The caller's wait for the workers that joined its (now closed) job: spin, then yield,
+/// then sleep until the last one leaves.
+fn wait_for_joined(shared: &Shared) {
+    let joined = || shared.state.load(Ordering::Acquire) & JOINED;
+    let start = Instant::now();
+    while joined() != 0 {
+        let waited = start.elapsed();
+        if waited < PAUSE_PHASE {
+            std::hint::spin_loop();
+        } else if waited < CALLER_SPIN {
+            std::thread::yield_now();
+        } else {
+            shared.caller_waiting.store(true, Ordering::SeqCst);
+            let mut g = shared.done_lock.lock().unwrap_or_else(|e| e.into_inner());
+            while joined() != 0 {
+                g = shared.done.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            drop(g);
+            shared.caller_waiting.store(false, Ordering::SeqCst);
+            return;
+        }
+    }
+}
+
+impl Drop for WorkerPool {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);
         {
@@ -203,55 +319,138 @@ impl Drop for SpinPool {
     }
 }
 
-/// A worker's life: wait for a new generation (spinning, then sleeping), run the job,
-/// report done.
-fn worker(shared: &Shared, index: usize) {
-    let mut seen = 0u64;
+/// An idle worker's adaptive spin budget (see the module docs).
+struct SpinBudget {
+    budget: Duration,
+    max: Duration,
+}
+
+impl SpinBudget {
+    fn new(max: Duration) -> SpinBudget {
+        SpinBudget { budget: max, max }
+    }
+
+    /// After a wait that slept: `idle` is the whole time from the end of the last job
+    /// to the next one. A job that came within the largest budget would have been caught
+    /// by spinning that long: spin that long again. A job that came later halves it.
+    fn slept(&mut self, idle: Duration) {
+        if idle <= self.max {
+            self.budget = self.max;
+        } else {
+            self.budget = (self.budget / 2).max(MIN_SPIN.min(self.max));
+        }
+    }
+
+    /// After a wait that a job ended while spinning.
+    fn caught(&mut self) {
+        self.budget = self.max;
+    }
+}
+
+/// How an idle worker's wait for the next job ended.
+enum Waited {
+    /// The job word changed to an open generation other than the last one seen.
+    Job(u64),
+    Shutdown,
+}
+
+/// Waits for an open generation newer than `seen`: pause-spins, yield-spins while the
+/// core is free and the budget lasts, then sleeps.
+fn wait_for_job(shared: &Shared, seen: u64, budget: &mut SpinBudget) -> Waited {
+    let open_new = || {
+        let s = shared.state.load(Ordering::Acquire);
+        (generation(s) != seen && s & CLOSED == 0).then_some(s)
+    };
+    let start = Instant::now();
     loop {
-        let start = Instant::now();
-        let mut n = 0u32;
-        loop {
-            if shared.shutdown.load(Ordering::Acquire) {
-                return;
-            }
-            let g = shared.generation.load(Ordering::Acquire);
-            if g != seen {
-                seen = g;
-                break;
-            }
-            n = n.wrapping_add(1);
-            if !n.is_multiple_of(128) {
-                std::hint::spin_loop();
-                continue;
-            }
-            if start.elapsed() < shared.spin {
-                continue;
-            }
-            // Sleep: announce it, then check again under the lock, so that a job
-            // published after the check above either is seen here or wakes us.
-            let guard = shared.sleep_lock.lock().unwrap_or_else(|e| e.into_inner());
-            shared.sleeping.fetch_add(1, Ordering::SeqCst);
-            let guard = shared
-                .wake
-                .wait_while(guard, |_| {
-                    shared.generation.load(Ordering::SeqCst) == seen
-                        && !shared.shutdown.load(Ordering::SeqCst)
-                })
-                .unwrap_or_else(|e| e.into_inner());
-            shared.sleeping.fetch_sub(1, Ordering::SeqCst);
-            drop(guard);
+        if shared.shutdown.load(Ordering::Acquire) {
+            return Waited::Shutdown;
         }
-        let job = *shared.job.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(JobPtr(ptr)) = job {
-            // SAFETY: `broadcast` keeps the job alive until `pending` reaches zero, which
-            // needs this worker's decrement below.
-            let f: &Job = unsafe { &*ptr };
-            if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(index))) {
-                let mut slot = shared.panic.lock().unwrap_or_else(|e| e.into_inner());
-                slot.get_or_insert(p);
-            }
+        if let Some(s) = open_new() {
+            budget.caught();
+            return Waited::Job(s);
         }
-        shared.pending.fetch_sub(1, Ordering::AcqRel);
+        let waited = start.elapsed();
+        if waited >= budget.budget {
+            break;
+        }
+        if waited < PAUSE_PHASE {
+            std::hint::spin_loop();
+            continue;
+        }
+        let before = Instant::now();
+        std::thread::yield_now();
+        if before.elapsed() > CONTENDED_YIELD {
+            // Another thread wanted this core: stop holding it.
+            break;
+        }
+    }
+    // Sleep: announce it, then check again under the lock, so that a job published
+    // after the check above either is seen here or wakes us.
+    let mut guard = shared.sleep_lock.lock().unwrap_or_else(|e| e.into_inner());
+    shared.sleeping.fetch_add(1, Ordering::SeqCst);
+    let result = loop {
+        if shared.shutdown.load(Ordering::SeqCst) {
+            break Waited::Shutdown;
+        }
+        let s = shared.state.load(Ordering::SeqCst);
+        if generation(s) != seen && s & CLOSED == 0 {
+            break Waited::Job(s);
+        }
+        guard = shared.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+    };
+    shared.sleeping.fetch_sub(1, Ordering::SeqCst);
+    drop(guard);
+    budget.slept(start.elapsed());
+    result
+}
+
+/// A worker's life: wait for an open job, join it, run it, leave.
+fn worker(shared: &Shared) {
+    let mut seen = 0u64;
+    let mut budget = SpinBudget::new(shared.spin);
+    loop {
+        let mut state = match wait_for_job(shared, seen, &mut budget) {
+            Waited::Job(s) => s,
+            Waited::Shutdown => return,
+        };
+        seen = generation(state);
+        // Join: only while the job is open and still the one seen.
+        let joined = loop {
+            if generation(state) != seen || state & CLOSED != 0 {
+                break false;
+            }
+            match shared.state.compare_exchange_weak(
+                state,
+                state + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break true,
+                Err(now) => state = now,
+            }
+        };
+        if !joined {
+            continue;
+        }
+        let slot = shared.job.load(Ordering::Acquire);
+        // SAFETY: this worker joined the open generation whose job `slot` points at (it
+        // was stored before the generation was published, which the successful join
+        // acquired); the caller keeps it alive until every joined worker has left.
+        let job: &Job = unsafe { *slot };
+        if let Err(p) = catch_unwind(AssertUnwindSafe(job)) {
+            let mut first = shared.panic.lock().unwrap_or_else(|e| e.into_inner());
+            first.get_or_insert(p);
+        }
+        // Leave; the last one out wakes a caller that went to sleep waiting.
+        let before = shared.state.fetch_sub(1, Ordering::SeqCst);
+        if before & JOINED == 1
+            && before & CLOSED != 0
+            && shared.caller_waiting.load(Ordering::SeqCst)
+        {
+            let _g = shared.done_lock.lock().unwrap_or_else(|e| e.into_inner());
+            shared.done.notify_all();
+        }
     }
 }
 
@@ -259,24 +458,29 @@ fn worker(shared: &Shared, index: usize) {
 mod tests {
     use super::*;
 
+    /// A claim loop over `n` pieces that counts how often each piece ran.
+    fn claims(pool: &WorkerPool, n: usize, work: impl Fn(usize) + Sync) -> Vec<usize> {
+        let next = AtomicUsize::new(0);
+        let seen: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+        pool.run(&|| loop {
+            let c = next.fetch_add(1, Ordering::Relaxed);
+            if c >= n {
+                return;
+            }
+            work(c);
+            seen[c].fetch_add(1, Ordering::Relaxed);
+        });
+        seen.iter().map(|s| s.load(Ordering::Relaxed)).collect()
+    }
+
     #[test]
-    fn every_participant_runs_each_job_once() {
+    fn every_piece_runs_once() {
         for threads in [1, 2, 4] {
             for spin in [Duration::ZERO, Duration::from_millis(1)] {
-                let pool = SpinPool::new(threads, spin).unwrap();
-                for round in 0..200 {
-                    let seen: Vec<AtomicUsize> =
-                        (0..threads).map(|_| AtomicUsize::new(0)).collect();
-                    pool.broadcast(&|p| {
-                        seen[p].fetch_add(1, Ordering::Relaxed);
-                    });
-                    for (p, s) in seen.iter().enumerate() {
-                        assert_eq!(
-                            s.load(Ordering::Relaxed),
-                            1,
-                            "participant {p}, round {round}"
-                        );
-                    }
+                let pool = WorkerPool::new(threads, spin).unwrap();
+                for round in 0..300 {
+                    let n = round % 17;
+                    assert_eq!(claims(&pool, n, |_| {}), vec![1; n], "round {round}");
                     if round % 50 == 0 {
                         // Let workers fall asleep now and then.
                         std::thread::sleep(Duration::from_millis(3));
@@ -287,36 +491,92 @@ mod tests {
     }
 
     #[test]
-    fn a_worker_panic_reaches_the_caller_and_the_pool_goes_on() {
-        let pool = SpinPool::new(3, Duration::ZERO).unwrap();
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            pool.broadcast(&|p| {
-                if p == 0 {
-                    panic!("participant 0 fails");
+    fn workers_join_when_they_are_idle() {
+        let pool = WorkerPool::new(2, Duration::from_millis(50)).unwrap();
+        let caller = std::thread::current().id();
+        let helped = AtomicUsize::new(0);
+        for _ in 0..50 {
+            claims(&pool, 64, |_| {
+                if std::thread::current().id() != caller {
+                    helped.fetch_add(1, Ordering::Relaxed);
                 }
-            })
-        }));
-        assert!(r.is_err());
-        let count = AtomicUsize::new(0);
-        pool.broadcast(&|_| {
-            count.fetch_add(1, Ordering::Relaxed);
-        });
-        assert_eq!(count.load(Ordering::Relaxed), 3);
+                std::thread::sleep(Duration::from_micros(20));
+            });
+        }
+        assert!(helped.load(Ordering::Relaxed) > 0, "no worker ever joined");
     }
 
     #[test]
-    fn concurrent_callers_each_run_every_job_once() {
-        let pool = Arc::new(SpinPool::new(2, Duration::from_micros(100)).unwrap());
-        let total = Arc::new(AtomicUsize::new(0));
+    fn the_caller_does_not_wait_for_a_worker_that_never_joins() {
+        // Another thread's job holds the pool (and maybe its worker) indefinitely: a
+        // second caller finds the pool busy and does all its work alone, at once.
+        let pool = Arc::new(WorkerPool::new(2, Duration::from_millis(1)).unwrap());
+        let release = Arc::new(AtomicBool::new(false));
+        let entered = Arc::new(AtomicUsize::new(0));
+        let blocker = {
+            let (pool, release, entered) = (
+                Arc::clone(&pool),
+                Arc::clone(&release),
+                Arc::clone(&entered),
+            );
+            std::thread::spawn(move || {
+                pool.run(&|| {
+                    entered.fetch_add(1, Ordering::SeqCst);
+                    while !release.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_micros(100));
+                    }
+                })
+            })
+        };
+        while entered.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        let start = Instant::now();
+        assert_eq!(claims(&pool, 10, |_| {}), vec![1; 10]);
+        assert!(start.elapsed() < Duration::from_millis(500));
+        release.store(true, Ordering::SeqCst);
+        blocker.join().unwrap();
+    }
+
+    #[test]
+    fn a_worker_panic_reaches_the_caller_and_the_pool_goes_on() {
+        let pool = WorkerPool::new(3, Duration::from_millis(5)).unwrap();
+        let caller = std::thread::current().id();
+        // Retry until a worker joined and panicked (joining is opportunistic).
+        let mut worker_panicked = false;
+        for _ in 0..200 {
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                claims(&pool, 64, |_| {
+                    if std::thread::current().id() != caller {
+                        panic!("a worker fails");
+                    }
+                    std::thread::sleep(Duration::from_micros(10));
+                })
+            }));
+            if r.is_err() {
+                worker_panicked = true;
+                break;
+            }
+        }
+        assert!(worker_panicked);
+        assert_eq!(claims(&pool, 7, |_| {}), vec![1; 7]);
+        // A panic in the caller's own call also closes the job and leaves the pool usable.
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            pool.run(&|| panic!("the caller fails"))
+        }));
+        assert!(r.is_err());
+        assert_eq!(claims(&pool, 7, |_| {}), vec![1; 7]);
+    }
+
+    #[test]
+    fn concurrent_callers_each_do_all_their_work() {
+        let pool = Arc::new(WorkerPool::new(2, Duration::from_micros(100)).unwrap());
         let handles: Vec<_> = (0..4)
             .map(|_| {
                 let pool = Arc::clone(&pool);
-                let total = Arc::clone(&total);
                 std::thread::spawn(move || {
-                    for _ in 0..100 {
-                        pool.broadcast(&|_| {
-                            total.fetch_add(1, Ordering::Relaxed);
-                        });
+                    for n in 0..200 {
+                        assert_eq!(claims(&pool, n % 13, |_| {}), vec![1; n % 13]);
                     }
                 })
             })
@@ -324,6 +584,23 @@ mod tests {
         for h in handles {
             h.join().unwrap();
         }
-        assert_eq!(total.load(Ordering::Relaxed), 4 * 100 * 2);
+    }
+
+    #[test]
+    fn the_spin_budget_adapts_within_its_bounds() {
+        let max = Duration::from_micros(100);
+        let mut b = SpinBudget::new(max);
+        b.slept(Duration::from_millis(10));
+        assert_eq!(b.budget, max / 2);
+        for _ in 0..20 {
+            b.slept(Duration::from_millis(10));
+        }
+        assert_eq!(b.budget, MIN_SPIN);
+        // A job within the spin time: spinning that long would have caught it.
+        b.slept(Duration::from_micros(60));
+        assert_eq!(b.budget, max);
+        b.slept(Duration::from_millis(1));
+        b.caught();
+        assert_eq!(b.budget, max);
     }
 }

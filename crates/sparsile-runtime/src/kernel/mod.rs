@@ -49,7 +49,9 @@ use sparsile_ir::settings::Settings;
 pub use error::KernelError;
 
 use crate::interp::{check_buffer_parents, check_names, InterpError, InterpOptions, Outputs};
-use crate::jit::{default_threads, spin_time, Cache, CacheOutcome, JitError, Launcher, Library};
+use crate::jit::{
+    default_threads, spin_time, Cache, CacheOutcome, JitError, Launcher, Library, Parallelism,
+};
 
 /// Options of [`CompiledKernel::run`].
 #[derive(Debug, Clone, Default)]
@@ -58,9 +60,12 @@ pub struct KernelOptions {
     pub params: HashMap<String, i64>,
     /// Structures for output or temp buffers, by buffer name.
     pub output_structures: HashMap<String, Arc<Structure<'static>>>,
-    /// Threads of this run (default: the kernel's, from `SPARSILE_NUM_THREADS` or the
-    /// available parallelism).
+    /// Threads of this run (default: the count [`crate::jit::set_num_threads`] set, else
+    /// the kernel's, from `SPARSILE_NUM_THREADS` or the available parallelism).
     pub threads: Option<usize>,
+    /// Whether each phase's size decides how much help it gets (the default) or every
+    /// parallel phase runs on the pool (tests of the parallel path, measurements).
+    pub parallelism: Parallelism,
 }
 
 /// How the kernel's object was obtained.
@@ -205,8 +210,12 @@ impl CompiledKernel {
             skip_verify: true,
         };
         check_names(&self.program, inputs, &interp_options)?;
+        let threads = options
+            .threads
+            .or_else(crate::jit::num_threads_set)
+            .unwrap_or(self.default_threads);
         let launcher =
-            Launcher::with_spin(options.threads.unwrap_or(self.default_threads), self.spin)?;
+            Launcher::with_spin(threads, self.spin)?.with_parallelism(options.parallelism);
         let mut bound = args::bind(&self.program, inputs, &interp_options, outputs)?;
         for id in std::mem::take(&mut bound.reused) {
             if self.initialised.contains(&id) {

@@ -122,9 +122,10 @@ pub fn spmv_source(t: &str, extra_phase: bool, fail_phase1: bool) -> String {
     format!(
         r#"#include <stdint.h>
 #include <math.h>
-int64_t sparsile_abi_version(void) {{ return 2; }}
+int64_t sparsile_abi_version(void) {{ return 3; }}
 int64_t sparsile_phase_partition(int64_t ph) {{ (void)ph; return 0; }}
 int32_t sparsile_phase_bounds(int64_t ph, void *const *buffers, const int64_t *params, int64_t n, int64_t *bounds) {{ (void)ph; (void)buffers; (void)params; (void)n; (void)bounds; return 1; }}
+int64_t sparsile_phase_work(int64_t ph, void *const *buffers, const int64_t *params) {{ (void)ph; (void)buffers; (void)params; return -1; }}
 int64_t sparsile_num_phases(void) {{ return {phases}; }}
 int64_t sparsile_phase_extent(int64_t ph, void *const *buffers, const int64_t *params) {{
     (void)buffers;

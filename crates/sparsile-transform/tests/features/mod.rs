@@ -263,6 +263,7 @@ pub fn check(case: &Case, sch: &Schedule, native: Option<&Settings>) {
                 &KernelOptions {
                     params: case.params.clone(),
                     threads: Some(threads),
+                    parallelism: sparsile_runtime::jit::Parallelism::Always,
                     ..KernelOptions::default()
                 },
             )

@@ -97,6 +97,7 @@ pub fn check_kernel(
                 inputs,
                 &RunOptions {
                     threads: Some(threads),
+                    parallelism: sparsile::Parallelism::Always,
                     ..RunOptions::default()
                 },
             )
