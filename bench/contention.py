@@ -15,7 +15,9 @@ library inside a training loop meets:
 
 For each it prints the median and 95th percentile of the call times, their ratio, and
 the median over the ``quiet`` one-thread median (what the call would cost on one core
-alone). ``--json`` writes every row.
+alone). With ``--rounds R`` every scenario of a case is measured R times in turn and the
+call times are pooled, so that a slow spell of a shared machine falls on every scenario
+instead of deciding one. ``--json`` writes every row.
 
     bench/.venv/bin/python bench/contention.py                      # cora, pubmed, ogbn_arxiv
     bench/.venv/bin/python bench/contention.py --matrix data/cora.mtx --scenarios quiet,busy
@@ -156,7 +158,8 @@ def main():
     parser.add_argument("--ops", default="spmm:32,spmv", help="spmm:K and spmv, comma-separated")
     parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
-    parser.add_argument("--calls", type=int, default=400, help="timed calls per case and scenario")
+    parser.add_argument("--calls", type=int, default=400, help="timed calls per case, scenario and round")
+    parser.add_argument("--rounds", type=int, default=1, help="measure every scenario this many times in turn")
     parser.add_argument("--matmul", type=int, default=384, help="side of the torch matmul")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
@@ -189,10 +192,19 @@ def main():
             else:
                 parser.error(f"unknown op {op!r}")
             case = f"{path.name.split('.')[0]} {op}"
+            pooled = {}
+            for _ in range(args.rounds):
+                for scenario in scenarios:
+                    for t in threads:
+                        times, extra = scenario_rows(scenario, make_call(t), t, args)
+                        got = pooled.setdefault((scenario, t), ([], []))
+                        got[0].extend(times)
+                        got[1].append(extra)
             quiet1 = None
             for scenario in scenarios:
                 for t in threads:
-                    times, extra = scenario_rows(scenario, make_call(t), t, args)
+                    times, extras = pooled[(scenario, t)]
+                    extra = {key: statistics.median(e[key] for e in extras) for key in extras[0]}
                     med, p95 = statistics.median(times), percentile(times, 0.95)
                     if scenario == "quiet" and t == 1:
                         quiet1 = med
@@ -200,7 +212,7 @@ def main():
                         "scenario": scenario, "matrix": path.name, "op": op, "threads": t,
                         "median_ms": med * 1e3, "p95_ms": p95 * 1e3, "p95_over_median": p95 / med,
                         "vs_quiet_1thread": (med / quiet1) if quiet1 else None,
-                        "calls": len(times), **extra,
+                        "calls": len(times), "rounds": args.rounds, **extra,
                     }
                     rows.append(row)
                     note = ""
