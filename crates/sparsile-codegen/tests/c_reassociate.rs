@@ -1,6 +1,7 @@
 //! C for `vectorized(reassociate)` loops: one accumulator per reduced element, loaded
 //! before the loop and stored after it, long loops in blocks of 16 adding into 16 lanes
-//! per accumulator (a bound read from memory evaluated before the loop), the tail and
+//! per accumulator summed as a tree (a bound read from memory evaluated before the loop),
+//! contiguous bodies as explicit vectors of 32 bytes, the tail and
 //! short loops in order (or, with `scalar_sums=N`, in groups of `N` adding into `N`
 //! scalar copies of each accumulator first), and an error for a loop whose reductions
 //! break the rules (the IR did not pass the verifier).
@@ -50,7 +51,10 @@ fn spmv_sums_lanes_in_an_accumulator() {
                         y_local_acc_lanes[p_lane] = y_local_acc_lanes[p_lane] + A[p] * x[j];
                     }
                 }
-                for (int64_t p_lane = 0; p_lane < 16; ++p_lane) y_local_acc = y_local_acc + y_local_acc_lanes[p_lane];
+                for (int64_t p_lane = 0; p_lane < 8; ++p_lane) y_local_acc_lanes[p_lane] = y_local_acc_lanes[p_lane] + y_local_acc_lanes[p_lane + 8];
+                for (int64_t p_lane = 0; p_lane < 4; ++p_lane) y_local_acc_lanes[p_lane] = y_local_acc_lanes[p_lane] + y_local_acc_lanes[p_lane + 4];
+                for (int64_t p_lane = 0; p_lane < 2; ++p_lane) y_local_acc_lanes[p_lane] = y_local_acc_lanes[p_lane] + y_local_acc_lanes[p_lane + 2];
+                y_local_acc = y_local_acc + (y_local_acc_lanes[0] + y_local_acc_lanes[1]);
             }
             for (int64_t p = p_block; p < p_end; ++p) { /* vectorized(reassociate) */
                 SPARSILE_SCALAR_LOOP
@@ -73,7 +77,10 @@ fn scalar_sums_split_the_short_part_into_groups() {
         "vectorized(reassociate, scalar_sums=3)",
     );
     let src = emit_c(&parse(&text)).unwrap().code;
-    let expected = "                for (int64_t p_lane = 0; p_lane < 16; ++p_lane) y_local_acc = y_local_acc + y_local_acc_lanes[p_lane];
+    let expected = "                for (int64_t p_lane = 0; p_lane < 8; ++p_lane) y_local_acc_lanes[p_lane] = y_local_acc_lanes[p_lane] + y_local_acc_lanes[p_lane + 8];
+                for (int64_t p_lane = 0; p_lane < 4; ++p_lane) y_local_acc_lanes[p_lane] = y_local_acc_lanes[p_lane] + y_local_acc_lanes[p_lane + 4];
+                for (int64_t p_lane = 0; p_lane < 2; ++p_lane) y_local_acc_lanes[p_lane] = y_local_acc_lanes[p_lane] + y_local_acc_lanes[p_lane + 2];
+                y_local_acc = y_local_acc + (y_local_acc_lanes[0] + y_local_acc_lanes[1]);
             }
             {
                 float y_local_acc_1 = 0;
@@ -140,7 +147,8 @@ fn several_elements_get_one_accumulator_each() {
         "double s_acc_2_lanes[16];",
         "s_acc_lanes[k_lane] = s_acc_lanes[k_lane] + x[k];",
         "s_acc_2_lanes[k_lane] = s_acc_2_lanes[k_lane] + x[k] * x[k];",
-        "for (int64_t k_lane = 0; k_lane < 16; ++k_lane) s_acc_2 = s_acc_2 + s_acc_2_lanes[k_lane];",
+        "for (int64_t k_lane = 0; k_lane < 8; ++k_lane) s_acc_2_lanes[k_lane] = s_acc_2_lanes[k_lane] + s_acc_2_lanes[k_lane + 8];",
+        "s_acc_2 = s_acc_2 + (s_acc_2_lanes[0] + s_acc_2_lanes[1]);",
         "s_acc = s_acc + x[k];",
         "s_acc_2 = s_acc_2 + x[k] * x[k];",
         "s_acc = s_acc + 1.0;",
@@ -211,4 +219,55 @@ fn broken_reductions_are_an_error_naming_the_statement() {
         "{err:?}"
     );
     assert!(err.to_string().starts_with("line 5, column 5: the `vectorized(reassociate)` loop over `k` cannot reassociate its reductions: the store to `y[0]`"), "{err}");
+}
+
+/// SDDMM's dot product after `hoist_factor`: the loads are contiguous in `k`, so the lane
+/// blocks are explicit vectors (two per block of 16) summed by `sparsile_vsum_f32`.
+const DOT: &str = "flat func dot(m, n, nnz) {
+  buffer C: f32[nnz] output values
+  buffer A: f32[nnz] input values
+  buffer X: f32[m * 32] input values
+  buffer Y: f32[n * 32] input values
+  buffer P: i32[m + 1] input indptr(C, 1)
+  buffer J: i32[nnz] input indices(C, 1)
+  buffer s: f32[1] temp local
+  for i in 0..m parallel {
+    for p in P[i]..P[i + 1] {
+      let j: idx = J[p]
+      s[0] = 0.0
+      for k in 0..32 vectorized(reassociate) {
+        let kk: idx = k
+        s[0] = s[0] + X[i * 32 + kk] * neg(Y[j * 32 + k])
+      }
+      C[p] = A[p] * s[0]
+    }
+  }
+}
+";
+
+#[test]
+fn contiguous_bodies_are_written_with_vectors() {
+    let src = emit_c(&parse(DOT)).unwrap().code;
+    let expected = "                if (32 - k_block >= 16) {
+                    sparsile_vf32 s_acc_v0 = {0}, s_acc_v1 = {0};
+                    for (; k_block + 16 <= 32; k_block += 16) {
+                        {
+                            const int64_t k = k_block;
+                            const int64_t kk = k;
+                            s_acc_v0 = s_acc_v0 + ((sparsile_vload_f32(&X[i * 32 + kk])) * (-(sparsile_vload_f32(&Y[j * 32 + k]))));
+                        }
+                        {
+                            const int64_t k = k_block + 8;
+                            const int64_t kk = k;
+                            s_acc_v1 = s_acc_v1 + ((sparsile_vload_f32(&X[i * 32 + kk])) * (-(sparsile_vload_f32(&Y[j * 32 + k]))));
+                        }
+                    }
+                    s_acc = s_acc + sparsile_vsum_f32(s_acc_v0 + s_acc_v1);
+                }
+";
+    assert!(src.contains(expected), "{src}");
+    assert!(src.contains("typedef float sparsile_vf32"), "{src}");
+    // A gather (x[J[p]]) keeps the scalar lanes.
+    let gather = emit_c(&parse(SPMV)).unwrap().code;
+    assert!(!gather.contains("sparsile_vf32"), "{gather}");
 }

@@ -349,10 +349,14 @@ fn refuses_an_init_that_misses_elements() {
 }
 
 #[test]
-fn refuses_a_sparse_output() {
-    // SDDMM's output lies over A's sparse axis: the init block is not a dense nest.
-    let case = features::sddmm(4, 4, 2, Rows::Random, 1);
-    let func = sparsile_transform::lower_iterations(&case.program).unwrap();
+fn refuses_an_output_over_a_compressed_row_axis() {
+    // A `dcsr` output's row axis is sparse with no parent: its stored rows are not a
+    // range of a loop the init block can be shown to cover.
+    let program = sparsile::compile_notation(
+        "tensor A: f64[m, n] dcsr\ntensor X: f64[m, k]\ntensor Y: f64[n, k]\ntensor C: f64[m, n] dcsr\nC[i,j] = A[i,j] * X[i,k] * Y[j,k]\n",
+    )
+    .unwrap();
+    let func = sparsile_transform::lower_iterations(&program).unwrap();
     let err = absorb_init(&func, "C", "C").unwrap_err();
     assert!(
         matches!(&err, ScheduleError::AbsorbInitNotFull { .. }),
@@ -360,7 +364,7 @@ fn refuses_a_sparse_output() {
     );
     assert!(
         err.to_string()
-            .contains("not a parentless dense_fixed axis"),
+            .contains("neither a parentless dense_fixed axis nor a sparse_variable axis under the axis before it"),
         "{err}"
     );
 }
@@ -440,5 +444,31 @@ fn refuses_other_accesses_of_the_buffer() {
     assert!(
         matches!(&err, ScheduleError::AbsorbOtherAccess { access, .. } if access == "C[i_2, 1]"),
         "{err}"
+    );
+}
+
+/// SDDMM's sparse output: the init block runs over the positions of each row, the
+/// cached loop over the same positions; an init block that skips a position is refused
+/// with the range it should cover.
+#[test]
+fn a_sparse_output_is_absorbed_over_its_positions() {
+    let case = features::sddmm(6, 5, 3, Rows::Random, 7);
+    let func = sparsile_transform::lower_iterations(&case.program).unwrap();
+    let (cached, _) = cache_write(&func, &LoopRef::new("C", "j_p_2"), "C").unwrap();
+    let after = absorb_init(&cached, "C", "C").unwrap();
+    verify(&after).unwrap();
+    let text = after.to_string();
+    assert!(!text.contains("block C.init"), "{text}");
+    assert!(text.contains("C_local[0] = 0.0"), "{text}");
+    let short =
+        cached
+            .to_string()
+            .replacen("A_A_J_indptr[i + 1] {", "A_A_J_indptr[i + 1] - 1 {", 1);
+    let short: Func = short.parse().unwrap();
+    let e = absorb_init(&short, "C", "C").unwrap_err();
+    assert!(
+        matches!(&e, ScheduleError::AbsorbInitNotFull { reason, .. }
+            if reason.contains("not A_A_J_indptr[i]..A_A_J_indptr[i + 1]")),
+        "{e:?}"
     );
 }

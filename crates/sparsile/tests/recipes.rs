@@ -80,7 +80,7 @@ fn every_recipe_matches_the_interpreter() {
     }
     for info in recipe::list() {
         for (s, (kind, m, n)) in SHAPES.into_iter().enumerate() {
-            for k in [1, 5, 32] {
+            for k in [1, 5, 17, 32, 40] {
                 for (op, program, inputs) in cases(kind, m, n, k, s as u64 * 100 + k as u64) {
                     if !info.ops.contains(&op) && !info.ops.contains(&"any") {
                         continue;
@@ -113,6 +113,7 @@ fn every_design_matches_the_interpreter() {
         specs.push(format!("rowwise:partition={p},cache=off"));
         specs.push(format!("rowwise:partition={p},prefetch=3"));
         specs.push(format!("rowwise:partition={p},lanes=4"));
+        specs.push(format!("rowwise:partition={p},dot=off"));
     }
     specs.push("hyb:c=2,k=2".into());
     specs.push("hyb:c=1,k=0".into());

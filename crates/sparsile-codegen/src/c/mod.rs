@@ -64,6 +64,7 @@ mod prelude;
 mod reduction;
 mod stmt;
 mod types;
+mod vector;
 mod work;
 
 use std::collections::HashSet;

@@ -30,6 +30,7 @@ pub(crate) enum Helper {
     AtomicAddF64,
     NoOuterVectorizeMacro,
     ScalarLoopMacro,
+    VectorTypes,
 }
 
 impl Helper {
@@ -182,6 +183,47 @@ static inline int64_t sparsile_search_i64(const int64_t *a, int64_t lo, int64_t 
 #define SPARSILE_SCALAR_LOOP __asm__ volatile(\"\");
 #else
 #define SPARSILE_SCALAR_LOOP
+#endif
+"
+            }
+            Helper::VectorTypes => {
+                "/* Vectors of 32 bytes (GCC and Clang vector extensions), loaded from any
+ * alignment, and their horizontal sums as trees of shuffles. */
+typedef float sparsile_vf32 __attribute__((vector_size(32)));
+typedef double sparsile_vf64 __attribute__((vector_size(32)));
+static inline sparsile_vf32 sparsile_vload_f32(const float *p)
+{
+    sparsile_vf32 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline sparsile_vf64 sparsile_vload_f64(const double *p)
+{
+    sparsile_vf64 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+static inline float sparsile_vsum_f32(sparsile_vf32 v)
+{
+    v = v + __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+    v = v + __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5);
+    return v[0] + v[1];
+}
+static inline double sparsile_vsum_f64(sparsile_vf64 v)
+{
+    v = v + __builtin_shufflevector(v, v, 2, 3, 0, 1);
+    return v[0] + v[1];
+}
+#else
+static inline float sparsile_vsum_f32(sparsile_vf32 v)
+{
+    return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+static inline double sparsile_vsum_f64(sparsile_vf64 v)
+{
+    return (v[0] + v[2]) + (v[1] + v[3]);
+}
 #endif
 "
             }

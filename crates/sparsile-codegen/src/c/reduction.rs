@@ -35,7 +35,10 @@
 //!                       y_local_acc_lanes[j_p_lane] = y_local_acc_lanes[j_p_lane] + A[j_p] * x[j];
 //!                   }
 //!               }
-//!               for (int64_t j_p_lane = 0; j_p_lane < 16; ++j_p_lane) y_local_acc = y_local_acc + y_local_acc_lanes[j_p_lane];
+//!               // the lanes added as a tree: 16 -> 8 -> 4 -> 2 -> the accumulator
+//!               for (int64_t j_p_lane = 0; j_p_lane < 8; ++j_p_lane) y_local_acc_lanes[j_p_lane] = y_local_acc_lanes[j_p_lane] + y_local_acc_lanes[j_p_lane + 8];
+//!               ... (4, 2)
+//!               y_local_acc = y_local_acc + (y_local_acc_lanes[0] + y_local_acc_lanes[1]);
 //!           }
 //!           {   // with scalar_sums=4
 //!               float y_local_acc_1 = 0;   // and _2, _3
@@ -65,6 +68,7 @@ use super::expr::{emit_as, emit_offset, PREC_ADD};
 use super::prelude::Helper;
 use super::stmt::{assigned_vars, bound_is_plain, emit_stmts, loop_comment, Writer};
 use super::types::Ty;
+use super::vector::{emit_vector_blocks, vectorizable};
 use crate::CodegenError;
 
 /// The trip count from which a `vectorized(reassociate)` loop runs as a vector loop.
@@ -147,7 +151,14 @@ pub(crate) fn emit_reassociated_loop(
     } else {
         let begin = ctx.names.fresh(&format!("{v}_begin"));
         w.line(&format!("const int64_t {begin} = {};", lo.text));
-        let (rest, blocks) = emit_lane_blocks(ctx, w, f, block, &accs, &v, (&begin, &bound));
+        let (rest, blocks) = if vectorizable(ctx, f, &accs) {
+            let rest = ctx.names.fresh(&format!("{v}_block"));
+            w.line(&format!("int64_t {rest} = {begin};"));
+            let written = emit_vector_blocks(ctx, w, f, &accs, &v, (&rest, &bound));
+            (rest, written)
+        } else {
+            emit_lane_blocks(ctx, w, f, block, &accs, &v, (&begin, &bound))
+        };
         ctx.helpers.insert(Helper::ScalarLoopMacro);
         let sums = match f.kind {
             ForKind::VectorizedReduction { scalar_sums } => scalar_sums.max(1),
@@ -238,10 +249,15 @@ fn emit_lane_blocks(
     w.indent -= 1;
     w.line("}");
     for (a, arr) in accs.iter().zip(&arrays) {
-        w.line(&format!(
-            "for (int64_t {lane} = 0; {lane} < {LANES}; ++{lane}) {0} = {0} + {arr}[{lane}];",
-            a.name
-        ));
+        // A tree: halves added lane by lane (one vector add each) down to two lanes.
+        let mut half = LANES / 2;
+        while half >= 2 {
+            w.line(&format!(
+                "for (int64_t {lane} = 0; {lane} < {half}; ++{lane}) {arr}[{lane}] = {arr}[{lane}] + {arr}[{lane} + {half}];"
+            ));
+            half /= 2;
+        }
+        w.line(&format!("{0} = {0} + ({arr}[0] + {arr}[1]);", a.name));
     }
     w.indent -= 1;
     w.line("}");

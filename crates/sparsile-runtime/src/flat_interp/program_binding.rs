@@ -82,7 +82,7 @@ pub(crate) fn bind_program<'i>(
         if buffers[id].is_some() {
             continue;
         }
-        let s = Arc::new(structure_derive::output_structure(program, &b, id)?);
+        let s = structure_derive::output_structure(program, &b, id)?;
         buffers[id] = Some(BufState {
             values: BufValues::Owned(interp::zeros(&decl.name, &s)?),
             structure: s.clone(),

@@ -211,7 +211,7 @@ fn interpret_bound<'i>(
         if buffers[id].is_some() {
             continue;
         }
-        let s = Arc::new(structure_derive::output_structure(program, &b, id)?);
+        let s = structure_derive::output_structure(program, &b, id)?;
         buffers[id] = Some(BufState {
             values: BufValues::Owned(zeros(&decl.name, &s)?),
             structure: s.clone(),

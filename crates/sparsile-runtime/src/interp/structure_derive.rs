@@ -389,15 +389,16 @@ fn identity_format(axes: &[AxisStorage<'_>]) -> Option<Format> {
     })
 }
 
-/// Builds the structure of output or temp buffer `buffer` from its bound axes.
+/// The structure of output or temp buffer `buffer` from its bound axes: the structure of
+/// the input all of them come from, shared, when they are that owned structure's axes in
+/// order; else a new one with copies of their arrays.
 pub(crate) fn output_structure(
     program: &Program,
     b: &Bindings<'_>,
     buffer: BufferId,
-) -> Result<Structure<'static>, InterpError> {
+) -> Result<Arc<Structure<'static>>, InterpError> {
     let decl = &program.buffers[buffer];
-    let mut axes = Vec::with_capacity(decl.axes.len());
-    let mut origins = Vec::with_capacity(decl.axes.len());
+    let mut bounds = Vec::with_capacity(decl.axes.len());
     for &a in &decl.axes {
         let Some(bound) = &b.axes[a] else {
             let axis = &program.axes[a];
@@ -417,20 +418,47 @@ pub(crate) fn output_structure(
                 axis: program.axes[a].name.clone(),
             });
         };
-        let mut storage = bound.storage().view().into_owned();
-        storage.parent = program.axes[a]
-            .parent
-            .and_then(|p| decl.axes.iter().position(|&x| x == p));
-        axes.push(storage);
-        origins.push(bound.origin.clone());
+        bounds.push(bound);
     }
-    let template = origins.first().and_then(|o| o.as_ref()).filter(|(s, _)| {
-        s.axes.len() == origins.len()
-            && origins.iter().enumerate().all(|(k, o)| {
-                o.as_ref()
-                    .is_some_and(|(t, i)| Arc::ptr_eq(s, t) && *i == k)
-            })
+    let template = bounds
+        .first()
+        .and_then(|b| b.origin.as_ref())
+        .filter(|(s, _)| {
+            s.axes.len() == bounds.len()
+                && bounds.iter().enumerate().all(|(k, b)| {
+                    b.origin
+                        .as_ref()
+                        .is_some_and(|(t, i)| Arc::ptr_eq(s, t) && *i == k)
+                })
+        });
+    // Sharable only when every axis is bound to that structure's own axis (not to
+    // storage computed from it, as a union or intersection is).
+    let direct = template.is_some_and(|(s, _)| {
+        bounds.iter().enumerate().all(|(k, b)| {
+            matches!(&b.source, AxisSource::Tensor { structure, index }
+                if Arc::ptr_eq(structure, s) && *index == k)
+        })
     });
+    if let Some(shared) = template
+        .filter(|_| direct)
+        .and_then(|(s, _)| super::validated::shared_owned(s))
+    {
+        // Every axis is the same axis of one owned structure, in order (SDDMM's output
+        // takes its sparse operand's pattern): share it instead of copying its arrays.
+        return Ok(shared);
+    }
+    let axes: Vec<AxisStorage<'static>> = decl
+        .axes
+        .iter()
+        .zip(&bounds)
+        .map(|(&a, bound)| {
+            let mut storage = bound.storage().view().into_owned();
+            storage.parent = program.axes[a]
+                .parent
+                .and_then(|p| decl.axes.iter().position(|&x| x == p));
+            storage
+        })
+        .collect();
     let (format, shape) = match template {
         Some((s, _)) => (s.format.clone(), s.shape.clone()),
         None => match identity_format(&axes) {
@@ -442,9 +470,9 @@ pub(crate) fn output_structure(
             }
         },
     };
-    Ok(Structure {
+    Ok(Arc::new(Structure {
         format,
         shape,
         axes,
-    })
+    }))
 }

@@ -55,16 +55,25 @@ pub(crate) fn lookup(s: &Arc<Structure<'_>>) -> Option<Vec<bool>> {
         .map(|e| e.padding.clone())
 }
 
-/// Remembers that `s` is valid, with its padding facts.
-pub(crate) fn remember(s: &Arc<Structure<'_>>, padding: Vec<bool>) {
+/// `s` as a structure of any lifetime, when every array of it is owned (so it borrows
+/// nothing): sharing it costs an `Arc` clone where a copy would cost its arrays.
+pub(crate) fn shared_owned(s: &Arc<Structure<'_>>) -> Option<Arc<Structure<'static>>> {
     if !all_owned(s) {
-        return;
+        return None;
     }
     // SAFETY: every array of the structure is owned (checked above), so it holds no
-    // reference of its lifetime parameter; only the `Weak` is kept, to compare addresses
-    // and to keep the allocation from being reused, never to read through.
-    let as_static: Arc<Structure<'static>> = unsafe {
+    // reference of its lifetime parameter.
+    Some(unsafe {
         std::mem::transmute::<Arc<Structure<'_>>, Arc<Structure<'static>>>(Arc::clone(s))
+    })
+}
+
+/// Remembers that `s` is valid, with its padding facts.
+pub(crate) fn remember(s: &Arc<Structure<'_>>, padding: Vec<bool>) {
+    // Only the `Weak` is kept, to compare addresses and to keep the allocation from being
+    // reused, never to read through.
+    let Some(as_static) = shared_owned(s) else {
+        return;
     };
     let weak = Arc::downgrade(&as_static);
     drop(as_static);

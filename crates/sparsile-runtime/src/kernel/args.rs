@@ -208,7 +208,7 @@ pub(crate) fn bind<'i>(
     structure_derive::derive_axes(program, &mut b)?;
     for (id, decl) in program.buffers.iter() {
         if structures[id].is_none() {
-            let s = Arc::new(structure_derive::output_structure(program, &b, id)?);
+            let s = structure_derive::output_structure(program, &b, id)?;
             structures[id] = Some(s.clone());
             owned_structures[id] = Some(s);
         }

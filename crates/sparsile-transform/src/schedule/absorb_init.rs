@@ -17,9 +17,12 @@
 //!   ([`ScheduleError::AbsorbNoInit`]);
 //! - the init block writes only `buffer`, and only a constant
 //!   ([`ScheduleError::AbsorbInitNotConstant`]), from one loop nest that visits every
-//!   element once: every axis of `buffer` is a parentless `dense_fixed` axis, and each
-//!   index is the variable of its own loop `0..length` with no condition around the
-//!   store ([`ScheduleError::AbsorbInitNotFull`]);
+//!   element once: each index is the variable of its own loop, with no condition around
+//!   the store, that runs over the whole range of its position: `0..length` for a
+//!   parentless `dense_fixed` axis, the positions `indptr[p]..indptr[p + 1]` (the axis's
+//!   own `indptr`) under the previous position's index `p` for a `sparse_variable` axis
+//!   whose parent is the axis before it (SDDMM's sparse output); no other axis kind
+//!   ([`ScheduleError::AbsorbInitNotFull`]);
 //! - no top-level statement between the two blocks reads or writes `buffer`
 //!   ([`ScheduleError::AbsorbInterleaved`]);
 //! - `block` is one loop nest, each loop the only statement of the one around it, down
@@ -27,11 +30,11 @@
 //!   into a local array and ends with one copying the local back — the shape
 //!   `cache_write` builds, recognised structurally ([`ScheduleError::AbsorbTargetShape`]);
 //! - the stores back cover every element, in exactly one iteration of the enclosing
-//!   loops: each enclosing loop runs `0..length` of its own index position of `buffer`,
-//!   every other position is the variable of its own copy loop whose range holds
-//!   `0..length` (a constant length, or the length itself as the bound), and the copy
-//!   back is guarded at most by `v < length` / `v >= 0`
-//!   ([`ScheduleError::AbsorbRegionNotFull`]);
+//!   loops: each enclosing loop runs over the whole range of its own index position of
+//!   `buffer` (as for the init block), every other position is a dense one and the
+//!   variable of its own copy loop whose range holds `0..length` (a constant length, or
+//!   the length itself as the bound), and the copy back is guarded at most by
+//!   `v < length` / `v >= 0` ([`ScheduleError::AbsorbRegionNotFull`]);
 //! - inside `block`, `buffer` is accessed only by the load and the store of those copy
 //!   loops, and the load reads the iteration's own elements
 //!   ([`ScheduleError::AbsorbOtherAccess`]).
@@ -73,6 +76,7 @@
 
 use std::collections::HashMap;
 
+use sparsile_ir::coord::BinaryOp;
 use sparsile_ir::id::{BufferId, VarId};
 use sparsile_ir::loops::{
     BufferKind, BufferLayout, CmpOp, Expr, ExprDisplay, For, Func, LogicOp, Stmt,
@@ -369,6 +373,14 @@ fn same_store(a: &Stmt, b: &Stmt) -> bool {
     }
 }
 
+/// What an index position of the buffer ranges over (see `Ctx::axis_ranges`).
+enum AxisRange {
+    /// `0..length`.
+    Dense(Expr),
+    /// `indptr[p]..indptr[p + 1]`, `p` the index at position `parent`.
+    Positions { indptr: BufferId, parent: usize },
+}
+
 /// The function and buffer being checked.
 struct Ctx<'a> {
     func: &'a Func,
@@ -386,25 +398,80 @@ impl Ctx<'_> {
         format!("{}[{}]", self.buffer, parts.join(", "))
     }
 
-    /// The axes of the buffer, each a parentless `dense_fixed` axis, with their lengths.
-    fn dense_axes(&self) -> Result<Vec<Expr>, String> {
+    /// What each index position of the buffer ranges over: a parentless `dense_fixed`
+    /// axis its length, a `sparse_variable` axis under the axis before it the positions
+    /// its `indptr` gives under the parent's position.
+    fn axis_ranges(&self) -> Result<Vec<AxisRange>, String> {
         let b = &self.func.buffers[self.buf];
         let BufferLayout::Axes(axes) = &b.layout else {
             return Err(format!("`{}` is not laid out over axes", self.buffer));
         };
         axes.iter()
-            .map(|&a| {
+            .enumerate()
+            .map(|(d, &a)| {
                 let decl = &self.func.axes[a];
-                if decl.kind != AxisKind::DenseFixed || decl.parent.is_some() {
-                    Err(format!(
-                        "axis `{}` of `{}` is not a parentless dense_fixed axis",
+                let under_previous = d > 0 && decl.parent == Some(axes[d - 1]);
+                match decl.kind {
+                    AxisKind::DenseFixed if decl.parent.is_none() => {
+                        Ok(AxisRange::Dense(npos(&self.func.axes, a)))
+                    }
+                    AxisKind::SparseVariable if under_previous => {
+                        // The indptr of this axis: the one of any buffer over it.
+                        let over_axis = |tensor: &str, axis: usize| {
+                            self.func.buffer_by_name(tensor).is_some_and(|t| {
+                                matches!(&self.func.buffers[t].layout,
+                                    BufferLayout::Axes(ax) if ax.get(axis) == Some(&a))
+                            })
+                        };
+                        let indptr = self
+                            .func
+                            .buffers
+                            .iter()
+                            .find(|(_, x)| {
+                                matches!(&x.kind, BufferKind::Indptr { tensor, axis }
+                                    if over_axis(tensor, *axis))
+                            })
+                            .map(|(id, _)| id)
+                            .ok_or_else(|| {
+                                format!("axis `{}` of `{}` has no indptr buffer", decl.name, self.buffer)
+                            })?;
+                        Ok(AxisRange::Positions { indptr, parent: d - 1 })
+                    }
+                    _ => Err(format!(
+                        "axis `{}` of `{}` is neither a parentless dense_fixed axis nor a sparse_variable axis under the axis before it",
                         decl.name, self.buffer
-                    ))
-                } else {
-                    Ok(npos(&self.func.axes, a))
+                    )),
                 }
             })
             .collect()
+    }
+
+    /// Whether loop `f`, indexing position `d` of the access `ix`, runs over exactly the
+    /// range of that position.
+    fn runs_over(&self, f: &For, range: &AxisRange, ix: &[Expr]) -> bool {
+        match range {
+            AxisRange::Dense(len) => f.lo == Expr::Int(0) && f.hi == *len,
+            AxisRange::Positions { indptr, parent } => {
+                let Some(p @ Expr::Var(_)) = ix.get(*parent) else {
+                    return false;
+                };
+                let at = |e: Expr| Expr::load(*indptr, vec![e]);
+                let next = Expr::binary(BinaryOp::Add, p.clone(), Expr::Int(1));
+                f.lo == at(p.clone()) && f.hi == at(next)
+            }
+        }
+    }
+
+    /// The range of a position, as text for errors.
+    fn range_text(&self, range: &AxisRange, ix: &[Expr]) -> String {
+        match range {
+            AxisRange::Dense(len) => format!("0..{}", self.text(len)),
+            AxisRange::Positions { indptr, parent } => {
+                let p = ix.get(*parent).map(|e| self.text(e)).unwrap_or_default();
+                let name = &self.func.buffers[*indptr].name;
+                format!("{name}[{p}]..{name}[{p} + 1]")
+            }
+        }
     }
 
     /// Checks the init block and returns its constant.
@@ -492,9 +559,9 @@ impl Ctx<'_> {
                 ))
             }
         };
-        let lengths = self.dense_axes().map_err(|r| not_full(r, *span))?;
+        let ranges = self.axis_ranges().map_err(|r| not_full(r, *span))?;
         let mut used: HashMap<VarId, usize> = HashMap::new();
-        for (d, (ix, len)) in indices.iter().zip(&lengths).enumerate() {
+        for (d, (ix, range)) in indices.iter().zip(&ranges).enumerate() {
             let f = match ix {
                 Expr::Var(v) => loops.iter().find(|f| f.var == *v),
                 _ => None,
@@ -508,14 +575,14 @@ impl Ctx<'_> {
                     *span,
                 ));
             };
-            if f.lo != Expr::Int(0) || f.hi != *len {
+            if !self.runs_over(f, range, indices) {
                 return Err(not_full(
                     format!(
-                        "loop `{}` runs {}..{}, not 0..{} (the length of index position {d})",
+                        "loop `{}` runs {}..{}, not {} (the range of index position {d})",
                         self.func.vars[f.var].name,
                         self.text(&f.lo),
                         self.text(&f.hi),
-                        self.text(len)
+                        self.range_text(range, indices)
                     ),
                     f.span,
                 ));
@@ -621,22 +688,24 @@ impl Ctx<'_> {
             ));
         }
         let store_span = store.leaf.span();
-        let lengths = self
-            .dense_axes()
+        let ranges = self
+            .axis_ranges()
             .map_err(|r| region(&cached_name, r, store_span))?;
-        // Each index of the store: an enclosing loop (fixed) or a copy loop (cached).
+        // Each index of the store: an enclosing loop (fixed) or a copy loop (cached, over
+        // a dense position).
         let mut used: HashMap<VarId, usize> = HashMap::new();
-        for (d, (e, len)) in ix.iter().zip(&lengths).enumerate() {
+        for (d, (e, range)) in ix.iter().zip(&ranges).enumerate() {
             let v = match e {
                 Expr::Var(v) => Some(*v),
                 _ => None,
             };
             let enclosing = v.and_then(|v| chain.iter().find(|f| f.var == v));
             let copy = v.and_then(|v| store.loop_of(v));
-            let (f, covered) = match (enclosing, copy) {
-                (Some(f), _) => (*f, f.lo == Expr::Int(0) && f.hi == *len),
-                (None, Some(f)) => (f, covers(f, len)),
-                (None, None) => {
+            let (f, covered) = match (enclosing, copy, range) {
+                (Some(f), _, _) => (*f, self.runs_over(f, range, &ix)),
+                (None, Some(f), AxisRange::Dense(len)) => (f, covers(f, len)),
+                (None, Some(f), AxisRange::Positions { .. }) => (f, false),
+                (None, None, _) => {
                     return Err(region(
                         &cached_name,
                         format!(
@@ -652,10 +721,10 @@ impl Ctx<'_> {
                 return Err(region(
                     &name,
                     format!(
-                        "it runs {}..{}, which does not hold 0..{} (index position {d})",
+                        "it runs {}..{}, which does not hold {} (index position {d})",
                         self.text(&f.lo),
                         self.text(&f.hi),
-                        self.text(len)
+                        self.range_text(range, &ix)
                     ),
                     f.span,
                 ));
@@ -682,7 +751,7 @@ impl Ctx<'_> {
             }
         }
         if let Some(g) = store.guard {
-            if !self.in_range_guard(g, &ix, &lengths) {
+            if !self.in_range_guard(g, &ix, &ranges) {
                 return Err(region(
                     &cached_name,
                     format!(
@@ -744,13 +813,13 @@ impl Ctx<'_> {
 
     /// Whether `g` is a conjunction of `v < length` and `v >= 0` for copy-loop
     /// variables `v` of the store indices, each against its own position's length.
-    fn in_range_guard(&self, g: &Expr, ix: &[Expr], lengths: &[Expr]) -> bool {
+    fn in_range_guard(&self, g: &Expr, ix: &[Expr], ranges: &[AxisRange]) -> bool {
         match g {
             Expr::Logic {
                 op: LogicOp::And,
                 lhs,
                 rhs,
-            } => self.in_range_guard(lhs, ix, lengths) && self.in_range_guard(rhs, ix, lengths),
+            } => self.in_range_guard(lhs, ix, ranges) && self.in_range_guard(rhs, ix, ranges),
             Expr::Cmp { op, lhs, rhs } => {
                 let Some(d) = ix
                     .iter()
@@ -758,9 +827,9 @@ impl Ctx<'_> {
                 else {
                     return false;
                 };
-                match op {
-                    CmpOp::Lt => **rhs == lengths[d],
-                    CmpOp::Ge => **rhs == Expr::Int(0),
+                match (op, &ranges[d]) {
+                    (CmpOp::Lt, AxisRange::Dense(len)) => **rhs == *len,
+                    (CmpOp::Ge, AxisRange::Dense(_)) => **rhs == Expr::Int(0),
                     _ => false,
                 }
             }

@@ -474,6 +474,13 @@ pub enum ScheduleError {
         span: Span,
         loop_span: Span,
     },
+    /// No reduction of the loop has a factor to hoist.
+    #[error("hoist_factor: loop `{var}` in block `{block}` ({span}) has no reduction `L[e] = L[e] + a * b` into a local buffer, updated once, whose product has both a factor fixed across the loop and one that varies")]
+    HoistNothing {
+        block: String,
+        var: String,
+        span: Span,
+    },
     /// The number of scalar partial sums is out of range.
     #[error("vectorize_reduction: loop `{var}` in block `{block}` ({span}): `scalar_sums` is {scalar_sums}; it must be 1 to 16")]
     BadScalarSums {

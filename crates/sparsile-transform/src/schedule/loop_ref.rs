@@ -223,3 +223,52 @@ pub fn bounds_invariant(f: &For) -> bool {
     }
     ok
 }
+
+/// Whether a loop over `var` occurs in `stmts`.
+pub(crate) fn contains_loop(stmts: &[Stmt], var: VarId) -> bool {
+    stmts.iter().any(|s| match s {
+        Stmt::For(f) => f.var == var || contains_loop(&f.body, var),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => contains_loop(then_body, var) || contains_loop(else_body, var),
+        Stmt::Block { body, .. } => contains_loop(body, var),
+        _ => false,
+    })
+}
+
+/// The statement list holding the loop over `var`, and its index there.
+pub(crate) fn parent_list_mut(
+    stmts: &mut Vec<Stmt>,
+    var: VarId,
+) -> Option<(&mut Vec<Stmt>, usize)> {
+    if let Some(at) = stmts
+        .iter()
+        .position(|s| matches!(s, Stmt::For(f) if f.var == var))
+    {
+        return Some((stmts, at));
+    }
+    for s in stmts.iter_mut() {
+        let found = match s {
+            Stmt::For(f) => parent_list_mut(&mut f.body, var),
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                if contains_loop(then_body, var) {
+                    parent_list_mut(then_body, var)
+                } else {
+                    parent_list_mut(else_body, var)
+                }
+            }
+            Stmt::Block { body, .. } => parent_list_mut(body, var),
+            _ => None,
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}

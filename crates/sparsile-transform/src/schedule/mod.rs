@@ -33,6 +33,7 @@ pub mod cache_write;
 pub mod decompose_format;
 pub mod error;
 pub mod fuse;
+pub mod hoist_factor;
 pub mod horizontal_fuse;
 pub mod loop_ref;
 pub mod parallel;
@@ -58,6 +59,7 @@ pub use cache_write::cache_write;
 pub use decompose_format::decompose_format;
 pub use error::ScheduleError;
 pub use fuse::fuse;
+pub use hoist_factor::hoist_factor;
 pub use horizontal_fuse::horizontal_fuse;
 pub use loop_ref::LoopRef;
 pub use parallel::parallel;
@@ -167,6 +169,7 @@ impl Schedule {
                 scalar_sums,
             } => self.vectorize_reduction(target, *scalar_sums),
             Step::AbsorbInit { block, buffer } => self.absorb_init(block, buffer),
+            Step::HoistFactor { target } => self.hoist_factor(target),
         }
     }
 
@@ -307,6 +310,15 @@ impl Schedule {
         self.stage2(step, |f| {
             vectorize_reduction(f, target, scalar_sums).map(|f| (f, ()))
         })
+    }
+
+    /// [`hoist_factor()`]: takes the factors of the loop's local reductions that are fixed
+    /// across it out of it (`Σ a·g` → `a·Σ g`).
+    pub fn hoist_factor(&mut self, target: &LoopRef) -> Result<(), ScheduleError> {
+        let step = Step::HoistFactor {
+            target: target.clone(),
+        };
+        self.stage2(step, |f| hoist_factor(f, target).map(|f| (f, ())))
     }
 
     /// [`unroll()`]: marks the loop unrolled.

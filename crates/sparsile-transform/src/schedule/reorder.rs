@@ -29,7 +29,7 @@ use std::collections::HashSet;
 use sparsile_ir::loops::{For, ForKind, Func, Stmt};
 use sparsile_ir::VarId;
 
-use super::loop_ref::{loop_stmt_mut, uses_var, var_name, LoopRef};
+use super::loop_ref::{contains_loop, loop_stmt_mut, uses_var, var_name, LoopRef};
 use super::ScheduleError;
 
 const PRIMITIVE: &str = "reorder";
@@ -181,18 +181,4 @@ pub fn reorder(func: &Func, order: &[LoopRef]) -> Result<Func, ScheduleError> {
     }
     *slot = body.pop().expect("one loop");
     Ok(out)
-}
-
-/// Whether a loop over `var` occurs in `stmts`.
-fn contains_loop(stmts: &[Stmt], var: VarId) -> bool {
-    stmts.iter().any(|s| match s {
-        Stmt::For(f) => f.var == var || contains_loop(&f.body, var),
-        Stmt::If {
-            then_body,
-            else_body,
-            ..
-        } => contains_loop(then_body, var) || contains_loop(else_body, var),
-        Stmt::Block { body, .. } => contains_loop(body, var),
-        _ => false,
-    })
 }

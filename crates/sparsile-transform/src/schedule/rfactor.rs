@@ -47,7 +47,7 @@ use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, Expr, For, ForKind, F
 use sparsile_ir::{AxisKind, Span};
 
 use super::cache_write::{accesses, Body};
-use super::loop_ref::{fresh_index_var, fresh_name};
+use super::loop_ref::{contains_loop, fresh_index_var, fresh_name, parent_list_mut};
 use super::parallel::find_loop;
 use super::single_iteration::{fold, single_iterations};
 use super::{LoopRef, ScheduleError};
@@ -366,49 +366,4 @@ fn inner_loops(stmts: &[Stmt]) -> Vec<&For> {
         }
     });
     out
-}
-
-fn contains_loop(stmts: &[Stmt], var: VarId) -> bool {
-    stmts.iter().any(|s| match s {
-        Stmt::For(f) => f.var == var || contains_loop(&f.body, var),
-        Stmt::If {
-            then_body,
-            else_body,
-            ..
-        } => contains_loop(then_body, var) || contains_loop(else_body, var),
-        Stmt::Block { body, .. } => contains_loop(body, var),
-        _ => false,
-    })
-}
-
-/// The statement list holding the loop over `var`, and its index there.
-fn parent_list_mut(stmts: &mut Vec<Stmt>, var: VarId) -> Option<(&mut Vec<Stmt>, usize)> {
-    if let Some(at) = stmts
-        .iter()
-        .position(|s| matches!(s, Stmt::For(f) if f.var == var))
-    {
-        return Some((stmts, at));
-    }
-    for s in stmts.iter_mut() {
-        let found = match s {
-            Stmt::For(f) => parent_list_mut(&mut f.body, var),
-            Stmt::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                if contains_loop(then_body, var) {
-                    parent_list_mut(then_body, var)
-                } else {
-                    parent_list_mut(else_body, var)
-                }
-            }
-            Stmt::Block { body, .. } => parent_list_mut(body, var),
-            _ => None,
-        };
-        if found.is_some() {
-            return found;
-        }
-    }
-    None
 }

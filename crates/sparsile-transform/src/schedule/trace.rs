@@ -127,6 +127,11 @@ pub enum Step {
         block: String,
         buffer: String,
     },
+    /// Stage II: take the factors of the loop's reductions that are fixed across it out
+    /// of it.
+    HoistFactor {
+        target: LoopRef,
+    },
 }
 
 impl Step {
@@ -154,6 +159,7 @@ impl Step {
             Step::HorizontalFuse { .. } => "horizontal_fuse",
             Step::VectorizeReduction { .. } => "vectorize_reduction",
             Step::AbsorbInit { .. } => "absorb_init",
+            Step::HoistFactor { .. } => "hoist_factor",
         }
     }
 }

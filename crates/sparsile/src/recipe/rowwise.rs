@@ -57,6 +57,11 @@ fn info() -> RecipeInfo {
                 doc: "a dense innermost reduction (SDDMM's k) is split into this many independent, vectorised partial sums (0 or 1: not split)",
             },
             ParamInfo {
+                name: "dot",
+                default: "on",
+                doc: "`on`: a dense innermost reduction into one element per non-zero (SDDMM's k) accumulates in a local started at zero, the sparse value multiplied once after it (hoist_factor), as explicit vector dot products (vectorize_reduction); `off`: the `lanes` split",
+            },
+            ParamInfo {
                 name: "cache",
                 default: "on",
                 doc: "`on`: accumulate each output row in a local array (cache_write) started at the init constant where every row is stored (absorb_init); `off`",
@@ -88,7 +93,9 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     vectorize_innermost(sch, name)?;
     prefetch_gathers(sch, name, distance)?;
     let lanes = args.int("lanes", 0, 64)?;
-    if !block_row_reduction(sch, name)? && lanes > 1 {
+    let dot = args.choice("dot", &["on", "off"])? == "on";
+    let reduced = block_row_reduction(sch, name)? || (dot && dot_reduction(sch, name)?);
+    if !reduced && lanes > 1 {
         split_reduction(sch, name, lanes)?;
     }
     if let Some(main) = main_iteration(sch.program()) {
@@ -223,6 +230,52 @@ fn block_row_reduction(sch: &mut Schedule, recipe: &str) -> Result<bool, RecipeE
         return Ok(true);
     }
     Ok(false)
+}
+
+/// When the innermost loop of the main iteration is a reduction over a dense range into
+/// one element per iteration of the loop around it (SDDMM: `C[i, jp] +=
+/// A[i, jp] * X[i, k] * Y[j, k]`), accumulates that element in a local
+/// (`cache_write` at the loop around), started at the init constant with the init block
+/// gone (`absorb_init`), multiplies the factors fixed across the reduction once after it
+/// (`hoist_factor`), and vectorises the reduction with its sums reassociated: a dot
+/// product of vectors per non-zero. Returns whether it applied; nothing is recorded when
+/// it does not.
+fn dot_reduction(sch: &mut Schedule, recipe: &str) -> Result<bool, RecipeError> {
+    let Some(main) = main_iteration(sch.program()) else {
+        return Ok(false);
+    };
+    let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
+    let loops = nest(&func, &main);
+    let [.., (around, _), (inner, f)] = loops.as_slice() else {
+        return Ok(false);
+    };
+    // A dense range: bounds that read no structure (SpMV's loop over a row's non-zeros
+    // is left to the row cache below).
+    let reads_memory = |e: &Expr| {
+        let mut found = false;
+        e.visit(&mut |x| found |= matches!(x, Expr::Load { .. } | Expr::Search { .. }));
+        found
+    };
+    if f.kind != ForKind::Serial || reads_memory(&f.lo) || reads_memory(&f.hi) {
+        return Ok(false);
+    }
+    let Some(buffer) = stored_values(&func, f).into_iter().next() else {
+        return Ok(false);
+    };
+    let mut trial = sch.clone();
+    if trial.cache_write(around, &buffer).is_err() {
+        return Ok(false);
+    }
+    absorb_init(&mut trial, &around.block, &buffer, recipe)?;
+    match trial.hoist_factor(inner) {
+        Ok(()) | Err(ScheduleError::HoistNothing { .. }) => {}
+        Err(_) => return Ok(false),
+    }
+    if trial.vectorize_reduction(inner, 1).is_err() {
+        return Ok(false);
+    }
+    *sch = trial;
+    Ok(true)
 }
 
 /// When the innermost loop of the main iteration is a reduction over a constant dense
