@@ -16,6 +16,7 @@ Example::
 
 from ._compile import Kernel, Schedule, compile
 from ._native import __version__
+from ._explain import explain, recipes
 from ._ops import mttkrp, rgms, sddmm, spmm, spmm_batched, spmv, spmv_batched
 from ._threads import get_num_threads, set_num_threads
 from ._tensor import (
@@ -38,6 +39,7 @@ __all__ = [
     "__version__",
     "as_tensor",
     "compile",
+    "explain",
     "from_coo",
     "from_coords",
     "from_csr",
@@ -47,6 +49,7 @@ __all__ = [
     "get_num_threads",
     "load",
     "mttkrp",
+    "recipes",
     "rgms",
     "save",
     "set_num_threads",

@@ -107,3 +107,17 @@ def num_threads_set() -> Optional[int]:
     """The thread count ``set_num_threads`` set, or ``None``."""
 def default_num_threads() -> int:
     """The thread count without ``set_num_threads``: ``SPARSILE_NUM_THREADS`` or every core."""
+
+class AutoKernel:
+    """A program whose schedule is chosen per input (or named once with ``recipe``)."""
+
+    def __init__(self, program: str, recipe: str = "auto") -> None: ...
+    def run(self, inputs: Mapping[str, object], threads: Optional[int] = None) -> Dict[str, object]: ...
+    def explain(self, inputs: Mapping[str, object], threads: int) -> str:
+        """The choice for ``inputs`` as JSON, without running."""
+    @property
+    def recipe(self) -> Optional[str]: ...
+    def last(self) -> Optional[str]: ...
+
+def recipes() -> str:
+    """Every named recipe, as JSON."""

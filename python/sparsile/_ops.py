@@ -6,12 +6,17 @@ operator           computes                                         shapes
 =================  ===============================================  =========================
 ``spmm(A, X)``     ``Y[i,k] = A[i,j] * X[j,k]``                     (m,n) x (n,k) -> (m,k)
 ``spmv(A, x)``     ``y[i] = A[i,j] * x[j]``                         (m,n) x (n,) -> (m,)
-``sddmm(A,X,Y)``   ``C[i,j] = A[i,j] * X[i,k] * Y[k,j]``            pattern of A, sparse
+``sddmm(A,X,Y)``   ``C[i,j] = A[i,j] * X[i,k] * Y[j,k]``            (m,k), (n,k): A's pattern
 ``spmm_batched``   ``Y[b,i,k] = A[i,j] * X[b,j,k]``                 (m,n) x (b,n,k) -> (b,m,k)
 ``spmv_batched``   ``Y[b,i] = A[i,j] * X[b,j]``                     (m,n) x (b,n) -> (b,m)
 ``mttkrp(B,C,D)``  ``A[i,r] = B[i,k,l] * C[k,r] * D[l,r]``          3-D sparse B
 ``rgms(A,X,W)``    ``Y[i,l] = A[r,i,j] * X[j,k] * W[r,k,l]``        relations r, 3-D sparse A
 =================  ===============================================  =========================
+
+Every operator takes ``recipe=``: ``"auto"`` (the default) runs what the tuning
+database, the learned selector or the static rule chooses for the input (see
+:func:`sparsile.explain`); a recipe spec such as ``"rowwise"`` or
+``"daspmm:balance=nnz"`` runs that one (:func:`sparsile.recipes` lists them).
 
 Sparse operands are :class:`~sparsile.Tensor` (or SciPy / torch sparse, converted);
 dense ones NumPy arrays or torch CPU tensors of the sparse operand's dtype, used without
@@ -28,22 +33,39 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+import threading
+from typing import Any, Dict, Optional, Tuple
 
-from ._compile import cached_kernel
-from ._dense import SPARSILE_DTYPE, as_array
+from . import _native
+from ._dense import SPARSILE_DTYPE, as_array, wrap_output
 from ._tensor import Tensor, as_tensor
+from ._threads import call_threads
+
+_KERNELS: Dict[Tuple[str, str], "_native.AutoKernel"] = {}
+_KERNELS_LOCK = threading.Lock()
 
 
 def _program(template: str, A: Tensor) -> str:
     return template.format(d=SPARSILE_DTYPE[A.dtype], f=A.format)
 
 
-def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output: str,
-         threads: Optional[int], values: Optional[Any] = None):
+def auto_kernel(program: str, recipe: str = "auto") -> "_native.AutoKernel":
+    """The kernel of ``program`` with ``recipe`` (``"auto"``: chosen per input), made
+    once per process."""
+    if not isinstance(recipe, str):
+        raise TypeError(f"recipe must be a recipe spec string such as 'rowwise' or 'auto', got {type(recipe).__name__}")
+    with _KERNELS_LOCK:
+        k = _KERNELS.get((program, recipe))
+        if k is None:
+            k = _native.AutoKernel(program, recipe)
+            _KERNELS[(program, recipe)] = k
+        return k
+
+
+def _args(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any],
+          values: Optional[Any]) -> Tuple[str, Dict[str, Any], bool]:
     key = next(iter(sparse))
     A = sparse[key]
-    program = _program(template, A)
     args: Dict[str, Any] = {}
     to_torch = False
     for name, value in dense.items():
@@ -57,11 +79,18 @@ def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output
             vals, tt = as_array(values, "values")
             if vals.dtype != A.dtype:
                 raise TypeError(f"values are {vals.dtype} but {key} is {A.dtype}")
-            args[name] = (t, vals)
+            args[name] = (t._native, vals)
             to_torch |= tt
         else:
-            args[name] = t
-    return cached_kernel(program).run(args, threads, to_torch)[output]
+            args[name] = t._native
+    return _program(template, A), args, to_torch
+
+
+def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output: str,
+         threads: Optional[int], values: Optional[Any] = None, recipe: str = "auto"):
+    program, args, to_torch = _args(template, sparse, dense, values)
+    out = auto_kernel(program, recipe).run(args, call_threads(threads))[output]
+    return Tensor(out) if isinstance(out, _native.Tensor) else wrap_output(out, to_torch)
 
 
 def _check_order(A: Tensor, ndim: int, op: str) -> None:
@@ -71,8 +100,8 @@ def _check_order(A: Tensor, ndim: int, op: str) -> None:
 
 SPMM = "tensor A: {d}[m, n] {f}\ntensor X: {d}[n, k]\ntensor Y: {d}[m, k]\nY[i,k] = A[i,j] * X[j,k]\n"
 SPMV = "tensor A: {d}[m, n] {f}\ntensor x: {d}[n]\ntensor y: {d}[m]\ny[i] = A[i,j] * x[j]\n"
-SDDMM = ("tensor A: {d}[m, n] {f}\ntensor X: {d}[m, k]\ntensor Y: {d}[k, n]\ntensor C: {d}[m, n] {f}\n"
-         "C[i,j] = A[i,j] * X[i,k] * Y[k,j]\n")
+SDDMM = ("tensor A: {d}[m, n] {f}\ntensor X: {d}[m, k]\ntensor Y: {d}[n, k]\ntensor C: {d}[m, n] {f}\n"
+         "C[i,j] = A[i,j] * X[i,k] * Y[j,k]\n")
 SPMM_BATCHED = ("tensor A: {d}[m, n] {f}\ntensor X: {d}[b, n, k]\ntensor Y: {d}[b, m, k]\n"
                 "Y[b,i,k] = A[i,j] * X[b,j,k]\n")
 SPMV_BATCHED = "tensor A: {d}[m, n] {f}\ntensor X: {d}[b, n]\ntensor Y: {d}[b, m]\nY[b,i] = A[i,j] * X[b,j]\n"
@@ -82,55 +111,59 @@ RGMS = ("tensor A: {d}[nr, m, n] {f}\ntensor X: {d}[n, p]\ntensor W: {d}[nr, p, 
         "Y[i,l] = A[r,i,j] * X[j,k] * W[r,k,l]\n")
 
 
-def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None):
+def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None, recipe: str = "auto"):
     """``A @ X`` for a sparse matrix ``A`` and a dense matrix ``X``. ``values`` replaces
     A's stored values (same storage order) without copying them."""
     A = as_tensor(A)
     _check_order(A, 2, "spmm")
-    return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values)
+    return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values, recipe)
 
 
-def spmv(A: Any, x: Any, *, threads: Optional[int] = None, values: Any = None):
+def spmv(A: Any, x: Any, *, threads: Optional[int] = None, values: Any = None, recipe: str = "auto"):
     """``A @ x`` for a sparse matrix ``A`` and a dense vector ``x``."""
     A = as_tensor(A)
     _check_order(A, 2, "spmv")
-    return _run(SPMV, {"A": A}, {"x": x}, "y", threads, values)
+    return _run(SPMV, {"A": A}, {"x": x}, "y", threads, values, recipe)
 
 
-def sddmm(A: Any, X: Any, Y: Any, *, threads: Optional[int] = None, values: Any = None) -> Tensor:
-    """``A * (X @ Y)`` at the stored positions of ``A`` (sampled dense-dense matmul):
-    a :class:`Tensor` with A's pattern and format."""
+def sddmm(A: Any, X: Any, Y: Any, *, threads: Optional[int] = None, values: Any = None,
+          recipe: str = "auto") -> Tensor:
+    """``A * (X @ Y.T)`` at the stored positions of ``A`` (sampled dense-dense matmul, DGL's
+    ``u_dot_v``): ``X`` is (m, k), ``Y`` is (n, k), one row per column of ``A``. Returns a
+    :class:`Tensor` with A's pattern and format."""
     A = as_tensor(A)
     _check_order(A, 2, "sddmm")
-    return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values)
+    return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values, recipe)
 
 
-def spmm_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None):
+def spmm_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None,
+                 recipe: str = "auto"):
     """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n, k)``."""
     A = as_tensor(A)
     _check_order(A, 2, "spmm_batched")
-    return _run(SPMM_BATCHED, {"A": A}, {"X": X}, "Y", threads, values)
+    return _run(SPMM_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe)
 
 
-def spmv_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None):
+def spmv_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None,
+                 recipe: str = "auto"):
     """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n)``."""
     A = as_tensor(A)
     _check_order(A, 2, "spmv_batched")
-    return _run(SPMV_BATCHED, {"A": A}, {"X": X}, "Y", threads, values)
+    return _run(SPMV_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe)
 
 
-def mttkrp(B: Any, C: Any, D: Any, *, threads: Optional[int] = None):
+def mttkrp(B: Any, C: Any, D: Any, *, threads: Optional[int] = None, recipe: str = "auto"):
     """Matricized tensor times Khatri-Rao product of a 3-D sparse ``B`` (e.g. ``csf``)
     with dense ``C`` (p, r) and ``D`` (q, r): ``A[i,s] = sum B[i,k,l] C[k,s] D[l,s]``."""
     B = as_tensor(B, "B")
     _check_order(B, 3, "mttkrp")
-    return _run(MTTKRP, {"B": B}, {"C": C, "D": D}, "A", threads)
+    return _run(MTTKRP, {"B": B}, {"C": C, "D": D}, "A", threads, recipe=recipe)
 
 
-def rgms(A: Any, X: Any, W: Any, *, threads: Optional[int] = None):
+def rgms(A: Any, X: Any, W: Any, *, threads: Optional[int] = None, recipe: str = "auto"):
     """Relational gather-matmul-scatter (RGCN layers): ``A`` holds one sparse adjacency
     per relation (shape ``(relations, m, n)``), ``W`` one weight per relation
     (``(relations, p, q)``): ``Y = sum_r A[r] @ X @ W[r]``."""
     A = as_tensor(A)
     _check_order(A, 3, "rgms")
-    return _run(RGMS, {"A": A}, {"X": X, "W": W}, "Y", threads)
+    return _run(RGMS, {"A": A}, {"X": X, "W": W}, "Y", threads, recipe=recipe)

@@ -94,13 +94,13 @@ class SpMM(torch.autograd.Function):
             d_X = _spmm(T, dY, values=values.detach()[perm].contiguous())
         if ctx.needs_input_grad[0]:
             ones = np.ones(A.nnz, dtype=A.dtype)
-            C = _sddmm(A, dY, X.detach().t().contiguous(), values=ones)
+            C = _sddmm(A, dY, X.detach().contiguous(), values=ones)
             d_values = torch.from_numpy(C.values).to(dY.dtype)
         return d_values, d_X, None
 
 
 class SDDMM(torch.autograd.Function):
-    """``C = A ⊙ (X @ Y)`` (the values at A's stored positions, in CSR order) with
+    """``C = A ⊙ (X @ Yᵀ)`` (the values at A's stored positions, in CSR order) with
     gradients for ``values``, ``X`` and ``Y``."""
 
     @staticmethod
@@ -121,10 +121,10 @@ class SDDMM(torch.autograd.Function):
         if ctx.needs_input_grad[1] or ctx.needs_input_grad[2]:
             scaled = (values.detach() * dC).contiguous()
             if ctx.needs_input_grad[1]:
-                d_X = _spmm(A, Y.detach().t().contiguous(), values=scaled)
+                d_X = _spmm(A, Y.detach().contiguous(), values=scaled)
             if ctx.needs_input_grad[2]:
                 T, perm = _transpose_plan(A)
-                d_Y = _spmm(T, X.detach(), values=scaled[perm].contiguous()).t()
+                d_Y = _spmm(T, X.detach().contiguous(), values=scaled[perm].contiguous())
         return d_values, d_X, d_Y, None
 
 
@@ -137,8 +137,8 @@ def spmm(A: Any, X: torch.Tensor, values: Optional[torch.Tensor] = None) -> torc
 
 
 def sddmm(A: Any, X: torch.Tensor, Y: torch.Tensor, values: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """``A ⊙ (X @ Y)`` at A's stored positions, as a 1-D tensor in A's CSR order, with
-    gradients for ``values``, ``X`` and ``Y``."""
+    """``A ⊙ (X @ Yᵀ)`` at A's stored positions (``X``: (m, k), ``Y``: (n, k)), as a 1-D
+    tensor in A's CSR order, with gradients for ``values``, ``X`` and ``Y``."""
     A = _csr(A)
     X = _check_dense(X, "X")
     Y = _check_dense(Y, "Y")

@@ -29,14 +29,14 @@ pub struct Kernel {
 }
 
 /// One input as passed from Python.
-enum InputArg<'py> {
+pub(crate) enum InputArg<'py> {
     Sparse(Bound<'py, Tensor>),
     SparseWithValues(Bound<'py, Tensor>, ValueArg<'py>),
     Dense(ValueArg<'py>),
 }
 
 impl<'py> InputArg<'py> {
-    fn extract(name: &str, value: &Bound<'py, PyAny>) -> PyResult<InputArg<'py>> {
+    pub(crate) fn extract(name: &str, value: &Bound<'py, PyAny>) -> PyResult<InputArg<'py>> {
         if let Ok(t) = value.cast::<Tensor>() {
             return Ok(InputArg::Sparse(t.clone()));
         }
@@ -61,7 +61,7 @@ impl<'py> InputArg<'py> {
         }
     }
 
-    fn view(&self, name: &str) -> PyResult<SparseTensor<'_>> {
+    pub(crate) fn view(&self, name: &str) -> PyResult<SparseTensor<'_>> {
         match self {
             InputArg::Sparse(t) => Ok(t.get().inner.view()),
             InputArg::SparseWithValues(t, values) => {
@@ -82,6 +82,64 @@ impl<'py> InputArg<'py> {
             InputArg::Dense(v) => v.dense(name),
         }
     }
+}
+
+/// The inputs of a run, by tensor name.
+pub(crate) fn input_args<'py>(
+    inputs: &Bound<'py, PyDict>,
+) -> PyResult<Vec<(String, InputArg<'py>)>> {
+    inputs
+        .iter()
+        .map(|(k, v)| {
+            let name: String = k
+                .extract()
+                .map_err(|_| type_error("input names must be strings"))?;
+            let arg = InputArg::extract(&name, &v)?;
+            Ok((name, arg))
+        })
+        .collect()
+}
+
+/// The inputs as tensors viewing the caller's memory.
+pub(crate) fn views<'a>(
+    args: &'a [(String, InputArg<'_>)],
+) -> PyResult<HashMap<String, SparseTensor<'a>>> {
+    args.iter()
+        .map(|(n, a)| Ok((n.clone(), a.view(n)?)))
+        .collect()
+}
+
+/// Run options from Python's arguments (a thread count of 0 is refused).
+pub(crate) fn run_options(
+    threads: Option<usize>,
+    params: Option<HashMap<String, i64>>,
+) -> PyResult<RunOptions> {
+    if threads == Some(0) {
+        return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    Ok(RunOptions {
+        threads,
+        params: params.unwrap_or_default(),
+        ..RunOptions::default()
+    })
+}
+
+/// Outputs by name: dense ones as NumPy arrays owning the kernel's memory, sparse ones
+/// as `Tensor`s.
+pub(crate) fn outputs_dict(
+    py: Python<'_>,
+    outputs: sparsile::runtime::Outputs,
+) -> PyResult<Bound<'_, PyDict>> {
+    let result = PyDict::new(py);
+    for (name, tensor) in outputs {
+        if *tensor.format() == Format::Dense {
+            let shape = tensor.shape().to_vec();
+            result.set_item(&name, values_to_numpy(py, tensor.values, &shape)?)?;
+        } else {
+            result.set_item(&name, Bound::new(py, Tensor { inner: tensor })?)?;
+        }
+    }
+    Ok(result)
 }
 
 fn parse_stage(stage: &str) -> PyResult<Stage> {
@@ -134,44 +192,14 @@ impl Kernel {
         threads: Option<usize>,
         params: Option<HashMap<String, i64>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let args: Vec<(String, InputArg<'py>)> = inputs
-            .iter()
-            .map(|(k, v)| {
-                let name: String = k
-                    .extract()
-                    .map_err(|_| type_error("input names must be strings"))?;
-                let arg = InputArg::extract(&name, &v)?;
-                Ok((name, arg))
-            })
-            .collect::<PyResult<_>>()?;
-        let views: HashMap<String, SparseTensor<'_>> = args
-            .iter()
-            .map(|(n, a)| Ok((n.clone(), a.view(n)?)))
-            .collect::<PyResult<_>>()?;
-        if threads == Some(0) {
-            return Err(pyo3::exceptions::PyValueError::new_err(
-                "threads must be at least 1",
-            ));
-        }
-        let options = RunOptions {
-            threads,
-            params: params.unwrap_or_default(),
-            ..RunOptions::default()
-        };
+        let args = input_args(inputs)?;
+        let views = views(&args)?;
+        let options = run_options(threads, params)?;
         let outputs = py
             .detach(|| self.inner.run(&views, &options).map_err(|e| message(&e)))
             .map_err(PyValueError::new_err)?;
         drop(views);
-        let result = PyDict::new(py);
-        for (name, tensor) in outputs {
-            if *tensor.format() == Format::Dense {
-                let shape = tensor.shape().to_vec();
-                result.set_item(&name, values_to_numpy(py, tensor.values, &shape)?)?;
-            } else {
-                result.set_item(&name, Bound::new(py, Tensor { inner: tensor })?)?;
-            }
-        }
-        Ok(result)
+        outputs_dict(py, outputs)
     }
 
     /// The IR of one stage (`stage1`, `stage2`, `stage3`) or the C source (`c`).

@@ -7,6 +7,7 @@
 //! (`python/sparsile/`) builds the SciPy/PyTorch-shaped API on top.
 
 mod arrays;
+mod auto_kernel;
 mod errors;
 mod kernel;
 mod mtx_io;
@@ -20,6 +21,8 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::Tensor>()?;
     m.add_class::<kernel::Kernel>()?;
+    m.add_class::<auto_kernel::AutoKernel>()?;
+    m.add_function(wrap_pyfunction!(auto_kernel::recipes, m)?)?;
     m.add_class::<schedule::Schedule>()?;
     m.add_function(wrap_pyfunction!(mtx_io::load, m)?)?;
     m.add_function(wrap_pyfunction!(mtx_io::save, m)?)?;

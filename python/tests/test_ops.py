@@ -62,23 +62,23 @@ def test_spmv_matches_scipy(rng, fmt):
 def test_sddmm_matches_numpy(rng, dtype):
     A = random_csr(rng, 25, 19, 0.2, dtype, empty_rows=(0,))
     X = rng.standard_normal((25, 6)).astype(dtype)
-    Y = rng.standard_normal((6, 19)).astype(dtype)
+    Y = rng.standard_normal((19, 6)).astype(dtype)
     C = sparsile.sddmm(sparsile.from_scipy(A), X, Y)
     assert isinstance(C, sparsile.Tensor) and C.format == "csr" and C.nnz == A.nnz
-    expected = A.multiply(X @ Y).toarray()
+    expected = A.multiply(X @ Y.T).toarray()
     np.testing.assert_allclose(C.to_dense(), expected, **tol(dtype))
     # Values come back in A's storage order.
     rows = np.repeat(np.arange(25), np.diff(A.indptr))
-    np.testing.assert_allclose(C.values, A.data * (X @ Y)[rows, A.indices], **tol(dtype))
+    np.testing.assert_allclose(C.values, A.data * (X @ Y.T)[rows, A.indices], **tol(dtype))
 
 
 def test_sddmm_with_values_argument(rng):
     A = random_csr(rng, 12, 10, 0.3, np.float64)
     T = sparsile.from_scipy(A)
-    X, Y = rng.standard_normal((12, 4)), rng.standard_normal((4, 10))
+    X, Y = rng.standard_normal((12, 4)), rng.standard_normal((10, 4))
     v = rng.standard_normal(T.nnz)
     C = sparsile.sddmm(T, X, Y, values=v)
-    np.testing.assert_allclose(C.to_dense(), T.with_values(v).to_scipy().multiply(X @ Y).toarray(), rtol=1e-12)
+    np.testing.assert_allclose(C.to_dense(), T.with_values(v).to_scipy().multiply(X @ Y.T).toarray(), rtol=1e-12)
 
 
 def test_batched(rng):

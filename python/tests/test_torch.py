@@ -75,10 +75,10 @@ def test_sddmm_gradcheck_and_dense_match(rng):
     T = sparsile.from_scipy(random_csr(rng, 8, 9, 0.3, np.float64))
     values = torch.from_numpy(T.values).clone().requires_grad_()
     X = torch.randn(8, 4, dtype=torch.float64, requires_grad=True)
-    Y = torch.randn(4, 9, dtype=torch.float64, requires_grad=True)
+    Y = torch.randn(9, 4, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda v, x, y: st.sddmm(T, x, y, values=v), (values, X, Y))
     coords, _ = T.coo()
-    expected = values * (X @ Y)[torch.from_numpy(coords[0]), torch.from_numpy(coords[1])]
+    expected = values * (X @ Y.T)[torch.from_numpy(coords[0]), torch.from_numpy(coords[1])]
     torch.testing.assert_close(st.sddmm(T, X, Y, values=values), expected)
 
 

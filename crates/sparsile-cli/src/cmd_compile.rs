@@ -17,7 +17,9 @@ pub struct CompileArgs {
     /// A recorded schedule (trace JSON) to apply instead of the default schedule.
     #[arg(long, value_name = "TRACE.json", conflicts_with = "recipe")]
     pub schedule: Option<std::path::PathBuf>,
-    /// A named recipe (`sparsile recipes` lists them), e.g. `rowwise` or `rowwise:k=32`.
+    /// A named recipe (`sparsile recipes` lists them), e.g. `rowwise` or `rowwise:k=32`;
+    /// `auto` (the default when a sparse input file is given) compiles the automatic
+    /// choice for the inputs; without input files, the default schedule.
     #[arg(long, value_name = "NAME[:key=value,...]")]
     pub recipe: Option<String>,
     /// Writes the schedule that was applied (from --recipe or --schedule) as trace JSON.
@@ -64,9 +66,22 @@ pub fn save_trace(path: Option<&std::path::Path>, trace: Option<&Trace>) -> Resu
 
 pub fn run(args: &CompileArgs) -> Result<()> {
     let stage: Stage = args.emit.parse().map_err(anyhow::Error::msg)?;
-    let (stage1, params) = if args.recipe.is_some() {
+    let auto = args.recipe.as_deref().is_none_or(|r| r == "auto")
+        && args.schedule.is_none()
+        && !args.program.inputs.is_empty();
+    let mut recipe = args.recipe.clone().filter(|r| r != "auto");
+    let (stage1, params) = if recipe.is_some() || auto {
         // Recipes see the sizes the inputs fix (to specialise the dense width).
-        let prepared = cmd_eval::prepare(&args.program)?;
+        let mut prepared = cmd_eval::prepare(&args.program)?;
+        if auto {
+            let threads = sparsile_runtime::jit::default_threads(
+                &sparsile_ir::settings::Settings::from_env(),
+            );
+            let resolved =
+                crate::auto_choice::resolve(&args.program, prepared, None, false, threads)?;
+            prepared = resolved.prepared;
+            recipe = resolved.recipe;
+        }
         let mut program = prepared.program.clone();
         let by_buffer = prepared
             .inputs
@@ -84,7 +99,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     };
     let trace = chosen_trace(
         args.schedule.as_deref(),
-        args.recipe.as_deref(),
+        recipe.as_deref(),
         &stage1,
         &params,
     )?;

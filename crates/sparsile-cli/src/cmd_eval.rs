@@ -17,7 +17,7 @@ use sparsile_runtime::{interpret, InterpOptions};
 use crate::table::{duration, thousands, Table};
 use crate::{expr_decls, load, progress};
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct EvalArgs {
     /// An index-notation program file (declarations and statements).
     #[arg(required_unless_present = "expr", conflicts_with = "expr")]

@@ -25,7 +25,10 @@ pub struct RunArgs {
     /// A recorded schedule (trace JSON) to apply instead of the default schedule.
     #[arg(long, value_name = "TRACE.json", conflicts_with = "recipe")]
     pub schedule: Option<std::path::PathBuf>,
-    /// A named recipe (`sparsile recipes` lists them), e.g. `rowwise` or `rowwise:k=32`.
+    /// A named recipe (`sparsile recipes` lists them), e.g. `rowwise` or `rowwise:k=32`;
+    /// `auto` (the default) runs the automatic choice for the inputs (tuning database,
+    /// learned selector, static rule), which may store the sparse input in another format
+    /// unless --format names one.
     #[arg(long, value_name = "NAME[:key=value,...]")]
     pub recipe: Option<String>,
     /// Writes the schedule that was applied (from --recipe or --schedule) as trace JSON.
@@ -43,6 +46,23 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let json = args.program.json;
     let bar = progress::spinner(!json, "reading inputs");
     let prepared = cmd_eval::prepare(&args.program)?;
+    bar.set_message("choosing");
+    let threads = args.threads.unwrap_or_else(|| {
+        sparsile_runtime::jit::default_threads(&sparsile_ir::settings::Settings::from_env())
+    });
+    let resolved = crate::auto_choice::resolve(
+        &args.program,
+        prepared,
+        args.recipe.as_deref(),
+        args.schedule.is_some(),
+        threads,
+    )?;
+    let prepared = resolved.prepared;
+    let schedule = crate::auto_choice::describe(
+        resolved.recipe.as_deref(),
+        resolved.selection.as_ref(),
+        args.schedule.is_some(),
+    );
     bar.set_message("compiling");
     // Specialise the kernel to the index types (i32 / i64) of the inputs at hand.
     let mut program = prepared.program.clone();
@@ -54,7 +74,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     sparsile::specialize_index_types(&mut program, &by_buffer);
     let trace = crate::cmd_compile::chosen_trace(
         args.schedule.as_deref(),
-        args.recipe.as_deref(),
+        resolved.recipe.as_deref(),
         &program,
         &prepared.params,
     )?;
@@ -92,18 +112,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .collect();
     cmd_eval::write_outputs(&args.program, &outputs)?;
     let cache_hit = info.outcome == CacheOutcome::Hit;
-    let threads = args.threads.unwrap_or_else(|| {
-        sparsile_runtime::jit::default_threads(&sparsile_ir::settings::Settings::from_env())
-    });
     if json {
         let v = serde_json::json!({
             "outputs": reports,
             "random_inputs": prepared.random_inputs,
             "seed": args.program.seed,
             "backend": "c",
-            "recipe": args.recipe.clone().unwrap_or_else(|| {
+            "recipe": resolved.recipe.clone().unwrap_or_else(|| {
                 if args.schedule.is_some() { "trace".to_string() } else { "default".to_string() }
             }),
+            "schedule": schedule,
+            "chosen_by": resolved.selection.as_ref().map(|s| s.source.name()),
             "threads": threads,
             "compile_seconds": info.duration.as_secs_f64(),
             "cache_hit": cache_hit,
@@ -134,6 +153,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         ]);
     }
     out!("{}", t.render());
+    outln!("schedule: {schedule}");
     outln!(
         "compile: {} ({})",
         duration(info.duration.as_secs_f64()),

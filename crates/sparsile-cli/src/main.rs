@@ -9,6 +9,7 @@
 //! sparsile bench --op spmm --k 32 --matrix data/cora.mtx --peers scipy --threads 2
 //! ```
 
+mod auto_choice;
 mod cmd_bench;
 mod cmd_compile;
 mod cmd_convert;
@@ -16,6 +17,7 @@ mod cmd_eval;
 mod cmd_info;
 mod cmd_recipes;
 mod cmd_run;
+mod cmd_tune;
 mod expr_decls;
 mod load;
 mod output;
@@ -53,6 +55,9 @@ enum Command {
     Bench(cmd_bench::BenchArgs),
     /// List the named schedules (`--recipe NAME[:key=value,...]`) and their parameters.
     Recipes(cmd_recipes::RecipesArgs),
+    /// Measure the candidate formats and schedules of an operator on a matrix and record
+    /// the best; train and evaluate the learned selector.
+    Tune(cmd_tune::TuneArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +70,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd_run::run(a),
         Command::Bench(a) => cmd_bench::run(a),
         Command::Recipes(a) => cmd_recipes::run(a),
+        Command::Tune(a) => cmd_tune::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -57,6 +57,16 @@ pub const VARIABLES: &[Variable] = &[
         doc: "the most microseconds an idle CPU worker watches for the next kernel call (yielding its core to any other thread that wants it) before it sleeps (default: 100; 0 sleeps at once)",
     },
     Variable {
+        name: "SPARSILE_TUNING_DB",
+        kind: "path",
+        doc: "the tuning database, JSON lines of measured choices (default: tuning.jsonl in the cache folder)",
+    },
+    Variable {
+        name: "SPARSILE_SELECTOR_MODEL",
+        kind: "path",
+        doc: "a selector model file to use instead of the one built in (from `sparsile tune train`)",
+    },
+    Variable {
         name: "CC",
         kind: "command",
         doc: "the C compiler used for native CPU kernels (default: cc)",
@@ -77,6 +87,10 @@ pub struct Settings {
     pub spin_us: Option<u64>,
     /// The C compiler command; `None` when unset or empty.
     pub cc: Option<String>,
+    /// `SPARSILE_TUNING_DB`.
+    pub tuning_db: Option<PathBuf>,
+    /// `SPARSILE_SELECTOR_MODEL`.
+    pub selector_model: Option<PathBuf>,
 }
 
 fn flag(name: &str) -> bool {
@@ -107,6 +121,12 @@ impl Settings {
                 .ok()
                 .and_then(|v| v.trim().parse::<u64>().ok()),
             cc: std::env::var("CC").ok().filter(|v| !v.trim().is_empty()),
+            tuning_db: std::env::var_os("SPARSILE_TUNING_DB")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            selector_model: std::env::var_os("SPARSILE_SELECTOR_MODEL")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
         }
     }
 
@@ -123,6 +143,14 @@ impl Settings {
             return PathBuf::from(h).join(".cache").join("sparsile");
         }
         std::env::temp_dir().join("sparsile-cache")
+    }
+
+    /// The tuning database file: `SPARSILE_TUNING_DB`, else `tuning.jsonl` in the cache
+    /// folder.
+    pub fn tuning_db_path(&self) -> Option<PathBuf> {
+        self.tuning_db
+            .clone()
+            .or_else(|| Some(self.cache_dir().join("tuning.jsonl")))
     }
 
     /// The folder of shared real matrices: `SPARSILE_DATA_DIR`, else `shared/data` beside

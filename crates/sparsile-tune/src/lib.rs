@@ -9,4 +9,15 @@
 //! candidate needs the compiler, which the facade provides through [`Evaluator`].
 
 pub mod corpus;
+pub mod cost;
+pub mod db;
+pub mod features;
 pub mod gbt;
+pub mod op;
+pub mod rule;
+pub mod search;
+pub mod selector;
+pub mod space;
+pub mod target;
+
+pub use search::Evaluator;

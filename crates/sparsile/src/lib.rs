@@ -14,6 +14,7 @@
 //! assert_eq!(program.buffers.len(), 3);
 //! ```
 
+pub mod auto;
 mod compile;
 mod derived_inputs;
 mod dims;
@@ -21,6 +22,7 @@ mod evaluate;
 pub mod notation;
 pub mod recipe;
 
+pub use auto::AutoKernel;
 pub use compile::{
     compile, compile_for, compile_program, compile_program_with, compile_with, lower_notation_with,
     lower_program, lower_program_with, specialize_index_types, CompileError, CompileOptions,
@@ -36,6 +38,7 @@ pub use sparsile_ir as ir;
 pub use sparsile_runtime as runtime;
 pub use sparsile_runtime::jit::{set_num_threads, Parallelism};
 pub use sparsile_transform as transform;
+pub use sparsile_tune as tune;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]

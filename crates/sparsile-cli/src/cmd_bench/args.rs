@@ -41,10 +41,12 @@ pub struct BenchArgs {
     /// and reported as failed.
     #[arg(long, default_value_t = 900, value_name = "SECONDS")]
     pub peer_timeout: u64,
-    /// Sparsile's format for the sparse operand in every case (overrides the suite).
+    /// Sparsile's format for the sparse operand in every case (overrides the suite;
+    /// `auto`, the default, lets the automatic choice pick it).
     #[arg(long)]
     pub format: Option<String>,
-    /// Sparsile's recipe (`name[:key=value,...]`) in every case (overrides the suite).
+    /// Sparsile's recipe (`name[:key=value,...]`) in every case (overrides the suite;
+    /// `auto`, the default, is the automatic choice: tuning database, selector, rule).
     #[arg(long)]
     pub recipe: Option<String>,
     /// Write the records (one per case and system) to this JSON file.

@@ -25,7 +25,7 @@ mod plot;
 mod record;
 mod reference;
 mod report;
-mod roofline;
+pub(crate) mod roofline;
 mod sparsile_side;
 mod suite;
 
@@ -65,7 +65,7 @@ fn collect_cases(args: &BenchArgs, settings: &Settings) -> Result<Vec<Case>> {
             }
             args.matrices
                 .iter()
-                .flat_map(|m| cases::expand(m, &args.op, &args.k, "csr", "default"))
+                .flat_map(|m| cases::expand(m, &args.op, &args.k, "auto", "auto"))
                 .collect()
         }
     };
@@ -355,6 +355,13 @@ fn measure_case(
                 args.repeat,
             ) {
                 Ok(m) => {
+                    ours.record.format = Some(m.format.clone());
+                    ours.record.recipe = Some(m.recipe.clone());
+                    if let Some(by) = &m.chosen_by {
+                        ours.record
+                            .note
+                            .get_or_insert(format!("chosen by the {by}"));
+                    }
                     ours.times.extend(&m.times);
                     ours.record
                         .compile_ms

@@ -54,6 +54,11 @@ fn output_name(op: Op) -> &'static str {
 /// Sparsile's measurement of one case.
 #[derive(Debug, Clone)]
 pub struct Measured {
+    /// The format and recipe that ran (the automatic choice's, for `auto`).
+    pub format: String,
+    pub recipe: String,
+    /// Where an automatic choice came from (`None` when the case named both).
+    pub chosen_by: Option<String>,
     /// Timed runs, in seconds.
     pub times: Vec<f64>,
     /// The result, laid out as the peers write it (see [`crate::cmd_bench::reference`]).
@@ -78,30 +83,35 @@ pub fn measure(
     repeat: usize,
 ) -> Result<Measured> {
     let k = case.k.unwrap_or(1);
-    let format: Format = case
-        .format
-        .parse()
-        .map_err(|e| anyhow::anyhow!("format `{}`: {e}", case.format))?;
-    let a = SparseTensor::from_coo_with(coo, &format, DType::F32)
-        .with_context(|| format!("cannot store {} as {}", case.matrix, case.format))?;
-    let mut inputs = HashMap::from([("A".to_string(), a)]);
-    match case.op {
-        Op::Spmm => {
-            inputs.insert("X".into(), dense(&[csr.n, k], &operands.x)?);
-        }
-        Op::Sddmm => {
-            let y = operands.y.as_deref().expect("SDDMM operands have Y");
-            inputs.insert("X".into(), dense(&[csr.m, k], &operands.x)?);
-            inputs.insert("Y".into(), dense(&[csr.n, k], y)?);
-        }
-        Op::Spmv => {
-            inputs.insert("x".into(), dense(&[csr.n], &operands.x)?);
-        }
-    }
-    let text = program_text(case.op, &case.format, k);
+    // `auto` resolves against A stored as CSR (or the case's format): the choice may name
+    // another format when the case left the format to it.
+    let first = if case.format == "auto" {
+        "csr"
+    } else {
+        case.format.as_str()
+    };
+    let (format, recipe, chosen_by) = if case.recipe == "auto" {
+        let inputs = operand_tensors(case, coo, csr, operands, first, k)?;
+        let text = program_text(case.op, first, k);
+        let s = sparsile::auto::choose(&text, &inputs, threads, case.format == "auto")
+            .with_context(|| format!("cannot choose for {}", case.label()))?;
+        (
+            s.candidate.format,
+            s.candidate.recipe,
+            Some(s.source.name().to_string()),
+        )
+    } else {
+        (first.to_string(), case.recipe.clone(), None)
+    };
+    let inputs = operand_tensors(case, coo, csr, operands, &format, k)?;
+    let text = program_text(case.op, &format, k);
     let t0 = Instant::now();
-    let kernel = sparsile::compile_recipe(&text, &inputs, &case.recipe)
-        .with_context(|| format!("cannot compile {} (recipe {})", case.label(), case.recipe))?;
+    let kernel = sparsile::compile_recipe(&text, &inputs, &recipe).with_context(|| {
+        format!(
+            "cannot compile {} ({format}, recipe {recipe})",
+            case.label()
+        )
+    })?;
     let compile_seconds = t0.elapsed().as_secs_f64();
     let options = RunOptions {
         threads: Some(threads),
@@ -127,10 +137,44 @@ pub fn measure(
         Op::Spmm | Op::Spmv => out.to_dense_f64().iter().map(|&v| v as f32).collect(),
     };
     Ok(Measured {
+        format,
+        recipe,
+        chosen_by,
         times,
         output,
         compile_seconds,
     })
+}
+
+/// A in `format` and the dense operands of `case`, by tensor name.
+fn operand_tensors(
+    case: &Case,
+    coo: &CooTensor,
+    csr: &Csr,
+    operands: &Dense,
+    format: &str,
+    k: usize,
+) -> Result<HashMap<String, SparseTensor<'static>>> {
+    let parsed: Format = format
+        .parse()
+        .map_err(|e| anyhow::anyhow!("format `{format}`: {e}"))?;
+    let a = SparseTensor::from_coo_with(coo, &parsed, DType::F32)
+        .with_context(|| format!("cannot store {} as {format}", case.matrix))?;
+    let mut inputs = HashMap::from([("A".to_string(), a)]);
+    match case.op {
+        Op::Spmm => {
+            inputs.insert("X".into(), dense(&[csr.n, k], &operands.x)?);
+        }
+        Op::Sddmm => {
+            let y = operands.y.as_deref().expect("SDDMM operands have Y");
+            inputs.insert("X".into(), dense(&[csr.m, k], &operands.x)?);
+            inputs.insert("Y".into(), dense(&[csr.n, k], y)?);
+        }
+        Op::Spmv => {
+            inputs.insert("x".into(), dense(&[csr.n], &operands.x)?);
+        }
+    }
+    Ok(inputs)
 }
 
 /// The values of `coo` at the stored positions of `pattern`, in CSR order (0 where

@@ -13,8 +13,9 @@
 //!
 //! Matrix paths are relative to the repository root (the nearest folder above the suite
 //! file that holds a `Cargo.toml`). A path under `../shared/data/` is looked up in
-//! `SPARSILE_DATA_DIR` instead when that variable is set. `format` defaults to `csr`,
-//! `recipe` to `default`, `ops` to the suite's `ops`.
+//! `SPARSILE_DATA_DIR` instead when that variable is set. `format` and `recipe` default to
+//! `auto` (Sparsile chooses per case, as it does for its users), `ops` to the suite's
+//! `ops`.
 
 use std::path::{Path, PathBuf};
 
@@ -137,8 +138,8 @@ pub fn parse(text: &str, root: &Path, settings: &Settings) -> Result<Vec<Case>> 
                 path: matrix_path.clone(),
                 op,
                 k,
-                format: c.format.clone().unwrap_or_else(|| "csr".into()),
-                recipe: c.recipe.clone().unwrap_or_else(|| "default".into()),
+                format: c.format.clone().unwrap_or_else(|| "auto".into()),
+                recipe: c.recipe.clone().unwrap_or_else(|| "auto".into()),
             });
         }
     }
@@ -170,7 +171,7 @@ mod tests {
         assert_eq!(cases[0].path, Path::new("/repo/../shared/data/a.mtx"));
         assert_eq!(
             (cases[0].format.as_str(), cases[0].recipe.as_str()),
-            ("csr", "default")
+            ("auto", "auto")
         );
         assert_eq!(cases[2].matrix, "b");
         assert_eq!((cases[2].op, cases[2].k), (Op::Sddmm, Some(8)));

@@ -26,10 +26,14 @@
 //!     `for p in P[v]..P[v + 1]` over an `indptr` array `P` (non-decreasing), or
 //!     `for p in v * w..v * w + w` with `w` loop-invariant, the same in every access.
 //!
+//!   - or the coordinate `I[v]` of a sparse axis with no parent and unique coordinates
+//!     (a `dcsr` row axis), read from its `indices` array `I`, which the loop does not
+//!     write: distinct positions of such an axis hold distinct coordinates.
+//!
 //!   A `let` local declared in the loop and never assigned (the original variable
 //!   after `split` or `fuse`) stands for its value.
 //!
-//!   Anything else — an index read from an `indices` array, a store that does not
+//!   Anything else — any other index read from an `indices` array, a store that does not
 //!   depend on `v` (a reduction: race strategies come later) — is refused. Distinct
 //!   position tuples are distinct elements because stage-II accesses are in bounds.
 //!
@@ -343,6 +347,8 @@ struct Affine {
 enum Owner {
     Affine(Affine),
     Range(RangeKey),
+    /// The coordinate a root compressed axis stores at position `v`.
+    Coordinate(BufferId),
 }
 
 /// Inner loop variables of the body of `f`, in order (all depths).
@@ -561,14 +567,42 @@ fn scale(a: Affine, c: i64) -> Affine {
     }
 }
 
-fn owner(e: &Expr, v: VarId, b: &Body) -> Option<Owner> {
+fn owner(func: &Func, e: &Expr, v: VarId, b: &Body) -> Option<Owner> {
     if let Expr::Var(w) = e {
         if let Some(key) = b.owned_range.get(w) {
             return Some(Owner::Range(key.clone()));
         }
     }
+    if let Some(buffer) = unique_coordinate(func, e, v, b) {
+        return Some(Owner::Coordinate(buffer));
+    }
     let a = linear(e, v, b)?;
     (a.coef != 0).then_some(Owner::Affine(a))
+}
+
+/// `I[v]` (directly or through a `let`) with `I` the indices of a sparse axis that has no
+/// parent and unique coordinates (a `dcsr` row axis): distinct positions hold distinct
+/// coordinates, so distinct iterations own distinct elements. `I` must not be written.
+fn unique_coordinate(func: &Func, e: &Expr, v: VarId, b: &Body) -> Option<BufferId> {
+    let e = match e {
+        Expr::Var(w) => b.let_values.get(w)?,
+        e => e,
+    };
+    let Expr::Load { buffer, indices } = e else {
+        return None;
+    };
+    if indices.as_slice() != [Expr::Var(v)] || b.stores.contains(buffer) {
+        return None;
+    }
+    let BufferKind::Indices { tensor, axis } = &func.buffers[*buffer].kind else {
+        return None;
+    };
+    let t = func.buffer_by_name(tensor)?;
+    let sparsile_ir::loops::BufferLayout::Axes(axes) = &func.buffers[t].layout else {
+        return None;
+    };
+    let decl = &func.axes[*axes.get(*axis)?];
+    (decl.parent.is_none() && decl.unique && decl.kind.is_sparse()).then_some(*buffer)
 }
 
 /// Whether the owners of all accesses at one index position are disjoint per iteration.
@@ -576,6 +610,7 @@ fn disjoint(owners: &[Owner]) -> bool {
     match owners.first() {
         None => true,
         Some(Owner::Range(key)) => owners.iter().all(|o| o == &Owner::Range(key.clone())),
+        Some(Owner::Coordinate(buf)) => owners.iter().all(|o| o == &Owner::Coordinate(*buf)),
         Some(Owner::Affine(first)) => {
             let (mut lo, mut hi) = first.range;
             for o in owners {
@@ -673,7 +708,7 @@ pub(crate) fn check_independent(
         let owned = (0..rank).any(|d| {
             let owners: Option<Vec<Owner>> = accesses
                 .iter()
-                .map(|a| owner(a.indices.as_ref()?.get(d)?, v, &b))
+                .map(|a| owner(func, a.indices.as_ref()?.get(d)?, v, &b))
                 .collect();
             owners.is_some_and(|o| disjoint(&o))
         });
@@ -684,7 +719,7 @@ pub(crate) fn check_independent(
                 .find(|a| {
                     !a.indices
                         .as_ref()
-                        .is_some_and(|ix| ix.iter().any(|e| owner(e, v, &b).is_some()))
+                        .is_some_and(|ix| ix.iter().any(|e| owner(func, e, v, &b).is_some()))
                 })
                 .unwrap_or(&accesses[0]);
             let reason = if b.stores.contains(&buffer)

@@ -168,6 +168,18 @@ pub fn compile_recipe(
     inputs: &HashMap<String, SparseTensor<'_>>,
     spec: &str,
 ) -> Result<Kernel, CompileError> {
+    let (ast, stage1, trace) = recipe_trace(program, inputs, spec)?;
+    Ok(compile_program_with(stage1, &trace)?.with_ast(ast))
+}
+
+/// The trace recipe `spec` records for an index-notation program, specialised to the
+/// index types and sizes of `inputs` (what [`compile_recipe`] compiles), with the
+/// parsed program and its stage-I form.
+pub fn recipe_trace(
+    program: &str,
+    inputs: &HashMap<String, SparseTensor<'_>>,
+    spec: &str,
+) -> Result<(notation::ast::Program, Program, Trace), CompileError> {
     let ast = notation::parse(program)?;
     let mut stage1 = notation::lower(&ast)?;
     let by_buffer: HashMap<String, &SparseTensor<'_>> =
@@ -177,7 +189,7 @@ pub fn compile_recipe(
         params: declared_dim_params(&ast, &stage1, inputs)?,
     };
     let trace = trace(spec, &stage1, &context)?;
-    Ok(compile_program_with(stage1, &trace)?.with_ast(ast))
+    Ok((ast, stage1, trace))
 }
 
 /// Wraps a schedule error with the recipe's name.

@@ -1,0 +1,97 @@
+//! `--recipe auto` (the default of `run` and `compile`): the automatic choice for the
+//! inputs at hand, with the sparse operand's format left to it unless `--format` names
+//! one (the command line reads the operand from a file, so storing it otherwise costs a
+//! conversion before the timed runs, never a wrong answer).
+
+use anyhow::Result;
+use sparsile::auto::Selection;
+
+use crate::cmd_eval::{self, EvalArgs, Prepared};
+
+/// What to run: the program and inputs (re-read in the chosen format when it differs),
+/// the recipe spec, and the choice when one was made here.
+pub struct Resolved {
+    pub prepared: Prepared,
+    pub recipe: Option<String>,
+    pub selection: Option<Selection>,
+}
+
+/// Resolves `recipe` (`None` or `auto`: choose) for `prepared`.
+pub fn resolve(
+    args: &EvalArgs,
+    prepared: Prepared,
+    recipe: Option<&str>,
+    has_schedule: bool,
+    threads: usize,
+) -> Result<Resolved> {
+    if has_schedule || recipe.is_some_and(|r| r != "auto") {
+        return Ok(Resolved {
+            prepared,
+            recipe: recipe.map(str::to_string),
+            selection: None,
+        });
+    }
+    let other_formats = args.formats.is_empty();
+    let selection =
+        sparsile::auto::choose(&prepared.text, &prepared.inputs, threads, other_formats)?;
+    let current = sparse_format(&prepared);
+    let prepared = match (&current, sparse_name(&prepared)) {
+        (Some(f), Some(name))
+            if *f != selection.candidate.format && selection.candidate.format != "dense" =>
+        {
+            let mut again = args.clone();
+            again
+                .formats
+                .push(format!("{name}={}", selection.candidate.format));
+            cmd_eval::prepare(&again)?
+        }
+        _ => prepared,
+    };
+    Ok(Resolved {
+        prepared,
+        recipe: Some(selection.candidate.recipe.clone()),
+        selection: Some(selection),
+    })
+}
+
+/// The name and format of the one sparse input.
+fn sparse_input(prepared: &Prepared) -> Option<(&String, String)> {
+    let mut sparse = prepared
+        .inputs
+        .iter()
+        .filter(|(_, t)| t.structure.axes.iter().any(|a| a.kind.is_sparse()));
+    let (name, t) = sparse.next()?;
+    sparse
+        .next()
+        .is_none()
+        .then(|| (name, t.format().to_string()))
+}
+
+fn sparse_format(prepared: &Prepared) -> Option<String> {
+    sparse_input(prepared).map(|(_, f)| f)
+}
+
+fn sparse_name(prepared: &Prepared) -> Option<String> {
+    sparse_input(prepared).map(|(n, _)| n.clone())
+}
+
+/// `rowwise (chosen by the selector)`, for reports.
+pub fn describe(recipe: Option<&str>, selection: Option<&Selection>, has_schedule: bool) -> String {
+    match (recipe, selection, has_schedule) {
+        (_, _, true) => "trace".to_string(),
+        (Some(r), Some(s), _) => {
+            let note = s
+                .note
+                .as_deref()
+                .map(|n| format!("; {n}"))
+                .unwrap_or_default();
+            format!(
+                "{}, {r} (chosen by the {}{note})",
+                s.candidate.format,
+                s.source.name()
+            )
+        }
+        (Some(r), None, _) => r.to_string(),
+        (None, _, _) => "default".to_string(),
+    }
+}

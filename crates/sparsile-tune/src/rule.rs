@@ -1,0 +1,39 @@
+//! The static rule: the choice when neither the tuning database nor the selector has
+//! one. It encodes what measurements on the project's benchmark suite showed: `rowwise`
+//! wins on CPUs for SpMM, SDDMM and SpMV; four scalar partial sums pay on rows that are
+//! short and even; attention masks whose rows are runs of 32 columns run SpMV fastest
+//! from one-row blocks of 32 (when formats may change).
+//!
+//! ```
+//! use sparsile_tune::features::{Csr, Features};
+//! use sparsile_tune::op::Operator;
+//! use sparsile_tune::rule::rule;
+//! let csr = Csr { rows: 2, cols: 2, indptr: &[0, 1, 2], indices: &[0, 1] };
+//! let f = Features::of(&csr, Operator::Spmm, 32, 2, 4);
+//! assert_eq!(rule(Operator::Spmm, &f, "csr", false).id(), "csr/rowwise");
+//! ```
+
+use crate::features::Features;
+use crate::op::Operator;
+use crate::space::Candidate;
+
+/// The rule's candidate for `op` on an input in `format` (see the module docs).
+pub fn rule(op: Operator, features: &Features, format: &str, other_formats: bool) -> Candidate {
+    let get = |name: &str| features.get(name).unwrap_or(0.0);
+    match op {
+        Operator::Spmv => {
+            if other_formats && format == "csr" && get("fill_1x32") >= 0.75 {
+                return Candidate::new("bsr:1x32", "rowwise");
+            }
+            let even = get("row_length_cv") < 0.5 && get("row_length_mean") < 32.0;
+            if even && get("row_length_mean") >= 4.0 {
+                Candidate::new(format, "rowwise:scalar_sums=4")
+            } else {
+                Candidate::new(format, "rowwise")
+            }
+        }
+        Operator::Spmm | Operator::Sddmm => Candidate::new(format, "rowwise"),
+        Operator::Rgms => Candidate::new(format, "rgms_hyb"),
+        _ => Candidate::new(format, "default"),
+    }
+}

@@ -1,0 +1,273 @@
+//! Measuring candidates: the search strategies over an [`Evaluator`].
+//!
+//! The evaluator (implemented by the facade, which has the compiler) prepares a
+//! candidate — converts the operand, compiles, checks the result once against the f64
+//! reference — and times it. The search measures every selected candidate once per
+//! round, in an order rotated each round so that a slow spell of a shared machine falls
+//! on every candidate, pools the rounds, then measures the candidates within
+//! [`SearchOptions::close`] of the best for extra rounds. A candidate that fails to
+//! prepare (refused by the program, not compiling, answering wrongly) or to run is kept
+//! with its reason and never measured again; it never stops the search.
+//!
+//! Strategies: `exhaustive` measures the whole space; `pruned` measures the candidates
+//! the ranking (cost model or selector) puts first, a fraction of the space, plus the
+//! candidates that must be seen (the rule's and the selector's picks, `default`);
+//! `select` measures nothing.
+//!
+//! ```
+//! use sparsile_tune::search::{search, Evaluator, Prepared, SearchOptions, Strategy};
+//! use sparsile_tune::space::Candidate;
+//! struct Fake;
+//! impl Evaluator for Fake {
+//!     fn prepare(&mut self, c: &Candidate) -> Result<Prepared, String> {
+//!         if c.recipe == "broken" { Err("does not apply".into()) } else { Ok(Prepared::default()) }
+//!     }
+//!     fn time(&mut self, c: &Candidate, _w: usize, repeat: usize) -> Result<Vec<f64>, String> {
+//!         Ok(vec![if c.recipe == "fast" { 1.0 } else { 2.0 }; repeat])
+//!     }
+//! }
+//! let cands = vec![Candidate::new("csr", "slow"), Candidate::new("csr", "fast"), Candidate::new("csr", "broken")];
+//! let r = search(&cands, &[0.0, 0.0, 0.0], &[], &mut Fake, &SearchOptions::default(), &mut |_| {});
+//! assert_eq!(r.best().unwrap().candidate.recipe, "fast");
+//! assert_eq!(r.outcomes[2].failure.as_deref(), Some("does not apply"));
+//! ```
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::db::median;
+use crate::space::Candidate;
+
+/// What preparing a candidate cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Prepared {
+    pub compile_ms: f64,
+    pub convert_ms: f64,
+    /// The trace its recipe recorded.
+    pub trace: Option<serde_json::Value>,
+}
+
+/// Prepares and times candidates (see the module docs).
+pub trait Evaluator {
+    /// Converts, compiles and checks `c`; the reason when it cannot run.
+    fn prepare(&mut self, c: &Candidate) -> Result<Prepared, String>;
+    /// `repeat` kernel times of a prepared `c` in milliseconds, after `warmup` runs.
+    fn time(&mut self, c: &Candidate, warmup: usize, repeat: usize) -> Result<Vec<f64>, String>;
+}
+
+/// How to search.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    Exhaustive,
+    /// Measure this fraction of the space, best ranked first (at least 3 candidates).
+    Pruned {
+        fraction: f64,
+    },
+    Select,
+}
+
+impl Strategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Exhaustive => "exhaustive",
+            Strategy::Pruned { .. } => "pruned",
+            Strategy::Select => "select",
+        }
+    }
+}
+
+/// Measurement settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOptions {
+    pub strategy: Strategy,
+    pub rounds: usize,
+    pub warmup: usize,
+    pub repeat: usize,
+    /// Candidates whose median is within this factor of the best get `extra_rounds`.
+    pub close: f64,
+    pub extra_rounds: usize,
+    /// No new round starts after this much time (the first always runs).
+    pub budget: Option<Duration>,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            strategy: Strategy::Exhaustive,
+            rounds: 2,
+            warmup: 2,
+            repeat: 5,
+            close: 1.03,
+            extra_rounds: 2,
+            budget: None,
+        }
+    }
+}
+
+/// One candidate's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub candidate: Candidate,
+    pub prepared: Option<Prepared>,
+    pub times_ms: Vec<f64>,
+    pub failure: Option<String>,
+    /// Whether the strategy measured it.
+    pub measured: bool,
+    /// The ranking value it had (cost estimate or predicted slowdown).
+    pub rank_value: f64,
+}
+
+impl Outcome {
+    pub fn median_ms(&self) -> Option<f64> {
+        if self.failure.is_some() {
+            return None;
+        }
+        median(&self.times_ms)
+    }
+}
+
+/// What a search found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    pub outcomes: Vec<Outcome>,
+    pub elapsed_ms: f64,
+}
+
+impl SearchResult {
+    /// The measured candidate with the lowest median.
+    pub fn best(&self) -> Option<&Outcome> {
+        self.outcomes
+            .iter()
+            .filter(|o| o.median_ms().is_some())
+            .min_by(|a, b| a.median_ms().unwrap().total_cmp(&b.median_ms().unwrap()))
+    }
+
+    /// How many candidates were measured.
+    pub fn measured(&self) -> usize {
+        self.outcomes.iter().filter(|o| o.measured).count()
+    }
+}
+
+/// A progress event: `done` of `total` measurements, on `candidate`.
+#[derive(Debug, Clone)]
+pub struct Progress<'a> {
+    pub done: usize,
+    pub total: usize,
+    pub candidate: &'a Candidate,
+}
+
+/// Searches `candidates` (see the module docs). `ranking[k]` orders candidate `k` for
+/// the pruned strategy (lower first); `must` are measured whatever the ranking.
+pub fn search(
+    candidates: &[Candidate],
+    ranking: &[f64],
+    must: &[Candidate],
+    ev: &mut dyn Evaluator,
+    options: &SearchOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> SearchResult {
+    let start = Instant::now();
+    let mut chosen: Vec<usize> = match options.strategy {
+        Strategy::Select => Vec::new(),
+        Strategy::Exhaustive => (0..candidates.len()).collect(),
+        Strategy::Pruned { fraction } => {
+            let mut order: Vec<usize> = (0..candidates.len()).collect();
+            order.sort_by(|&a, &b| {
+                let (x, y) = (ranking.get(a), ranking.get(b));
+                x.unwrap_or(&f64::INFINITY)
+                    .total_cmp(y.unwrap_or(&f64::INFINITY))
+            });
+            let n = ((candidates.len() as f64 * fraction).ceil() as usize).max(3);
+            let mut pick: Vec<usize> = order.into_iter().take(n).collect();
+            for m in must {
+                if let Some(k) = candidates.iter().position(|c| c == m) {
+                    if !pick.contains(&k) {
+                        pick.push(k);
+                    }
+                }
+            }
+            pick.sort_unstable();
+            pick
+        }
+    };
+    let mut outcomes: Vec<Outcome> = candidates
+        .iter()
+        .enumerate()
+        .map(|(k, c)| Outcome {
+            candidate: c.clone(),
+            prepared: None,
+            times_ms: Vec::new(),
+            failure: None,
+            measured: chosen.contains(&k),
+            rank_value: ranking.get(k).copied().unwrap_or(f64::NAN),
+        })
+        .collect();
+    let total = chosen.len() * (options.rounds.max(1) + 1);
+    let mut done = 0usize;
+    for &k in &chosen {
+        progress(Progress {
+            done,
+            total,
+            candidate: &candidates[k],
+        });
+        match ev.prepare(&candidates[k]) {
+            Ok(p) => outcomes[k].prepared = Some(p),
+            Err(e) => outcomes[k].failure = Some(e),
+        }
+        done += 1;
+    }
+    chosen.retain(|&k| outcomes[k].failure.is_none());
+    let mut run_round =
+        |round: usize, which: &[usize], outcomes: &mut Vec<Outcome>, done: &mut usize| {
+            let n = which.len().max(1);
+            for step in 0..which.len() {
+                let k = which[(step + round) % n];
+                progress(Progress {
+                    done: *done,
+                    total,
+                    candidate: &candidates[k],
+                });
+                if outcomes[k].failure.is_none() {
+                    match ev.time(&candidates[k], options.warmup, options.repeat) {
+                        Ok(t) => outcomes[k].times_ms.extend(t),
+                        Err(e) => outcomes[k].failure = Some(e),
+                    }
+                }
+                *done += 1;
+            }
+        };
+    for round in 0..options.rounds.max(1) {
+        if round > 0 && options.budget.is_some_and(|b| start.elapsed() > b) {
+            break;
+        }
+        run_round(round, &chosen, &mut outcomes, &mut done);
+    }
+    // Close calls: measure the candidates near the best again.
+    let best = outcomes
+        .iter()
+        .filter_map(Outcome::median_ms)
+        .fold(f64::INFINITY, f64::min);
+    let close: Vec<usize> = chosen
+        .iter()
+        .copied()
+        .filter(|&k| {
+            outcomes[k]
+                .median_ms()
+                .is_some_and(|m| m <= best * options.close)
+        })
+        .collect();
+    if close.len() > 1 {
+        for round in 0..options.extra_rounds {
+            if options.budget.is_some_and(|b| start.elapsed() > b) {
+                break;
+            }
+            run_round(round, &close, &mut outcomes, &mut done);
+        }
+    }
+    SearchResult {
+        outcomes,
+        elapsed_ms: start.elapsed().as_secs_f64() * 1e3,
+    }
+}

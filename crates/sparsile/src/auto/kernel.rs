@@ -1,0 +1,236 @@
+//! A program compiled for whatever it is called with: the candidate chosen for each
+//! input (see [`super::select`]) compiled once and reused.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use sparsile_formats::SparseTensor;
+use sparsile_ir::settings::Settings;
+use sparsile_runtime::Outputs;
+use sparsile_tune::op::{classify, OpInfo};
+use sparsile_tune::space::Candidate;
+
+use super::select::{select, Context, Selection, Source};
+use crate::compile::{CompileError, Kernel, RunOptions};
+use crate::notation;
+use crate::recipe::compile_recipe;
+
+/// What the choice for an input is remembered by: its pattern's fingerprint, the dense
+/// width and the thread count.
+type ChoiceKey = (String, usize, usize);
+
+/// An index-notation program whose format-preserving schedule is chosen per input
+/// (database, selector, rule), or named once for every input.
+///
+/// ```no_run
+/// use std::collections::HashMap;
+/// # fn demo(inputs: &HashMap<String, sparsile::formats::SparseTensor<'_>>) -> Result<(), sparsile::CompileError> {
+/// let k = sparsile::AutoKernel::new(
+///     "tensor A: f32[m, n] csr\ntensor B: f32[n, k]\ntensor C: f32[m, k]\nC[i,k] = A[i,j] * B[j,k]\n",
+/// )?;
+/// let out = k.run(inputs, &sparsile::RunOptions::default())?;
+/// println!("{} from the {}", k.last_selection().unwrap().candidate, k.last_selection().unwrap().source.name());
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct AutoKernel {
+    program: String,
+    info: OpInfo,
+    hash: String,
+    explicit: Option<String>,
+    choices: Mutex<HashMap<ChoiceKey, Selection>>,
+    kernels: Mutex<HashMap<String, Arc<Kernel>>>,
+    last: Mutex<Option<Selection>>,
+}
+
+impl AutoKernel {
+    /// Parses and checks `program`; nothing is compiled before the first call.
+    pub fn new(program: &str) -> Result<AutoKernel, CompileError> {
+        let ast = notation::parse(program)?;
+        let stage1 = notation::lower(&ast)?;
+        Ok(AutoKernel {
+            program: program.to_string(),
+            info: classify(&stage1),
+            hash: sparsile_tune::target::fingerprint(&[program.as_bytes()]),
+            explicit: None,
+            choices: Mutex::new(HashMap::new()),
+            kernels: Mutex::new(HashMap::new()),
+            last: Mutex::new(None),
+        })
+    }
+
+    /// Like [`AutoKernel::new`], with recipe `spec` for every input (`"auto"` chooses).
+    pub fn with_recipe(program: &str, spec: &str) -> Result<AutoKernel, CompileError> {
+        let mut k = AutoKernel::new(program)?;
+        if spec != "auto" {
+            spec.parse::<crate::recipe::RecipeSpec>()
+                .map_err(CompileError::from)?;
+            k.explicit = Some(spec.to_string());
+        }
+        Ok(k)
+    }
+
+    /// The operator the program computes.
+    pub fn op(&self) -> sparsile_tune::op::Operator {
+        self.info.op
+    }
+
+    /// The program text.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// The choice for `inputs` run with `threads` threads (remembered per input).
+    pub fn select(&self, inputs: &HashMap<String, SparseTensor<'_>>, threads: usize) -> Selection {
+        let settings = Settings::from_env();
+        let ctx = Context {
+            program: &self.hash,
+            info: &self.info,
+            threads,
+            other_formats: false,
+        };
+        let remember = |s: &Selection| {
+            s.key
+                .as_ref()
+                .map(|k| (k.pattern.clone(), s.width, threads))
+        };
+        let (_, width) = super::select::operands(&self.info, inputs);
+        if let Some(spec) = &self.explicit {
+            let (sparse, _) = super::select::operands(&self.info, inputs);
+            let format = sparse.map_or_else(|| "dense".to_string(), |t| t.format().to_string());
+            return Selection {
+                op: self.info.op,
+                candidate: Candidate::new(format, spec.clone()),
+                source: Source::Explicit,
+                features: None,
+                key: None,
+                note: None,
+                width,
+            };
+        }
+        // A cheap look-up first: the pattern memo makes the fingerprint free after the
+        // first call on a structure.
+        let (sparse, _) = super::select::operands(&self.info, inputs);
+        if let Some(fp) = sparse
+            .and_then(super::pattern::pattern)
+            .and_then(|p| p.fingerprint)
+        {
+            let m = self.choices.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(s) = m.get(&(fp, width, threads)) {
+                return s.clone();
+            }
+        }
+        let s = select(&ctx, inputs, &settings);
+        if let Some(k) = remember(&s) {
+            self.choices
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(k, s.clone());
+        }
+        s
+    }
+
+    /// The kernel of `selection` for `inputs`, compiled on first use (a chosen recipe that
+    /// does not apply falls back to the default schedule, noted in the returned
+    /// selection; a recipe named by the caller is an error then).
+    pub fn kernel(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        selection: &Selection,
+    ) -> Result<(Arc<Kernel>, Selection), CompileError> {
+        let index: Vec<String> = {
+            let mut v: Vec<String> = inputs
+                .iter()
+                .map(|(n, t)| {
+                    let idx: Vec<String> = t
+                        .structure
+                        .axes
+                        .iter()
+                        .filter_map(|a| a.indices.as_ref().or(a.indptr.as_ref()))
+                        .map(|a| a.index_type().to_string())
+                        .collect();
+                    format!("{n}:{}", idx.join(","))
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        let widths: Vec<String> = {
+            let mut v: Vec<String> = inputs
+                .iter()
+                .filter(|(_, t)| !t.structure.axes.iter().any(|a| a.kind.is_sparse()))
+                .map(|(n, t)| format!("{n}:{:?}", t.shape()))
+                .collect();
+            v.sort();
+            v
+        };
+        let key = format!(
+            "{}|{}|{}",
+            selection.candidate.recipe,
+            index.join(";"),
+            widths.join(";")
+        );
+        if let Some(k) = self
+            .kernels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok((Arc::clone(k), selection.clone()));
+        }
+        let (kernel, used) =
+            match compile_recipe(&self.program, inputs, &selection.candidate.recipe) {
+                Ok(k) => (k, selection.clone()),
+                Err(e) if selection.source != Source::Explicit => {
+                    // The schedule compiling without one applies (checked loops only).
+                    let mut s = selection.clone();
+                    s.note = Some(format!(
+                        "{} did not apply ({e}); ran the default schedule",
+                        s.candidate
+                    ));
+                    s.candidate.recipe = "default".into();
+                    (crate::compile::compile_for(&self.program, inputs)?, s)
+                }
+                Err(e) => return Err(e),
+            };
+        let kernel = Arc::new(kernel);
+        self.kernels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, Arc::clone(&kernel));
+        Ok((kernel, used))
+    }
+
+    /// Runs the program on `inputs` with the chosen kernel.
+    pub fn run(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        options: &RunOptions,
+    ) -> Result<Outputs, CompileError> {
+        let mut out = Outputs::new();
+        self.run_into(inputs, &mut out, options)?;
+        Ok(out)
+    }
+
+    /// [`AutoKernel::run`] into `outputs`, reusing their storage (see
+    /// [`Kernel::run_into`]).
+    pub fn run_into(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        outputs: &mut Outputs,
+        options: &RunOptions,
+    ) -> Result<(), CompileError> {
+        let threads = options
+            .threads
+            .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&Settings::from_env()));
+        let selection = self.select(inputs, threads);
+        let (kernel, used) = self.kernel(inputs, &selection)?;
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(used);
+        kernel.run_into(inputs, outputs, options)
+    }
+
+    /// The choice the last call ran.
+    pub fn last_selection(&self) -> Option<Selection> {
+        self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}

@@ -1,0 +1,389 @@
+//! Tuning one operator on one matrix: the space, its ranking, the search, the records.
+//!
+//! The space of the operator ([`sparsile_tune::space`]) is ranked by the selector's
+//! predicted slowdown when a model is available, else by the cost model's estimate
+//! (coefficients fitted on the tuning database's earlier measurements of this machine);
+//! the search measures it ([`sparsile_tune::search`]) with [`OpEvaluator`]; every
+//! measured candidate goes to the tuning database, the best marked `best` twice: under
+//! the key that allows other formats (the command line, the benchmark) and, best among
+//! the input's own format, under the key that does not (the Python operators, which
+//! keep a tensor's format).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use serde::Serialize;
+use sparsile_formats::SparseTensor;
+use sparsile_ir::settings::Settings;
+use sparsile_tune::cost::{rank_correlation, CostModel, Machine, Shape};
+use sparsile_tune::db::Record;
+use sparsile_tune::features::Features;
+use sparsile_tune::op::{OpInfo, Operator};
+use sparsile_tune::rule::rule;
+use sparsile_tune::search::{search, Progress, SearchOptions, SearchResult, Strategy};
+use sparsile_tune::space::{space, Candidate};
+
+use super::evaluate::{program_text, EvaluateError, OpEvaluator};
+use super::pattern::pattern;
+use super::select::{database, key, selector, Context};
+
+/// What to tune.
+#[derive(Debug, Clone)]
+pub struct TuneRequest {
+    pub op: Operator,
+    pub width: usize,
+    pub threads: usize,
+    pub other_formats: bool,
+    pub options: SearchOptions,
+    /// The machine, for the cost model.
+    pub machine: Machine,
+    /// Whether to write the results to the tuning database.
+    pub record: bool,
+    pub seed: u64,
+}
+
+/// One candidate in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct CandidateReport {
+    pub candidate: String,
+    pub estimate_ms: f64,
+    pub predicted_slowdown: Option<f64>,
+    pub measured: bool,
+    pub median_ms: Option<f64>,
+    pub compile_ms: Option<f64>,
+    pub convert_ms: Option<f64>,
+    pub failure: Option<String>,
+}
+
+/// What a tuning found.
+#[derive(Debug, Clone, Serialize)]
+pub struct TuneReport {
+    pub op: Operator,
+    pub width: usize,
+    pub threads: usize,
+    pub strategy: String,
+    pub space_size: usize,
+    pub space_version: u32,
+    pub features: Vec<f64>,
+    pub candidates: Vec<CandidateReport>,
+    pub best: Option<String>,
+    pub best_ms: Option<f64>,
+    /// `default`'s median when measured.
+    pub default_ms: Option<f64>,
+    pub selector_pick: Option<String>,
+    pub rule_pick: String,
+    /// Spearman correlation of the cost estimates with the measured medians.
+    pub cost_rank_correlation: Option<f64>,
+    /// Spearman correlation of the predicted slowdowns with the measured medians.
+    pub selector_rank_correlation: Option<f64>,
+    pub features_ms: f64,
+    pub model_ms: f64,
+    pub compile_ms: f64,
+    pub convert_ms: f64,
+    pub measure_ms: f64,
+    pub records_written: usize,
+    pub warnings: Vec<String>,
+}
+
+/// Why tuning could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    #[error("{0}")]
+    Evaluate(#[from] EvaluateError),
+    #[error("the sparse operand has no pattern to tune (dense, or not a matrix)")]
+    NoPattern,
+    #[error("{0}")]
+    Db(#[from] sparsile_tune::db::DbError),
+}
+
+/// The cost model fitted on the database's records of this machine (defaults without).
+pub fn fitted_cost_model(settings: &Settings, machine: &Machine) -> CostModel {
+    let Some(db) = database(settings) else {
+        return CostModel::default();
+    };
+    let Ok(records) = db.records() else {
+        return CostModel::default();
+    };
+    let samples: Vec<(Operator, Candidate, f64, f64)> = records
+        .iter()
+        .filter(|r| r.key.target == sparsile_tune::target::host())
+        .filter_map(|r| {
+            let shape = r.shape.as_ref()?;
+            let t = r.median_ms?;
+            Some((
+                shape.op,
+                r.candidate.clone(),
+                CostModel::roofline_ms(&r.candidate, shape, machine),
+                t,
+            ))
+        })
+        .collect();
+    CostModel::fit(&samples)
+}
+
+/// Tunes `req.op` on `a` (see the module docs).
+pub fn tune(
+    a: &SparseTensor<'_>,
+    req: &TuneRequest,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<TuneReport, TuneError> {
+    let settings = Settings::from_env();
+    let t0 = Instant::now();
+    let p = pattern(a).ok_or(TuneError::NoPattern)?;
+    let features = Features::of(
+        &p.csr(),
+        req.op,
+        req.width,
+        req.threads,
+        a.dtype().size_bytes(),
+    );
+    let mut shape = Shape::of(
+        &p.csr(),
+        req.op,
+        req.width,
+        a.dtype().size_bytes(),
+        req.threads,
+    );
+    for (name, f) in [
+        ("bsr:4x4", "fill_4x4"),
+        ("bsr:8x8", "fill_8x8"),
+        ("bsr:16x16", "fill_16x16"),
+        ("bsr:1x16", "fill_1x16"),
+        ("bsr:1x32", "fill_1x32"),
+    ] {
+        shape
+            .block_fill
+            .insert(name.to_string(), features.get(f).unwrap_or(1.0));
+    }
+    let features_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let candidates = space(req.op, &features, &p.format, req.other_formats);
+    let t1 = Instant::now();
+    let cost = fitted_cost_model(&settings, &req.machine);
+    let estimates: Vec<f64> = candidates
+        .iter()
+        .map(|c| cost.estimate_ms(c, &shape, &req.machine))
+        .collect();
+    let sel = selector(&settings);
+    let mut warnings = Vec::new();
+    let (predicted, selector_pick) = match &sel {
+        Ok(s) => (
+            s.predict(req.op, &features, &candidates),
+            s.choose(req.op, &features, &candidates),
+        ),
+        Err(e) => {
+            warnings.push(e.clone());
+            (vec![None; candidates.len()], None)
+        }
+    };
+    let model_ms = t1.elapsed().as_secs_f64() * 1e3;
+    let rule_pick = rule(req.op, &features, &p.format, req.other_formats);
+    // Rank by the selector where it predicts, else by the cost model.
+    let ranking: Vec<f64> = if predicted.iter().any(Option::is_some) {
+        predicted
+            .iter()
+            .map(|x| x.unwrap_or(f64::INFINITY))
+            .collect()
+    } else {
+        estimates.clone()
+    };
+    let mut must = vec![
+        rule_pick.clone(),
+        Candidate::new(p.format.clone(), "default"),
+    ];
+    must.extend(selector_pick.clone());
+    let mut ev = OpEvaluator::new(req.op, a, req.width, req.threads, req.seed)?;
+    let t2 = Instant::now();
+    let result = search(
+        &candidates,
+        &ranking,
+        &must,
+        &mut ev,
+        &req.options,
+        progress,
+    );
+    let measure_ms = t2.elapsed().as_secs_f64() * 1e3;
+    let report = report(
+        req,
+        &candidates,
+        &estimates,
+        &predicted,
+        &result,
+        features.values.clone(),
+        selector_pick,
+        rule_pick,
+        (features_ms, model_ms, measure_ms),
+        warnings,
+    );
+    let mut report = report;
+    if req.record {
+        report.records_written = record(req, a, &p, &features, &result, &shape, &settings)?;
+    }
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    req: &TuneRequest,
+    candidates: &[Candidate],
+    estimates: &[f64],
+    predicted: &[Option<f64>],
+    result: &SearchResult,
+    features: Vec<f64>,
+    selector_pick: Option<Candidate>,
+    rule_pick: Candidate,
+    (features_ms, model_ms, measure_ms): (f64, f64, f64),
+    warnings: Vec<String>,
+) -> TuneReport {
+    let rows: Vec<CandidateReport> = result
+        .outcomes
+        .iter()
+        .enumerate()
+        .map(|(k, o)| CandidateReport {
+            candidate: o.candidate.id(),
+            estimate_ms: estimates[k],
+            predicted_slowdown: predicted[k].map(f64::exp),
+            measured: o.measured,
+            median_ms: o.median_ms(),
+            compile_ms: o.prepared.as_ref().map(|p| p.compile_ms),
+            convert_ms: o.prepared.as_ref().map(|p| p.convert_ms),
+            failure: o.failure.clone(),
+        })
+        .collect();
+    let measured: Vec<(f64, f64, Option<f64>)> = rows
+        .iter()
+        .filter_map(|r| {
+            r.median_ms
+                .map(|m| (r.estimate_ms, m, r.predicted_slowdown))
+        })
+        .collect();
+    let est: Vec<f64> = measured.iter().map(|x| x.0).collect();
+    let med: Vec<f64> = measured.iter().map(|x| x.1).collect();
+    let pred: Vec<(f64, f64)> = measured
+        .iter()
+        .filter_map(|x| x.2.map(|p| (p, x.1)))
+        .collect();
+    let best = result.best();
+    TuneReport {
+        op: req.op,
+        width: req.width,
+        threads: req.threads,
+        strategy: req.options.strategy.name().to_string(),
+        space_size: candidates.len(),
+        space_version: sparsile_tune::space::SPACE_VERSION,
+        features,
+        best: best.map(|o| o.candidate.id()),
+        best_ms: best.and_then(|o| o.median_ms()),
+        default_ms: rows
+            .iter()
+            .find(|r| r.candidate.ends_with("/default"))
+            .and_then(|r| r.median_ms),
+        selector_pick: selector_pick.map(|c| c.id()),
+        rule_pick: rule_pick.id(),
+        cost_rank_correlation: rank_correlation(&est, &med),
+        selector_rank_correlation: rank_correlation(
+            &pred.iter().map(|x| x.0).collect::<Vec<_>>(),
+            &pred.iter().map(|x| x.1).collect::<Vec<_>>(),
+        ),
+        features_ms,
+        model_ms,
+        compile_ms: rows.iter().filter_map(|r| r.compile_ms).sum(),
+        convert_ms: rows.iter().filter_map(|r| r.convert_ms).sum(),
+        measure_ms,
+        candidates: rows,
+        records_written: 0,
+        warnings,
+    }
+}
+
+/// Appends the measured candidates to the database (see the module docs); returns how
+/// many records were written.
+fn record(
+    req: &TuneRequest,
+    a: &SparseTensor<'_>,
+    p: &super::pattern::Pattern,
+    features: &Features,
+    result: &SearchResult,
+    shape: &Shape,
+    settings: &Settings,
+) -> Result<usize, TuneError> {
+    let Some(db) = database(settings) else {
+        return Ok(0);
+    };
+    let info = OpInfo {
+        op: req.op,
+        sparse: Some("A".into()),
+        width: None,
+    };
+    let text = program_text(req.op, &p.format, a.dtype()).unwrap_or_default();
+    let hash = sparsile_tune::target::fingerprint(&[text.as_bytes()]);
+    let mut written = 0;
+    let own = |c: &Candidate| c.format == p.format;
+    let best_any = result.best().map(|o| o.candidate.clone());
+    let best_own = result
+        .outcomes
+        .iter()
+        .filter(|o| own(&o.candidate) && o.median_ms().is_some())
+        .min_by(|a, b| a.median_ms().unwrap().total_cmp(&b.median_ms().unwrap()))
+        .map(|o| o.candidate.clone());
+    let mut keys = vec![(true, best_any)];
+    if req.other_formats {
+        keys.push((false, best_own));
+    }
+    for (other_formats, best) in keys {
+        let ctx = Context {
+            program: &hash,
+            info: &info,
+            threads: req.threads,
+            other_formats,
+        };
+        let Some(k) = key(&ctx, settings, p, a, req.width) else {
+            return Ok(written);
+        };
+        for o in result.outcomes.iter().filter(|o| o.measured) {
+            if !other_formats && !own(&o.candidate) {
+                continue;
+            }
+            let mut r = Record::new(
+                k.clone(),
+                req.op.name(),
+                o.candidate.clone(),
+                o.times_ms.clone(),
+            );
+            r.strategy = req.options.strategy.name().to_string();
+            r.features = features.values.clone();
+            r.failure = o.failure.clone();
+            r.best = best.as_ref() == Some(&o.candidate);
+            r.shape = Some(shape.clone());
+            if let Some(prep) = &o.prepared {
+                r.compile_ms = prep.compile_ms;
+                r.convert_ms = prep.convert_ms;
+                r.trace = prep.trace.clone();
+            }
+            db.append(&r)?;
+            written += 1;
+        }
+    }
+    Ok(written)
+}
+
+/// The default search settings of a strategy name (`select`, `pruned`, `exhaustive`).
+pub fn strategy(name: &str) -> Option<Strategy> {
+    match name {
+        "select" => Some(Strategy::Select),
+        "pruned" => Some(Strategy::Pruned { fraction: 0.2 }),
+        "exhaustive" => Some(Strategy::Exhaustive),
+        _ => None,
+    }
+}
+
+/// Dense widths of `inputs`' operands, by operator, as [`tune`] wants them.
+pub fn width_of(op: Operator, inputs: &HashMap<String, SparseTensor<'_>>) -> usize {
+    let name = match op {
+        Operator::Spmv => return 1,
+        _ => "X",
+    };
+    inputs
+        .get(name)
+        .and_then(|t| t.shape().get(1).copied())
+        .unwrap_or(1)
+}

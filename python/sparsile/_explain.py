@@ -1,0 +1,51 @@
+"""What runs when an operator is called with ``recipe="auto"``, and the recipes there are.
+
+Example::
+
+    >>> import numpy as np, scipy.sparse as sp, sparsile
+    >>> A = sparsile.from_scipy(sp.random(50, 40, density=0.1, format="csr", dtype=np.float32))
+    >>> info = sparsile.explain(A, op="spmm", k=32)
+    >>> sorted(info) == ['features', 'format', 'note', 'op', 'recipe', 'source', 'width']
+    True
+    >>> any(r["name"] == "rowwise" for r in sparsile.recipes())
+    True
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from . import _native
+from ._ops import SDDMM, SPMM, SPMV, _args, auto_kernel
+from ._tensor import as_tensor
+from ._threads import call_threads
+
+_TEMPLATES = {"spmm": SPMM, "spmv": SPMV, "sddmm": SDDMM}
+
+
+def recipes() -> List[Dict[str, Any]]:
+    """Every named recipe: ``name``, ``summary``, ``ops`` it applies to, ``params`` (each
+    ``name``, ``default``, ``doc``) and ``source``."""
+    return json.loads(_native.recipes())
+
+
+def explain(A: Any, op: str = "spmm", k: int = 32, threads: Optional[int] = None) -> Dict[str, Any]:
+    """What ``recipe="auto"`` runs for ``op`` (``spmm``, ``spmv`` or ``sddmm``) on ``A``
+    with dense width ``k``: ``op``, ``format``, ``recipe``, ``source`` (``tuning
+    database``, ``selector`` or ``rule``), ``note`` (why a better source was not used),
+    ``width`` and the input's ``features``. Nothing is compiled or run."""
+    if op not in _TEMPLATES:
+        raise ValueError(f"op must be one of {', '.join(_TEMPLATES)}, got {op!r}")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
+    A = as_tensor(A)
+    if A.ndim != 2:
+        raise ValueError(f"explain: the sparse operand must have 2 dimensions, got shape {A.shape}")
+    m, n = A.shape
+    z = lambda *shape: np.zeros(shape, dtype=A.dtype)  # noqa: E731
+    dense = {"spmm": {"X": z(n, k)}, "spmv": {"x": z(n)}, "sddmm": {"X": z(m, k), "Y": z(n, k)}}[op]
+    program, args, _ = _args(_TEMPLATES[op], {"A": A}, dense, None)
+    return json.loads(auto_kernel(program).explain(args, call_threads(threads)))

@@ -1,0 +1,102 @@
+//! `sparsile._native.AutoKernel`: a program whose schedule is chosen per input (the
+//! tuning database, the learned selector, the static rule) or named once.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::message;
+use crate::kernel::{input_args, outputs_dict, run_options, views};
+
+/// A program compiled per input's choice.
+#[pyclass(module = "sparsile._native", frozen)]
+pub struct AutoKernel {
+    inner: sparsile::AutoKernel,
+}
+
+#[pymethods]
+impl AutoKernel {
+    /// `program` in index notation; `recipe` a recipe spec for every input, or `auto`.
+    #[new]
+    #[pyo3(signature = (program, recipe="auto"))]
+    fn new(py: Python<'_>, program: &str, recipe: &str) -> PyResult<AutoKernel> {
+        let inner = py
+            .detach(|| sparsile::AutoKernel::with_recipe(program, recipe).map_err(|e| message(&e)))
+            .map_err(PyValueError::new_err)?;
+        Ok(AutoKernel { inner })
+    }
+
+    /// Runs the program on `inputs` (by tensor name).
+    #[pyo3(signature = (inputs, threads=None))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyDict>,
+        threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let args = input_args(inputs)?;
+        let views = views(&args)?;
+        let options = run_options(threads, None)?;
+        let outputs = py
+            .detach(|| self.inner.run(&views, &options).map_err(|e| message(&e)))
+            .map_err(PyValueError::new_err)?;
+        drop(views);
+        outputs_dict(py, outputs)
+    }
+
+    /// What would run for `inputs` with `threads` threads, as JSON: the operator, the
+    /// candidate (format and recipe), where the choice came from, and the features.
+    #[pyo3(signature = (inputs, threads))]
+    fn explain(
+        &self,
+        py: Python<'_>,
+        inputs: &Bound<'_, PyDict>,
+        threads: usize,
+    ) -> PyResult<String> {
+        let args = input_args(inputs)?;
+        let views = views(&args)?;
+        let selection = py.detach(|| self.inner.select(&views, threads.max(1)));
+        Ok(explain_json(&selection))
+    }
+
+    /// The recipe the last call ran (`None` before the first).
+    #[getter]
+    fn recipe(&self) -> Option<String> {
+        self.inner.last_selection().map(|s| s.candidate.recipe)
+    }
+
+    /// The last call's choice as JSON (see `explain`).
+    fn last(&self) -> Option<String> {
+        self.inner.last_selection().map(|s| explain_json(&s))
+    }
+}
+
+fn explain_json(s: &sparsile::auto::Selection) -> String {
+    let features: serde_json::Map<String, serde_json::Value> = s
+        .features
+        .as_ref()
+        .map(|f| {
+            sparsile::tune::features::FEATURE_NAMES
+                .iter()
+                .zip(&f.values)
+                .map(|(n, v)| (n.to_string(), serde_json::json!(v)))
+                .collect()
+        })
+        .unwrap_or_default();
+    serde_json::json!({
+        "op": s.op.name(),
+        "format": s.candidate.format,
+        "recipe": s.candidate.recipe,
+        "source": s.source.name(),
+        "note": s.note,
+        "width": s.width,
+        "features": features,
+    })
+    .to_string()
+}
+
+/// Every named recipe with its parameters, as JSON (what `sparsile recipes` lists).
+#[pyfunction]
+pub fn recipes() -> String {
+    serde_json::to_string(&sparsile::recipe::list()).expect("recipe infos serialise")
+}
