@@ -16,7 +16,7 @@ Example::
 
 from ._compile import Kernel, Schedule, compile
 from ._native import __version__
-from ._explain import explain, recipes
+from ._explain import explain, recipes, tune
 from ._ops import mttkrp, rgms, sddmm, spmm, spmm_batched, spmv, spmv_batched
 from ._threads import get_num_threads, set_num_threads
 from ._tensor import (
@@ -58,4 +58,5 @@ __all__ = [
     "spmm_batched",
     "spmv",
     "spmv_batched",
+    "tune",
 ]

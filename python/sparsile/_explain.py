@@ -49,3 +49,35 @@ def explain(A: Any, op: str = "spmm", k: int = 32, threads: Optional[int] = None
     dense = {"spmm": {"X": z(n, k)}, "spmv": {"x": z(n)}, "sddmm": {"X": z(m, k), "Y": z(n, k)}}[op]
     program, args, _ = _args(_TEMPLATES[op], {"A": A}, dense, None)
     return json.loads(auto_kernel(program).explain(args, call_threads(threads)))
+
+
+def tune(
+    A: Any,
+    op: str = "spmm",
+    k: int = 32,
+    strategy: str = "pruned",
+    threads: Optional[int] = None,
+    budget: Optional[float] = None,
+    record: bool = True,
+) -> Dict[str, Any]:
+    """Measures the candidates of ``op`` (``spmm``, ``spmv`` or ``sddmm``) with dense
+    width ``k`` on ``A`` in its own format and records the best in the tuning database:
+    later ``recipe="auto"`` calls on a tensor of the same structure, width and thread
+    count run it (``sparsile.explain`` then says ``source: "tuning database"``).
+
+    ``strategy``: ``"pruned"`` (the best-ranked fifth of the candidates plus the picks
+    of the selector, the rule and ``default``; the default), ``"exhaustive"`` (every
+    candidate) or ``"select"`` (measures nothing and records nothing: the report shows
+    the ranking alone); ``budget`` bounds the measuring in seconds. Returns the report: every candidate's
+    estimate, prediction, median time or failure, the ``best``, and the time split."""
+    if op not in _TEMPLATES:
+        raise ValueError(f"op must be one of {', '.join(_TEMPLATES)}, got {op!r}")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
+    A = as_tensor(A)
+    if A.ndim != 2:
+        raise ValueError(f"tune: the sparse operand must have 2 dimensions, got shape {A.shape}")
+    report = _native.tune(
+        A._native, op, k, call_threads(threads), strategy_name=strategy, budget_s=budget, record=record
+    )
+    return json.loads(report)

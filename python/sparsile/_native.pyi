@@ -121,3 +121,16 @@ class AutoKernel:
 
 def recipes() -> str:
     """Every named recipe, as JSON."""
+
+def tune(
+    a: Tensor,
+    op: str,
+    k: int,
+    threads: int,
+    strategy_name: str = "pruned",
+    budget_s: Optional[float] = None,
+    record: bool = True,
+    rounds: int = 2,
+    repeat: int = 5,
+) -> str:
+    """Tunes op on a in its own format; the report as JSON."""

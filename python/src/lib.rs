@@ -14,6 +14,7 @@ mod mtx_io;
 mod schedule;
 mod tensor;
 mod threads;
+mod tune;
 
 use pyo3::prelude::*;
 
@@ -23,6 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernel::Kernel>()?;
     m.add_class::<auto_kernel::AutoKernel>()?;
     m.add_function(wrap_pyfunction!(auto_kernel::recipes, m)?)?;
+    m.add_function(wrap_pyfunction!(tune::tune, m)?)?;
     m.add_class::<schedule::Schedule>()?;
     m.add_function(wrap_pyfunction!(mtx_io::load, m)?)?;
     m.add_function(wrap_pyfunction!(mtx_io::save, m)?)?;

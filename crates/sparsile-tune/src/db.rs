@@ -38,7 +38,8 @@ use crate::space::{Candidate, SPACE_VERSION};
 /// What a measurement is valid for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Key {
-    /// A hash of the stage-I program text (formats and names included).
+    /// What is computed: the operator's name for a recognised operator (`spmm`, …:
+    /// every spelling of it shares records), else a hash of the program text.
     pub program: String,
     /// A hash of the sparse operand's pattern (shape, format, structure arrays).
     pub pattern: String,

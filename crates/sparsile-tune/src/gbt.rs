@@ -98,25 +98,64 @@ pub enum GbtError {
 }
 
 /// One node of a tree. Nodes of a tree are stored in one vector, root first; the
-/// children of a split always come after it.
+/// children of a split always come after it. In a model file a split is the array
+/// `[feature, "threshold", "gain", left, right]` and a leaf `["value"]`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(from = "NodeText", into = "NodeText")]
 pub enum Node {
     /// Rows with `x[feature] <= threshold` go to `left`, the others to `right`.
     Split {
         feature: usize,
-        #[serde(with = "exact_f64")]
         threshold: f64,
         /// The reduction of the squared error of the residuals made by this split.
-        #[serde(with = "exact_f64")]
         gain: f64,
         left: usize,
         right: usize,
     },
     /// The contribution of the tree (already scaled by the learning rate).
-    Leaf {
-        #[serde(with = "exact_f64")]
-        value: f64,
-    },
+    Leaf { value: f64 },
+}
+
+/// An `f64` written exactly (see [`exact_f64`]).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Exact(#[serde(with = "exact_f64")] f64);
+
+/// The compact text form of a [`Node`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+enum NodeText {
+    Split(usize, Exact, Exact, usize, usize),
+    Leaf([Exact; 1]),
+}
+
+impl From<NodeText> for Node {
+    fn from(t: NodeText) -> Node {
+        match t {
+            NodeText::Split(feature, threshold, gain, left, right) => Node::Split {
+                feature,
+                threshold: threshold.0,
+                gain: gain.0,
+                left,
+                right,
+            },
+            NodeText::Leaf([value]) => Node::Leaf { value: value.0 },
+        }
+    }
+}
+
+impl From<Node> for NodeText {
+    fn from(n: Node) -> NodeText {
+        match n {
+            Node::Split {
+                feature,
+                threshold,
+                gain,
+                left,
+                right,
+            } => NodeText::Split(feature, Exact(threshold), Exact(gain), left, right),
+            Node::Leaf { value } => NodeText::Leaf([Exact(value)]),
+        }
+    }
 }
 
 /// A trained ensemble of regression trees.

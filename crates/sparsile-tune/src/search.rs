@@ -5,7 +5,11 @@
 //! reference — and times it. The search measures every selected candidate once per
 //! round, in an order rotated each round so that a slow spell of a shared machine falls
 //! on every candidate, pools the rounds, then measures the candidates within
-//! [`SearchOptions::close`] of the best for extra rounds. A candidate that fails to
+//! [`SearchOptions::close`] of the best for extra rounds, and so the unsteady ones
+//! (a median above [`UNSTEADY`] times the candidate's fastest run: a stall of the
+//! machine hit most of its runs). Before the rounds, each candidate runs once: one
+//! slower than [`SearchOptions::slow_cut`] times the fastest so far runs once more, and
+//! when that run is as slow it keeps those times and is not measured further. A candidate that fails to
 //! prepare (refused by the program, not compiling, answering wrongly) or to run is kept
 //! with its reason and never measured again; it never stops the search.
 //!
@@ -38,6 +42,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::median;
 use crate::space::Candidate;
+
+/// A candidate whose median is this many times its fastest run is measured again.
+pub const UNSTEADY: f64 = 1.5;
 
 /// What preparing a candidate cost.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -90,6 +97,10 @@ pub struct SearchOptions {
     pub extra_rounds: usize,
     /// No new round starts after this much time (the first always runs).
     pub budget: Option<Duration>,
+    /// A candidate whose first run takes more than this many times the fastest first
+    /// run so far is timed no further (its one time is kept): it cannot win, and slow
+    /// designs can be a hundred times slower than the best.
+    pub slow_cut: f64,
 }
 
 impl Default for SearchOptions {
@@ -102,6 +113,7 @@ impl Default for SearchOptions {
             close: 1.03,
             extra_rounds: 2,
             budget: None,
+            slow_cut: 8.0,
         }
     }
 }
@@ -219,6 +231,36 @@ pub fn search(
         done += 1;
     }
     chosen.retain(|&k| outcomes[k].failure.is_none());
+    // A first run of each: the hopelessly slow stop here.
+    let mut fastest = f64::INFINITY;
+    let mut slow: Vec<usize> = Vec::new();
+    for &k in &chosen {
+        // One run may fall in a stall of a shared machine: a candidate is cut only when
+        // a second run is as slow.
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            match ev.time(&candidates[k], 0, 1) {
+                Ok(t) => runs.extend(t),
+                Err(e) => {
+                    outcomes[k].failure = Some(e);
+                    break;
+                }
+            }
+            if runs.iter().copied().fold(f64::INFINITY, f64::min) <= fastest * options.slow_cut {
+                break;
+            }
+        }
+        if outcomes[k].failure.is_some() {
+            continue;
+        }
+        let first = runs.iter().copied().fold(f64::INFINITY, f64::min);
+        if first > fastest * options.slow_cut {
+            outcomes[k].times_ms.extend(runs);
+            slow.push(k);
+        }
+        fastest = fastest.min(first);
+    }
+    chosen.retain(|k| outcomes[*k].failure.is_none() && !slow.contains(k));
     let mut run_round =
         |round: usize, which: &[usize], outcomes: &mut Vec<Outcome>, done: &mut usize| {
             let n = which.len().max(1);
@@ -258,12 +300,31 @@ pub fn search(
                 .is_some_and(|m| m <= best * options.close)
         })
         .collect();
-    if close.len() > 1 {
+    // Unsteady candidates: a median far above the candidate's own fastest run means a
+    // stall of the machine hit most of its runs; measure it again unless it is far
+    // behind anyway.
+    let unsteady: Vec<usize> = chosen
+        .iter()
+        .copied()
+        .filter(|&k| !close.contains(&k))
+        .filter(|&k| {
+            let o = &outcomes[k];
+            let min = o.times_ms.iter().copied().fold(f64::INFINITY, f64::min);
+            o.median_ms()
+                .is_some_and(|m| m > UNSTEADY * min && min <= best * 2.0)
+        })
+        .collect();
+    let again: Vec<usize> = if close.len() > 1 {
+        close.iter().chain(&unsteady).copied().collect()
+    } else {
+        unsteady
+    };
+    if !again.is_empty() {
         for round in 0..options.extra_rounds {
             if options.budget.is_some_and(|b| start.elapsed() > b) {
                 break;
             }
-            run_round(round, &close, &mut outcomes, &mut done);
+            run_round(round, &again, &mut outcomes, &mut done);
         }
     }
     SearchResult {

@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use sparsile_tune::selector::{Selector, SelectorError};
-//! let err = Selector::from_json("{\"format_version\": 1, \"space_version\": 9999, \"feature_names\": [], \"ops\": {}}").unwrap_err();
+//! let err = Selector::from_json("{\"format_version\": 2, \"space_version\": 9999, \"feature_names\": [], \"ops\": {}}").unwrap_err();
 //! assert!(matches!(err, SelectorError::SpaceVersion { .. }));
 //! ```
 
@@ -26,13 +26,13 @@ use crate::op::Operator;
 use crate::space::{Candidate, SPACE_VERSION};
 
 /// The version of the model file layout.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The slowdown label of a candidate that failed (it never wins).
 pub const FAILED_LOG_SLOWDOWN: f64 = 5.0;
 
 /// The model file embedded in this build, when one was trained.
-const EMBEDDED: Option<&str> = None;
+const EMBEDDED: Option<&str> = Some(include_str!("../model/selector.json"));
 
 /// A trained selector (the model file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -269,9 +269,16 @@ fn a_corrupt_model_is_an_error_not_a_panic() {
     let y: Vec<f64> = (0..20).map(|i| (i / 10) as f64).collect();
     let model = Gbt::fit(&x, &y, &GbtParams::default()).unwrap();
     let text = serde_json::to_string(&model).unwrap();
-    // A split pointing back at the root, and one on a feature the model lacks.
-    let cyclic = text.replacen("\"left\":1", "\"left\":0", 1);
-    let bad_feature = text.replacen("\"feature\":0", "\"feature\":5", 1);
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // The root of the first tree is a split `[feature, threshold, gain, left, right]`:
+    // make it point back at itself, and split on a feature the model lacks.
+    let root = |f: &dyn Fn(&mut Vec<serde_json::Value>)| {
+        let mut j = json.clone();
+        f(j["trees"][0][0].as_array_mut().expect("a split"));
+        serde_json::to_string(&j).unwrap()
+    };
+    let cyclic = root(&|n| n[3] = 0.into());
+    let bad_feature = root(&|n| n[0] = 5.into());
     for bad in [cyclic, bad_feature] {
         assert_ne!(bad, text);
         let m: Gbt = serde_json::from_str(&bad).unwrap();

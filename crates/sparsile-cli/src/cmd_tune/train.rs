@@ -23,17 +23,18 @@ use crate::table::Table;
 
 #[derive(clap::Args)]
 pub struct TrainArgs {
-    /// The labels (`sparsile tune label`).
-    #[arg(long)]
-    pub labels: PathBuf,
+    /// The labels (`sparsile tune label`); several files are read as one.
+    #[arg(long, required = true, num_args = 1..)]
+    pub labels: Vec<PathBuf>,
     /// Where the model goes.
     #[arg(long)]
     pub out: PathBuf,
-    #[arg(long, default_value_t = 200)]
+    /// Trees per candidate model.
+    #[arg(long, default_value_t = 50)]
     pub rounds: usize,
     #[arg(long, default_value_t = 3)]
     pub depth: usize,
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.2)]
     pub learning_rate: f64,
     /// What made the labels (kept in the model file).
     #[arg(long, default_value = "")]
@@ -100,19 +101,21 @@ fn candidates(e: &Example) -> Vec<Candidate> {
 }
 
 pub fn run(args: &TrainArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.labels)
-        .with_context(|| format!("cannot read {}", args.labels.display()))?;
     let mut examples = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
+    for path in &args.labels {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let e: Example = serde_json::from_str(line)
+                .with_context(|| format!("{} line {}", path.display(), n + 1))?;
+            examples.push(e);
         }
-        let e: Example = serde_json::from_str(line)
-            .with_context(|| format!("{} line {}", args.labels.display(), n + 1))?;
-        examples.push(e);
     }
     if examples.is_empty() {
-        bail!("{} holds no examples", args.labels.display());
+        bail!("the labels files hold no examples");
     }
     let params = GbtParams {
         rounds: args.rounds,

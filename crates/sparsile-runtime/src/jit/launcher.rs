@@ -366,12 +366,6 @@ impl Launcher {
                     return;
                 };
                 let start = Instant::now();
-                if std::thread::current()
-                    .name()
-                    .is_some_and(|n| n.starts_with("sparsile-"))
-                {
-                    DBG_HELPER.fetch_add(1, Ordering::Relaxed);
-                }
                 let result = call(chunk);
                 busy_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 if let Err(e) = result {
@@ -384,9 +378,6 @@ impl Launcher {
                 }
             };
             self.pool.run_with(&job, help);
-            if std::env::var_os("SPARSILE_DEBUG_POOL").is_some() {
-                eprintln!("phase {phase} extent {extent} work {work} est {serial_ns:.0} help {help:?} busy {} helper {} of {}", busy_ns.load(Ordering::Relaxed), DBG_HELPER.swap(0, Ordering::Relaxed), chunks.len());
-            }
             record(calibration, work, busy_ns.load(Ordering::Relaxed));
             if let Some(e) = first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
                 return Err(e);
@@ -396,7 +387,6 @@ impl Launcher {
     }
 }
 
-static DBG_HELPER: AtomicUsize = AtomicUsize::new(0);
 /// Records a run of a phase in its calibration, when the work is known.
 fn record(calibration: Option<&PhaseCalibration>, work: i64, busy_ns: u64) {
     if let Some(c) = calibration.filter(|_| work > 0) {

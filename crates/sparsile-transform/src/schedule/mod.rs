@@ -453,6 +453,12 @@ impl Schedule {
         self.func_or_lower()?;
         let stage2 = self.func.expect("lowered");
         let stage3 = lower_buffers(&stage2)?;
+        crate::pipeline::after(
+            sparsile_ir::settings::Settings::from_env().dump_ir,
+            "lower_buffers",
+            &stage3,
+            sparsile_ir::loops::Stage::Flat,
+        )?;
         Ok(Lowered { stage2, stage3 })
     }
 }

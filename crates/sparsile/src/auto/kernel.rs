@@ -38,7 +38,9 @@ pub struct AutoKernel {
     info: OpInfo,
     hash: String,
     explicit: Option<String>,
-    choices: Mutex<HashMap<ChoiceKey, Selection>>,
+    /// The choices, and the tuning generation ([`super::tune::generation`]) they were
+    /// made in: a tuning in this process makes them stale.
+    choices: Mutex<(u64, HashMap<ChoiceKey, Selection>)>,
     kernels: Mutex<HashMap<String, Arc<Kernel>>>,
     last: Mutex<Option<Selection>>,
 }
@@ -53,7 +55,7 @@ impl AutoKernel {
             info: classify(&stage1),
             hash: sparsile_tune::target::fingerprint(&[program.as_bytes()]),
             explicit: None,
-            choices: Mutex::new(HashMap::new()),
+            choices: Mutex::new((0, HashMap::new())),
             kernels: Mutex::new(HashMap::new()),
             last: Mutex::new(None),
         })
@@ -115,17 +117,22 @@ impl AutoKernel {
             .and_then(super::pattern::pattern)
             .and_then(|p| p.fingerprint)
         {
-            let m = self.choices.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(s) = m.get(&(fp, width, threads)) {
+            let mut m = self.choices.lock().unwrap_or_else(|e| e.into_inner());
+            let generation = super::tune::generation();
+            if m.0 != generation {
+                *m = (generation, HashMap::new());
+            }
+            if let Some(s) = m.1.get(&(fp, width, threads)) {
                 return s.clone();
             }
         }
+        let generation = super::tune::generation();
         let s = select(&ctx, inputs, &settings);
         if let Some(k) = remember(&s) {
-            self.choices
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(k, s.clone());
+            let mut m = self.choices.lock().unwrap_or_else(|e| e.into_inner());
+            if m.0 == generation {
+                m.1.insert(k, s.clone());
+            }
         }
         s
     }

@@ -10,6 +10,7 @@
 //! keep a tensor's format).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -26,6 +27,14 @@ use sparsile_tune::space::{space, Candidate};
 use super::evaluate::{program_text, EvaluateError, OpEvaluator};
 use super::pattern::pattern;
 use super::select::{database, key, selector, Context};
+
+/// How many tunings of this process wrote records: kernels forget choices made before.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The number of tunings in this process that wrote to the tuning database.
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::Relaxed)
+}
 
 /// What to tune.
 #[derive(Debug, Clone)]
@@ -217,6 +226,9 @@ pub fn tune(
     let mut report = report;
     if req.record {
         report.records_written = record(req, a, &p, &features, &result, &shape, &settings)?;
+        if report.records_written > 0 {
+            GENERATION.fetch_add(1, Ordering::Relaxed);
+        }
     }
     Ok(report)
 }
@@ -325,7 +337,7 @@ fn record(
         .filter(|o| own(&o.candidate) && o.median_ms().is_some())
         .min_by(|a, b| a.median_ms().unwrap().total_cmp(&b.median_ms().unwrap()))
         .map(|o| o.candidate.clone());
-    let mut keys = vec![(true, best_any)];
+    let mut keys = vec![(req.other_formats, best_any)];
     if req.other_formats {
         keys.push((false, best_own));
     }

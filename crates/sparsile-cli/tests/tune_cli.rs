@@ -1,0 +1,227 @@
+//! End-to-end tests of `sparsile tune`: the selector's whole pipeline on a tiny corpus
+//! (label → train → eval), a search that records its choice and the `run` that then
+//! uses it, and the refusal of a model of another candidate-space version. Timings are
+//! never compared; only that every step ran, wrote what it says and chose a candidate
+//! that exists.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sparsile(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sparsile"))
+        .args(args)
+        .current_dir(repo_root())
+        .env("SPARSILE_CACHE_DIR", dir.join("cache"))
+        .env("SPARSILE_TUNING_DB", dir.join("tuning.jsonl"))
+        .env_remove("SPARSILE_SELECTOR_MODEL")
+        .output()
+        .expect("the sparsile binary runs")
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "command failed: {}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+/// A banded n × n matrix with an empty row: small and deterministic.
+fn banded_mtx(dir: &Path, n: usize) -> PathBuf {
+    let mut entries = Vec::new();
+    for i in 0..n {
+        if i == 5 {
+            continue;
+        }
+        for j in i.saturating_sub(2)..(i + 3).min(n) {
+            entries.push((i, j, 1.0 + (i * 7 + j) as f64 % 5.0));
+        }
+    }
+    let mut text = format!(
+        "%%MatrixMarket matrix coordinate real general\n{n} {n} {}\n",
+        entries.len()
+    );
+    for (i, j, v) in entries {
+        writeln!(text, "{} {} {v}", i + 1, j + 1).unwrap();
+    }
+    let path = dir.join("banded.mtx");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn label_train_eval_on_a_tiny_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = dir.path().join("labels.jsonl");
+    let model = dir.path().join("selector.json");
+    let corpus = ["--scale", "0.02", "--per-family", "1", "--seed", "7"];
+    let mut label = vec!["tune", "label", "--ops", "spmm:8,spmv", "--threads", "2"];
+    label.extend(corpus);
+    label.extend(["--repeat", "1", "--warmup", "0", "--out"]);
+    label.push(labels.to_str().unwrap());
+    let out = ok(&sparsile(&label, dir.path()));
+    assert!(out.contains("examples written"), "{out}");
+    let lines = std::fs::read_to_string(&labels).unwrap();
+    assert_eq!(
+        lines.lines().count(),
+        2 * 9,
+        "one example per matrix and op"
+    );
+    // Labelling again skips what is there.
+    let out = ok(&sparsile(&label, dir.path()));
+    assert!(out.contains("0 examples written"), "{out}");
+
+    let out = ok(&sparsile(
+        &[
+            "tune",
+            "train",
+            "--labels",
+            labels.to_str().unwrap(),
+            "--out",
+            model.to_str().unwrap(),
+            "--rounds",
+            "20",
+        ],
+        dir.path(),
+    ));
+    assert!(
+        out.contains("selector") && out.contains("model written"),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&model).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(json["space_version"].as_u64().is_some(), "{text}");
+
+    let m = banded_mtx(dir.path(), 60);
+    let o = Command::new(env!("CARGO_BIN_EXE_sparsile"))
+        .args([
+            "tune",
+            "eval",
+            "--matrix",
+            m.to_str().unwrap(),
+            "--ops",
+            "spmm:8",
+            "--threads",
+            "2",
+            "--rounds",
+            "1",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .current_dir(repo_root())
+        .env("SPARSILE_CACHE_DIR", dir.path().join("cache"))
+        .env("SPARSILE_TUNING_DB", dir.path().join("tuning.jsonl"))
+        .env("SPARSILE_SELECTOR_MODEL", &model)
+        .output()
+        .unwrap();
+    let out = ok(&o);
+    for column in ["selector", "rule", "default", "static", "pruned"] {
+        assert!(out.contains(column), "{column} missing: {out}");
+    }
+    assert!(out.contains("1 cases"), "{out}");
+}
+
+#[test]
+fn tune_records_the_best_and_run_uses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = banded_mtx(dir.path(), 50);
+    let out = ok(&sparsile(
+        &[
+            "tune",
+            "--op",
+            "spmm",
+            "--k",
+            "8",
+            "--matrix",
+            m.to_str().unwrap(),
+            "--strategy",
+            "exhaustive",
+            "--threads",
+            "2",
+            "--rounds",
+            "1",
+            "--repeat",
+            "1",
+        ],
+        dir.path(),
+    ));
+    assert!(out.contains("choice: "), "{out}");
+    assert!(out.contains("best"), "{out}");
+    let choice = out
+        .lines()
+        .find_map(|l| l.strip_prefix("choice: "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    assert!(choice.contains('/'), "{choice}");
+    assert!(dir.path().join("tuning.jsonl").exists());
+
+    let out = ok(&sparsile(
+        &[
+            "run",
+            "--expr",
+            "C[i,k] = A[i,j] * B[j,k]",
+            "--input",
+            &format!("A={}", m.display()),
+            "--dim",
+            "k=8",
+            "--threads",
+            "2",
+            "--repeat",
+            "1",
+        ],
+        dir.path(),
+    ));
+    let (format, recipe) = choice.split_once('/').unwrap();
+    assert!(
+        out.contains("chosen by the tuning database"),
+        "run did not use the record: {out}"
+    );
+    assert!(
+        out.contains(recipe) && out.contains(format),
+        "{choice}: {out}"
+    );
+}
+
+#[test]
+fn a_model_of_another_space_version_is_refused_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("old.json");
+    std::fs::write(
+        &model,
+        r#"{"format_version": 2, "space_version": 999999, "feature_names": [], "ops": {}}"#,
+    )
+    .unwrap();
+    let m = banded_mtx(dir.path(), 30);
+    let o = Command::new(env!("CARGO_BIN_EXE_sparsile"))
+        .args([
+            "run",
+            "--expr",
+            "C[i,k] = A[i,j] * B[j,k]",
+            "--input",
+            &format!("A={}", m.display()),
+            "--dim",
+            "k=4",
+            "--repeat",
+            "1",
+        ])
+        .current_dir(repo_root())
+        .env("SPARSILE_CACHE_DIR", dir.path().join("cache"))
+        .env("SPARSILE_TUNING_DB", dir.path().join("tuning.jsonl"))
+        .env("SPARSILE_SELECTOR_MODEL", &model)
+        .output()
+        .unwrap();
+    let out = ok(&o);
+    let all = format!("{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(all.contains("rule"), "the rule decides: {all}");
+    assert!(all.contains("space version"), "says why: {all}");
+}

@@ -1,0 +1,79 @@
+"""The automatic choice: ``recipe=`` on the operators, ``explain``, ``recipes`` and
+``tune`` (each test uses its own tuning database through ``SPARSILE_TUNING_DB``)."""
+
+import numpy as np
+import pytest
+
+import sparsile
+
+from conftest import random_csr
+
+
+@pytest.fixture
+def own_db(tmp_path, monkeypatch):
+    path = tmp_path / "tuning.jsonl"
+    monkeypatch.setenv("SPARSILE_TUNING_DB", str(path))
+    return path
+
+
+def test_recipes_lists_rowwise_with_parameters():
+    names = {r["name"]: r for r in sparsile.recipes()}
+    assert "rowwise" in names and "default" in names
+    assert any(p["name"] == "partition" for p in names["rowwise"]["params"])
+
+
+@pytest.mark.parametrize("recipe", ["auto", "default", "rowwise", "rowwise:partition=static"])
+def test_spmm_with_each_recipe_matches_scipy(rng, recipe):
+    A = random_csr(rng, 57, 41, 0.1, empty_rows=(0, 13))
+    X = rng.standard_normal((41, 19)).astype(np.float32)
+    Y = sparsile.spmm(sparsile.from_scipy(A), X, recipe=recipe)
+    np.testing.assert_allclose(Y, A @ X, rtol=1e-4, atol=1e-4)
+
+
+def test_unknown_recipe_is_a_value_error(rng):
+    A = sparsile.from_scipy(random_csr(rng, 8, 8, 0.3))
+    with pytest.raises(ValueError, match="no_such_recipe"):
+        sparsile.spmm(A, np.ones((8, 4), np.float32), recipe="no_such_recipe")
+
+
+def test_explain_names_a_source_without_running(rng, own_db):
+    A = sparsile.from_scipy(random_csr(rng, 300, 200, 0.02))
+    info = sparsile.explain(A, op="spmm", k=32, threads=2)
+    assert info["op"] == "spmm" and info["width"] == 32
+    assert info["source"] in ("selector", "rule")
+    assert info["format"] == "csr"
+    assert info["features"]["log2_rows"] == pytest.approx(np.log2(300), abs=0.01)
+
+
+def test_explain_refuses_a_bad_op(rng):
+    A = sparsile.from_scipy(random_csr(rng, 8, 8, 0.3))
+    with pytest.raises(ValueError, match="op must be one of"):
+        sparsile.explain(A, op="gemm")
+
+
+def test_tune_records_the_best_and_auto_then_uses_it(rng, own_db):
+    A = sparsile.from_scipy(random_csr(rng, 400, 300, 0.02))
+    X = rng.standard_normal((300, 16)).astype(np.float32)
+    report = sparsile.tune(A, op="spmm", k=16, strategy="pruned", threads=2)
+    assert report["best"] is not None
+    assert report["records_written"] > 0
+    assert own_db.exists()
+    best_format, best_recipe = report["best"].split("/", 1)
+    info = sparsile.explain(A, op="spmm", k=16, threads=2)
+    assert info["source"] == "tuning database"
+    assert info["recipe"] == best_recipe and info["format"] == best_format
+    # The operator runs the recorded choice and its result is right.
+    Y = sparsile.spmm(A, X, threads=2)
+    np.testing.assert_allclose(Y, A.to_scipy() @ X, rtol=1e-4, atol=1e-4)
+    # Another width is another key: not a database hit.
+    assert sparsile.explain(A, op="spmm", k=8, threads=2)["source"] != "tuning database"
+
+
+def test_tune_refuses_bad_arguments(rng, own_db):
+    A = sparsile.from_scipy(random_csr(rng, 8, 8, 0.3))
+    with pytest.raises(ValueError, match="strategy"):
+        sparsile.tune(A, op="spmm", k=4, strategy="fastest")
+    with pytest.raises(ValueError, match="k must be"):
+        sparsile.tune(A, op="spmm", k=0)
+    with pytest.raises(ValueError, match="budget"):
+        sparsile.tune(A, op="spmm", k=4, budget=-1.0)
