@@ -17,6 +17,7 @@ mod cmd_info;
 mod cmd_recipes;
 mod cmd_run;
 mod expr_decls;
+mod limits;
 mod load;
 mod output;
 mod progress;
