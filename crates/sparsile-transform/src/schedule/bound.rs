@@ -58,8 +58,28 @@ pub fn bound(func: &Func, target: &LoopRef, extent: i64) -> Result<Func, Schedul
             span: f.span,
         });
     }
+    if extent > super::split::MAX_FACTOR {
+        return Err(ScheduleError::FactorTooLarge {
+            primitive: "bound",
+            block: target.block.clone(),
+            var: target.var.clone(),
+            factor: extent,
+            max: super::split::MAX_FACTOR,
+        });
+    }
     let new_hi = match &f.lo {
-        Expr::Int(lo) => Expr::Int(lo + extent),
+        Expr::Int(lo) => match lo.checked_add(extent) {
+            Some(hi) => Expr::Int(hi),
+            None => {
+                return Err(ScheduleError::FactorTooLarge {
+                    primitive: "bound",
+                    block: target.block.clone(),
+                    var: target.var.clone(),
+                    factor: extent,
+                    max: i64::MAX - lo,
+                })
+            }
+        },
         lo => Expr::binary(BinaryOp::Add, lo.clone(), Expr::Int(extent)),
     };
     if let Some(trip) = constant_trip_count(&f.lo, &f.hi) {
