@@ -104,9 +104,7 @@ pub fn ast_text(
     formats: &HashMap<String, Format>,
 ) -> Result<String> {
     Ok(match (&args.program, &args.expr) {
-        (Some(p), _) => {
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
-        }
+        (Some(p), _) => load::read_text(p)?,
         (None, Some(e)) => {
             let dtype: DType = args.dtype.parse().map_err(anyhow::Error::msg)?;
             let mut sparse: Vec<String> = files

@@ -214,3 +214,46 @@ fn damaged_tensor_files_are_named_errors() {
         assert!(!out.exists(), "nothing written from a damaged input");
     }
 }
+
+#[test]
+fn endless_program_and_trace_files_are_named_errors() {
+    let e = refused(&["eval", "/dev/zero", "--input", "A=data/cora.mtx"]);
+    assert!(e.contains("longer than 67108864 bytes"), "{e}");
+    let e = refused(&[
+        "compile",
+        "--expr",
+        "y[i] = A[i,j] * x[j]",
+        "--format",
+        "A=csr",
+        "--schedule",
+        "/dev/zero",
+    ]);
+    assert!(e.contains("longer than 67108864 bytes"), "{e}");
+    // A trace nested past the JSON parser's limit, and one with absurd factors.
+    let dir = tempfile::tempdir().unwrap();
+    let deep = write(dir.path(), "deep.json", "[".repeat(100_000).as_bytes());
+    refused(&[
+        "compile",
+        "--expr",
+        "y[i] = A[i,j] * x[j]",
+        "--format",
+        "A=csr",
+        "--schedule",
+        &deep,
+    ]);
+    let huge = write(
+        dir.path(),
+        "huge.json",
+        br#"{"steps":[{"step":"lower"},{"step":"split","target":{"block":"y","var":"i_2"},"factor":9223372036854775807,"tail":"InnerFixed"}]}"#,
+    );
+    let e = refused(&[
+        "compile",
+        "--expr",
+        "y[i] = A[i,j] * x[j]",
+        "--format",
+        "A=csr",
+        "--schedule",
+        &huge,
+    ]);
+    assert!(e.contains("the largest extent an index can have"), "{e}");
+}
