@@ -4,8 +4,12 @@
 //! a loop with a constant trip count that [`unroll()`](super::unroll()) accepts and that the C
 //! compiler can vectorise without a remainder loop. The declared extent is a promise
 //! by the user that the loop never runs more than `extent` iterations (as TACO's
-//! `bound`); fewer are fine, the guard skips the rest. There is no run-time check of
-//! the promise: a loop that would run more iterations loses them.
+//! `bound`); fewer are fine, the guard skips the rest. When `lo` and `hi` depend on sizes
+//! only (parameters), the compiled kernel and the flat interpreter check the promise
+//! before running and refuse inputs that break it (`BoundExceeded`, see
+//! `sparsile_runtime::bound_promises`), so a trace replayed on larger inputs is an error,
+//! not a loop that loses iterations; over data-dependent trip counts (a row's length) it
+//! stays the schedule author's promise.
 //!
 //! When the trip count is already a constant, it is checked instead: an extent below it
 //! is an error, an equal one changes only the form of `hi` and adds no guard.
