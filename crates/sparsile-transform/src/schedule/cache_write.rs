@@ -197,6 +197,24 @@ impl Body {
     }
 }
 
+/// Whether `e` is the variable of a loop of `func` (its values are positions of the range
+/// it loops over), not a local computed from data.
+fn is_loop_var(func: &Func, e: &Expr) -> bool {
+    fn walk(stmts: &[Stmt], v: VarId) -> bool {
+        stmts.iter().any(|s| match s {
+            Stmt::For(f) => f.var == v || walk(&f.body, v),
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => walk(then_body, v) || walk(else_body, v),
+            Stmt::Block { body, .. } => walk(body, v),
+            _ => false,
+        })
+    }
+    matches!(e, Expr::Var(v) if walk(&func.body, *v))
+}
+
 /// One index position of the cached buffer.
 #[derive(Debug, Clone)]
 pub(crate) enum Dim {
@@ -423,9 +441,22 @@ impl Plan {
         let mut indices = Vec::new();
         let mut conds = Vec::new();
         let base = func.buffers[self.buffer].name.clone();
+        let axes = match &func.buffers[self.buffer].layout {
+            BufferLayout::Axes(axes) => axes.clone(),
+            BufferLayout::Flat(_) => Vec::new(),
+        };
         for (d, dim) in self.dims.iter().enumerate() {
             match dim {
-                Dim::Fixed(e) => indices.push(e.clone()),
+                Dim::Fixed(e) => {
+                    // A fixed index read from data (an ELL or block format's padding
+                    // sentinel, one past the last position) may be out of range where
+                    // the body guards its access: the copy is guarded too, so it never
+                    // reads or writes past the buffer.
+                    if let (false, Some(&axis)) = (is_loop_var(func, e), axes.get(d)) {
+                        conds.push(lt(e.clone(), npos(&func.axes, axis)));
+                    }
+                    indices.push(e.clone())
+                }
                 Dim::Cached { lo, hi, len } => {
                     let (v, _) = fresh_index_var(func, &format!("{base}_{tag}{d}"));
                     vars.push((v, *lo, *hi));

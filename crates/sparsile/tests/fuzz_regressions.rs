@@ -1,0 +1,69 @@
+//! Programs the differential fuzzer (`fuzz/`, target `differential`) found computing
+//! wrongly or failing, each checked against the interpreter, natively too when a C
+//! compiler runs.
+
+mod support;
+
+use std::collections::HashMap;
+
+use sparsile::formats::{CooTensor, Format, SparseTensor};
+use sparsile::ir::DType;
+use sparsile::runtime::{interpret, InterpOptions};
+use sparsile::transform::schedule::{LoopRef, Schedule};
+use sparsile::RunOptions;
+use support::{close, have_compiler};
+
+/// `cache_read` of `x` in an ELL SpMV copied `x[j]` for the padding sentinel `j = n` into
+/// the local array, one element past the end of `x`, outside the guard the loads had.
+#[test]
+fn cache_read_under_a_padded_index_stays_in_bounds() {
+    let text =
+        "tensor A: f64[m, n] ell\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.cache_read(&LoopRef::new("y", "j_p"), "x").unwrap();
+    let trace = sch.trace().clone();
+    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
+    // Rows of different lengths: the short ones are padded with the sentinel n = 2.
+    let a =
+        CooTensor::from_triplets(vec![4, 2], &[(0, 0, 1.5), (0, 1, 2.0), (2, 1, -1.0)]).unwrap();
+    let ell: Format = "ell".parse().unwrap();
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(&a, &ell, DType::F64).unwrap(),
+        ),
+        (
+            "x".to_string(),
+            SparseTensor::dense_from_f64(&[2], &[3.0, 5.0], DType::F64).unwrap(),
+        ),
+    ]);
+    let options = InterpOptions::default();
+    let want = interpret(&program, &inputs, &options).unwrap();
+    for func in [&lowered.stage2, &lowered.stage3] {
+        let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
+            .unwrap_or_else(|e| panic!("{e}\n{func}"));
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "flat interpreter",
+        );
+    }
+    assert!(
+        lowered.stage2.to_string().contains("if j < n {"),
+        "{}",
+        lowered.stage2
+    );
+    if have_compiler() {
+        let kernel = sparsile::compile_program_with(program, &trace).unwrap();
+        let got = kernel.run(&inputs, &RunOptions::default()).unwrap();
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "compiled",
+        );
+    }
+}
