@@ -67,3 +67,57 @@ fn cache_read_under_a_padded_index_stays_in_bounds() {
         );
     }
 }
+
+/// `cache_write` of `y` at a loop that `bound` extended past the rows (`0..6` for
+/// `m = 5`) copied `y[5]` in and out of the local array, outside the loop's guard: a read
+/// and a write one past the end of `y`.
+#[test]
+fn cache_write_at_a_bounded_loop_stays_in_bounds() {
+    let text =
+        "tensor A: f64[m, n] ell\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.bound(&LoopRef::new("y", "i_2"), 6).unwrap();
+    sch.cache_write(&LoopRef::new("y", "i_2"), "y").unwrap();
+    let trace = sch.trace().clone();
+    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
+    let a = CooTensor::from_triplets(
+        vec![5, 5],
+        &[(0, 0, 1.5), (0, 4, 2.0), (2, 1, -1.0), (4, 3, 0.5)],
+    )
+    .unwrap();
+    let ell: Format = "ell".parse().unwrap();
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(&a, &ell, DType::F64).unwrap(),
+        ),
+        (
+            "x".to_string(),
+            SparseTensor::dense_from_f64(&[5], &[3.0, 5.0, 7.0, 11.0, 13.0], DType::F64).unwrap(),
+        ),
+    ]);
+    let options = InterpOptions::default();
+    let want = interpret(&program, &inputs, &options).unwrap();
+    for func in [&lowered.stage2, &lowered.stage3] {
+        let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
+            .unwrap_or_else(|e| panic!("{e}\n{func}"));
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "flat interpreter",
+        );
+    }
+    if have_compiler() {
+        let kernel = sparsile::compile_program_with(program, &trace).unwrap();
+        let got = kernel.run(&inputs, &RunOptions::default()).unwrap();
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "compiled",
+        );
+    }
+}

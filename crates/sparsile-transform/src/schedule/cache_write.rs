@@ -197,22 +197,26 @@ impl Body {
     }
 }
 
-/// Whether `e` is the variable of a loop of `func` (its values are positions of the range
-/// it loops over), not a local computed from data.
-fn is_loop_var(func: &Func, e: &Expr) -> bool {
-    fn walk(stmts: &[Stmt], v: VarId) -> bool {
+/// Whether `e` is the variable of a loop of `func` over `lo..npos(axis)` with a constant
+/// `lo >= 0`: its values are positions of `axis`. (A loop `bound` gave a constant extent
+/// runs past them; so does any index computed from data.)
+fn positions_of(func: &Func, e: &Expr, axis: sparsile_ir::id::AxisId) -> bool {
+    fn walk(stmts: &[Stmt], v: VarId, hi: &Expr) -> bool {
         stmts.iter().any(|s| match s {
-            Stmt::For(f) => f.var == v || walk(&f.body, v),
+            Stmt::For(f) => {
+                (f.var == v && matches!(f.lo, Expr::Int(lo) if lo >= 0) && f.hi == *hi)
+                    || walk(&f.body, v, hi)
+            }
             Stmt::If {
                 then_body,
                 else_body,
                 ..
-            } => walk(then_body, v) || walk(else_body, v),
-            Stmt::Block { body, .. } => walk(body, v),
+            } => walk(then_body, v, hi) || walk(else_body, v, hi),
+            Stmt::Block { body, .. } => walk(body, v, hi),
             _ => false,
         })
     }
-    matches!(e, Expr::Var(v) if walk(&func.body, *v))
+    matches!(e, Expr::Var(v) if walk(&func.body, *v, &npos(&func.axes, axis)))
 }
 
 /// One index position of the cached buffer.
@@ -449,11 +453,14 @@ impl Plan {
             match dim {
                 Dim::Fixed(e) => {
                     // A fixed index read from data (an ELL or block format's padding
-                    // sentinel, one past the last position) may be out of range where
-                    // the body guards its access: the copy is guarded too, so it never
-                    // reads or writes past the buffer.
-                    if let (false, Some(&axis)) = (is_loop_var(func, e), axes.get(d)) {
-                        conds.push(lt(e.clone(), npos(&func.axes, axis)));
+                    // sentinel, one past the last position), or the variable of a loop
+                    // `bound` extended past the axis, may be out of range where the body
+                    // guards its access: the copy is guarded too, so it never reads or
+                    // writes past the buffer.
+                    if let Some(&axis) = axes.get(d) {
+                        if !positions_of(func, e, axis) {
+                            conds.push(lt(e.clone(), npos(&func.axes, axis)));
+                        }
                     }
                     indices.push(e.clone())
                 }
