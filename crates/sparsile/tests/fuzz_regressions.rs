@@ -121,3 +121,46 @@ fn cache_write_at_a_bounded_loop_stays_in_bounds() {
         );
     }
 }
+
+/// A balanced parallel loop weighs iteration `v` with `indptr[v + 1] - indptr[v]`:
+/// `bound` extending it past its rows made the partition read past `indptr` (found by the
+/// differential fuzzer: `parallel_with(balanced)` then `bound(6)` with `m = 4`). Both
+/// orders are now refused.
+#[test]
+fn bound_and_balanced_partitions_do_not_combine() {
+    use sparsile::transform::schedule::partition::LoopPartition;
+    use sparsile::transform::ScheduleError;
+    let text =
+        "tensor A: f64[m, n] csr\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let rows = LoopRef::new("y", "i_2");
+    let balanced = LoopPartition::Balanced {
+        indptr: "A_A_J_indptr".to_string(),
+    };
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.parallel_with(&rows, &balanced).unwrap();
+    let e = sch.bound(&rows, 6).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ScheduleError::NotSerial {
+                primitive: "bound",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.bound(&rows, 6).unwrap();
+    let e = sch.parallel_with(&rows, &balanced).unwrap_err();
+    assert!(
+        matches!(e, ScheduleError::PartitionBufferNotRead { .. }),
+        "{e}"
+    );
+    // Unbounded, the balanced partition is still accepted.
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.parallel_with(&rows, &balanced).unwrap();
+}

@@ -62,6 +62,17 @@ pub fn bound(func: &Func, target: &LoopRef, extent: i64) -> Result<Func, Schedul
             span: f.span,
         });
     }
+    if let sparsile_ir::loops::ForKind::ParallelBalanced { .. } = f.kind {
+        // Its chunks are weighed with `indptr[v + 1] - indptr[v]`, which exists only for
+        // the iterations the loop had.
+        return Err(ScheduleError::NotSerial {
+            primitive: "bound",
+            block: target.block.clone(),
+            var: target.var.clone(),
+            kind: f.kind.name(),
+            span: f.span,
+        });
+    }
     if extent > super::split::MAX_FACTOR {
         return Err(ScheduleError::FactorTooLarge {
             primitive: "bound",
