@@ -453,12 +453,16 @@ impl Plan {
             match dim {
                 Dim::Fixed(e) => {
                     // A fixed index read from data (an ELL or block format's padding
-                    // sentinel, one past the last position), or the variable of a loop
+                    // sentinel, one past the last position; a DIA diagonal's column,
+                    // negative before the matrix starts), or the variable of a loop
                     // `bound` extended past the axis, may be out of range where the body
                     // guards its access: the copy is guarded too, so it never reads or
                     // writes past the buffer.
                     if let Some(&axis) = axes.get(d) {
                         if !positions_of(func, e, axis) {
+                            if !matches!(e, Expr::Int(c) if *c >= 0) {
+                                conds.push(ge(e.clone(), Expr::Int(0)));
+                            }
                             conds.push(lt(e.clone(), npos(&func.axes, axis)));
                         }
                     }
