@@ -213,3 +213,22 @@ fn cache_read_of_a_diagonal_index_stays_in_bounds() {
         );
     }
 }
+
+/// `cache_write` of `y` under a loop made parallel with atomic adds (`parallel_reduce`)
+/// copied the shared row into a private array and stored it back plainly, losing the
+/// other iterations' adds (found by the differential fuzzer on a DIA SpMV): refused.
+#[test]
+fn cache_write_of_atomically_updated_elements_is_refused() {
+    use sparsile::transform::schedule::reduction::ReductionStrategy;
+    use sparsile::transform::ScheduleError;
+    let text =
+        "tensor A: f64[m, n] dia\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.parallel_reduce(&LoopRef::new("y", "d_p"), ReductionStrategy::Atomic)
+        .unwrap();
+    let e = sch.cache_write(&LoopRef::new("y", "i_2"), "y").unwrap_err();
+    assert!(matches!(e, ScheduleError::CacheBuffer { .. }), "{e}");
+    assert!(e.to_string().contains("adds to it atomically"), "{e}");
+}

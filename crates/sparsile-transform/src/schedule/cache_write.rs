@@ -22,7 +22,9 @@
 //!
 //!   ([`ScheduleError::CacheAccess`] names the access and position that is neither);
 //! - the cached positions span at most [`MAX_LOCAL_ELEMENTS`] elements
-//!   ([`ScheduleError::CacheTooLarge`]).
+//!   ([`ScheduleError::CacheTooLarge`]);
+//! - the loop does not add to `buffer` atomically (other iterations of an enclosing
+//!   parallel loop update the same elements) ([`ScheduleError::CacheBuffer`]).
 //!
 //! Postcondition: a new `local` buffer `<buffer>_local` of the union of the cached ranges;
 //! after the opening `let`s the iteration loads the cached elements that exist
@@ -84,6 +86,16 @@ pub fn cache_write(
             "the loop does not store to it",
         ));
     }
+    if adds_atomically(&f.body, id) {
+        // Atomic adds mean other iterations of the enclosing parallel loop update the
+        // same elements: a private copy written back with a plain store loses theirs.
+        return Err(cache_buffer(
+            target,
+            buffer,
+            f.span,
+            "the loop adds to it atomically (other parallel iterations update the same elements)",
+        ));
+    }
     let plan = Plan::new(func, target, f, id, &body, PRIMITIVE)?;
     let mut out = func.clone();
     let local = plan.declare_local(&mut out, buffer);
@@ -97,6 +109,21 @@ pub fn cache_write(
     f.body = new_body;
     let name = out.buffers[local].name.clone();
     Ok((out, name))
+}
+
+/// Whether `stmts` add to `buffer` with an atomic add.
+fn adds_atomically(stmts: &[Stmt], buffer: BufferId) -> bool {
+    stmts.iter().any(|s| match s {
+        Stmt::AtomicAdd { buffer: b, .. } => *b == buffer,
+        Stmt::For(f) => adds_atomically(&f.body, buffer),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => adds_atomically(then_body, buffer) || adds_atomically(else_body, buffer),
+        Stmt::Block { body, .. } => adds_atomically(body, buffer),
+        _ => false,
+    })
 }
 
 fn cache_buffer(target: &LoopRef, buffer: &str, span: Span, reason: &'static str) -> ScheduleError {
