@@ -232,3 +232,20 @@ fn cache_write_of_atomically_updated_elements_is_refused() {
     assert!(matches!(e, ScheduleError::CacheBuffer { .. }), "{e}");
     assert!(e.to_string().contains("adds to it atomically"), "{e}");
 }
+
+/// `rfactor` over a loop `bound` gave one iteration (`for i_2 in 0..1 { if i_2 < m …`)
+/// read its variable as the constant 0 and added the partial sum into `y[0]` after the
+/// loop, unguarded: past the end of `y` when `m = 0` (found by the differential fuzzer).
+/// Such a loop no longer counts as running once, and the call is refused.
+#[test]
+fn rfactor_over_a_bounded_single_iteration_is_refused() {
+    let text =
+        "tensor A: f64[m, n] dia\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.bound(&LoopRef::new("y", "i_2"), 1).unwrap();
+    assert!(sch
+        .rfactor(&LoopRef::new("y", "d_p"), &LoopRef::new("y", "i_2"))
+        .is_err());
+}
