@@ -249,3 +249,49 @@ fn rfactor_over_a_bounded_single_iteration_is_refused() {
         .rfactor(&LoopRef::new("y", "d_p"), &LoopRef::new("y", "i_2"))
         .is_err());
 }
+
+/// `prefetch` of `y` ahead of a loop `bound` extended to 9 iterations (`m = 7`) issued one
+/// prefetch per cache line the inner loop reads, the second one at `y[8]`, past the end
+/// of `y` and guarded only by the first line's bound (found by the differential fuzzer).
+#[test]
+fn prefetch_lines_past_the_axis_are_guarded() {
+    let text =
+        "tensor A: f64[m, n] dia\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.bound(&LoopRef::new("y", "i_2"), 9).unwrap();
+    sch.prefetch(&LoopRef::new("y", "d_p"), "y", 6).unwrap();
+    let trace = sch.trace().clone();
+    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
+    let a =
+        CooTensor::from_triplets(vec![7, 8], &[(0, 0, 1.5), (6, 7, 2.0), (3, 1, -1.0)]).unwrap();
+    let dia: Format = "dia".parse().unwrap();
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(&a, &dia, DType::F64).unwrap(),
+        ),
+        (
+            "x".to_string(),
+            SparseTensor::dense_from_f64(
+                &[8],
+                &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+                DType::F64,
+            )
+            .unwrap(),
+        ),
+    ]);
+    let options = InterpOptions::default();
+    let want = interpret(&program, &inputs, &options).unwrap();
+    for func in [&lowered.stage2, &lowered.stage3] {
+        let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
+            .unwrap_or_else(|e| panic!("{e}\n{func}"));
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "flat interpreter",
+        );
+    }
+}
