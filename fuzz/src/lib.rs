@@ -14,8 +14,11 @@
 //! - [`trace_json`]: schedule traces; an accepted trace serialises back to an equal one,
 //!   and replaying it on a program and finishing the schedule does not panic.
 //! - [`differential`]: a structure-aware fuzzer. The bytes choose an operation (SpMV,
-//!   SpMM, SDDMM), a format, sizes, the stored entries and a sequence of schedule calls
-//!   on the loops the program has at that point; every accepted schedule is lowered to
+//!   SpMM, SDDMM), a format, sizes, the stored entries, whether to `specialize` K, and a
+//!   sequence of schedule calls (split, fuse, reorder, parallel, parallel_with, vectorize,
+//!   vectorize_reduction, unroll, bound with true extents, cache_write, cache_read,
+//!   rfactor, parallel_reduce, prefetch, absorb_init) on the loops and buffers the
+//!   program has at that point; every accepted schedule is lowered to
 //!   stage III and run by the flat interpreter (and, with `native`, compiled to C and run
 //!   on one and three threads), and the results must equal the stage-I interpreter's.
 //!   Replaying the recorded trace must give the same program.
@@ -26,6 +29,8 @@ use arbitrary::Unstructured;
 use sparsile_formats::{container, mtx, CooTensor, Format, SparseTensor};
 use sparsile_ir::loops::{Expr, Func, Stmt};
 use sparsile_runtime::{interpret, InterpOptions, Outputs};
+use sparsile_transform::schedule::partition::LoopPartition;
+use sparsile_transform::schedule::reduction::ReductionStrategy;
 use sparsile_transform::schedule::{LoopRef, Schedule, SplitTail, Trace};
 
 fn text(data: &[u8]) -> Option<&str> {
@@ -289,7 +294,14 @@ fn schedule_call(
         _ => None,
     };
     let other = u.choose(&all)?.0.clone();
-    let _ = match u.int_in_range(0u8..=7)? {
+    let buffers: Vec<String> = func.buffers.values().map(|b| b.name.clone()).collect();
+    let buffer = u.choose(&buffers)?.clone();
+    let indptrs: Vec<String> = buffers
+        .iter()
+        .filter(|b| b.ends_with("indptr"))
+        .cloned()
+        .collect();
+    let _ = match u.int_in_range(0u8..=14)? {
         0 => sch.parallel(&target),
         1 => sch.vectorize(&target),
         2 => sch.unroll(&target),
@@ -312,13 +324,35 @@ fn schedule_call(
             }
             None => Ok(()),
         },
-        _ => {
-            let chunks = u.int_in_range(0u8..=2)?;
-            match chunks {
-                0 => sch.parallel(&target),
-                _ => sch.vectorize(&target),
-            }
+        7 => {
+            let partition = match u.int_in_range(0u8..=2)? {
+                0 => LoopPartition::Static,
+                1 => LoopPartition::Dynamic,
+                _ => match indptrs.first() {
+                    Some(indptr) => LoopPartition::Balanced {
+                        indptr: u.choose(&indptrs).unwrap_or(indptr).clone(),
+                    },
+                    None => LoopPartition::Dynamic,
+                },
+            };
+            sch.parallel_with(&target, &partition)
         }
+        8 => sch.cache_write(&target, &buffer).map(|_| ()),
+        9 => sch.cache_read(&target, &buffer).map(|_| ()),
+        10 => sch.rfactor(&target, &other).map(|_| ()),
+        11 => {
+            let strategy = if u.arbitrary()? {
+                ReductionStrategy::Atomic
+            } else {
+                ReductionStrategy::PerThread {
+                    copies: i64::from(u.int_in_range(1u8..=4)?),
+                }
+            };
+            sch.parallel_reduce(&target, strategy)
+        }
+        12 => sch.vectorize_reduction(&target, u.int_in_range(1u32..=4)?),
+        13 => sch.prefetch(&target, &buffer, i64::from(u.int_in_range(1u8..=16)?)),
+        _ => sch.absorb_init(&target.block, &buffer),
     };
     Ok(())
 }
@@ -382,6 +416,10 @@ fn differential_with(u: &mut Unstructured<'_>, native: bool) -> arbitrary::Resul
         return Ok(());
     };
     let mut sch = Schedule::new(&program);
+    if u.ratio(1u8, 4u8)? {
+        // Stage I: fix K to its true value (checked when the inputs are bound).
+        let _ = sch.specialize("k", sizes["k"] as i64);
+    }
     let calls = u.int_in_range(0u8..=8)?;
     for _ in 0..calls {
         schedule_call(u, &mut sch, &sizes)?;
