@@ -15,7 +15,7 @@ Example::
 """
 
 from ._compile import Kernel, Schedule, compile
-from ._native import __version__
+from ._native import InternalError, __version__
 from ._explain import explain, recipes, tune
 from ._ops import mttkrp, rgms, sddmm, spmm, spmm_batched, spmv, spmv_batched
 from ._threads import get_num_threads, set_num_threads
@@ -33,6 +33,7 @@ from ._tensor import (
 )
 
 __all__ = [
+    "InternalError",
     "Kernel",
     "Schedule",
     "Tensor",

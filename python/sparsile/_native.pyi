@@ -10,6 +10,9 @@ import numpy.typing as npt
 
 __version__: str
 
+class InternalError(RuntimeError):
+    """A bug in Sparsile (a Rust panic), raised as an ordinary exception."""
+
 IndexArray = Union[npt.NDArray[np.int32], npt.NDArray[np.int64]]
 ValueArray = Union[npt.NDArray[np.float32], npt.NDArray[np.float64]]
 

@@ -1,9 +1,10 @@
 """Sparse tensors: construction from SciPy, PyTorch and plain arrays; conversion back.
 
 A :class:`Tensor` holds a format (a list of axes: ``csr``, ``bsr:4x4``, ``ell``, ``csf``,
-...) with its structure arrays and values, owned by Sparsile. Constructors check the
-arrays (``ValueError`` naming the problem and its position otherwise) and copy them once;
-kernels then run on the tensor without further copies.
+...) with its structure arrays and values, owned by Sparsile. Constructors copy the
+arrays once, then check the copy (``ValueError`` naming the problem and its position
+otherwise), so an array changed by another thread meanwhile cannot slip an unchecked index
+in; kernels then run on the tensor without further copies.
 
 Example::
 

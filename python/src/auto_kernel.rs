@@ -5,7 +5,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::message;
+use crate::errors::{detached, message};
 use crate::kernel::{input_args, outputs_dict, run_options, views};
 
 /// A program compiled per input's choice.
@@ -20,9 +20,10 @@ impl AutoKernel {
     #[new]
     #[pyo3(signature = (program, recipe="auto"))]
     fn new(py: Python<'_>, program: &str, recipe: &str) -> PyResult<AutoKernel> {
-        let inner = py
-            .detach(|| sparsile::AutoKernel::with_recipe(program, recipe).map_err(|e| message(&e)))
-            .map_err(PyValueError::new_err)?;
+        let inner = detached(py, || {
+            sparsile::AutoKernel::with_recipe(program, recipe).map_err(|e| message(&e))
+        })?
+        .map_err(PyValueError::new_err)?;
         Ok(AutoKernel { inner })
     }
 
@@ -37,9 +38,10 @@ impl AutoKernel {
         let args = input_args(inputs)?;
         let views = views(&args)?;
         let options = run_options(threads, None)?;
-        let outputs = py
-            .detach(|| self.inner.run(&views, &options).map_err(|e| message(&e)))
-            .map_err(PyValueError::new_err)?;
+        let outputs = detached(py, || {
+            self.inner.run(&views, &options).map_err(|e| message(&e))
+        })?
+        .map_err(PyValueError::new_err)?;
         drop(views);
         outputs_dict(py, outputs)
     }
@@ -55,7 +57,7 @@ impl AutoKernel {
     ) -> PyResult<String> {
         let args = input_args(inputs)?;
         let views = views(&args)?;
-        let selection = py.detach(|| self.inner.select(&views, threads.max(1)));
+        let selection = detached(py, || self.inner.select(&views, threads.max(1)))?;
         Ok(explain_json(&selection))
     }
 

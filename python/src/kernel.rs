@@ -19,7 +19,7 @@ use sparsile::{CompileOptions, RunOptions, Stage};
 use crate::arrays::{values_to_numpy, ValueArg};
 use pyo3::exceptions::PyValueError;
 
-use crate::errors::{message, type_error, value_error};
+use crate::errors::{detached, message, type_error, value_error};
 use crate::tensor::{parse_format, Tensor};
 
 /// A compiled program.
@@ -176,9 +176,10 @@ impl Kernel {
             .map(|(n, t)| (n.clone(), t.get().inner.view()))
             .collect();
         let options = CompileOptions { formats, trace };
-        let inner = py
-            .detach(|| sparsile::compile_with(program, &inputs, &options).map_err(|e| message(&e)))
-            .map_err(PyValueError::new_err)?;
+        let inner = detached(py, || {
+            sparsile::compile_with(program, &inputs, &options).map_err(|e| message(&e))
+        })?
+        .map_err(PyValueError::new_err)?;
         Ok(Kernel { inner })
     }
 
@@ -195,9 +196,10 @@ impl Kernel {
         let args = input_args(inputs)?;
         let views = views(&args)?;
         let options = run_options(threads, params)?;
-        let outputs = py
-            .detach(|| self.inner.run(&views, &options).map_err(|e| message(&e)))
-            .map_err(PyValueError::new_err)?;
+        let outputs = detached(py, || {
+            self.inner.run(&views, &options).map_err(|e| message(&e))
+        })?
+        .map_err(PyValueError::new_err)?;
         drop(views);
         outputs_dict(py, outputs)
     }

@@ -32,5 +32,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(threads::num_threads_set, m)?)?;
     m.add_function(wrap_pyfunction!(threads::default_num_threads, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("InternalError", m.py().get_type::<errors::InternalError>())?;
     Ok(())
 }

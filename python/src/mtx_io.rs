@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use sparsile::formats::mtx::{self, MtxData, MtxField, MtxReadOptions, MtxWriteOptions};
 use sparsile::formats::SparseTensor;
 
-use crate::errors::value_error;
+use crate::errors::{detached, value_error};
 use crate::tensor::{parse_dtype, parse_format, Tensor};
 
 /// Reads a Matrix Market file into a tensor of `format` with values of `dtype`.
@@ -20,12 +20,12 @@ pub fn load(
 ) -> PyResult<Tensor> {
     let format = parse_format(format)?;
     let dtype = parse_dtype(dtype)?;
-    let inner = py.detach(|| -> Result<SparseTensor<'static>, PyErr> {
+    let inner = detached(py, || -> Result<SparseTensor<'static>, PyErr> {
         let data =
             mtx::read_path(&path, &MtxReadOptions::default()).map_err(|e| value_error(&e))?;
         let coo = data.into_coo();
         SparseTensor::from_coo_with(&coo, &format, dtype).map_err(|e| value_error(&e))
-    })?;
+    })??;
     Ok(Tensor { inner })
 }
 
@@ -33,7 +33,7 @@ pub fn load(
 #[pyfunction]
 pub fn save(py: Python<'_>, path: std::path::PathBuf, tensor: &Bound<'_, Tensor>) -> PyResult<()> {
     let t = &tensor.get().inner;
-    py.detach(|| -> PyResult<()> {
+    detached(py, || -> PyResult<()> {
         let coo = t.to_coo().map_err(|e| value_error(&e))?;
         mtx::write_path(
             &path,
@@ -41,5 +41,5 @@ pub fn save(py: Python<'_>, path: std::path::PathBuf, tensor: &Bound<'_, Tensor>
             &MtxWriteOptions::general(MtxField::Real),
         )
         .map_err(|e| value_error(&e))
-    })
+    })?
 }

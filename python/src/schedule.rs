@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use sparsile::formats::Format;
 use sparsile::transform::schedule::{self as sch, LoopRef, SplitTail, Step, Trace};
 
-use crate::errors::{message, value_error};
+use crate::errors::{detached, message, value_error};
 use crate::tensor::parse_format;
 
 /// A schedule of an index-notation program.
@@ -51,7 +51,7 @@ impl Schedule {
             pyo3::exceptions::PyValueError::new_err(format!("schedule step {step}: {e}"))
         })?;
         let inner = &mut self.inner;
-        py.detach(|| inner.apply(&step).map_err(|e| message(&e)))
+        detached(py, || inner.apply(&step).map_err(|e| message(&e)))?
             .map_err(pyo3::exceptions::PyValueError::new_err)
     }
 

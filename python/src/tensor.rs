@@ -15,7 +15,7 @@ use sparsile::formats::{Format, IndexArray, SparseTensor, Values};
 use sparsile::ir::{DType, IndexType};
 
 use crate::arrays::{index_to_numpy, values_to_numpy, IndexArg, ValueArg};
-use crate::errors::value_error;
+use crate::errors::{detached, value_error};
 
 /// A sparse tensor: a format (a list of axes with their structure arrays) and values.
 #[pyclass(module = "sparsile._native", frozen)]
@@ -61,11 +61,11 @@ type CompressedCtor<'b> = fn(
     CheckOptions,
 ) -> Result<SparseTensor<'b>, sparsile::formats::FormatError>;
 
-/// The checked constructor of a compressed (CSR / CSC) matrix applied to borrowed
-/// arrays, without the GIL, then owned.
+/// The checked constructor of a compressed (CSR / CSC) matrix applied, without the GIL,
+/// to copies of the caller's arrays.
 fn compressed<'b>(
     py: Python<'_>,
-    ctor: CompressedCtor<'b>,
+    ctor: CompressedCtor<'static>,
     shape: (usize, usize),
     (indptr, indices, values): (&'b IndexArg<'_>, &'b IndexArg<'_>, &'b ValueArg<'_>),
     opts: CheckOptions,
@@ -75,16 +75,22 @@ fn compressed<'b>(
         indices.borrow("indices")?,
         values.borrow("values")?,
     );
-    let t = py.detach(move || ctor([shape.0, shape.1], indptr, indices, values, opts));
-    owned(py, t)
+    // Copied first, then validated: the caller's arrays may change (another thread)
+    // while the GIL is released, and what is checked must be what is kept.
+    let t = detached(py, move || {
+        ctor(
+            [shape.0, shape.1],
+            indptr.into_owned(),
+            indices.into_owned(),
+            values.into_owned(),
+            opts,
+        )
+    })?;
+    owned(t)
 }
 
-fn owned(
-    py: Python<'_>,
-    t: Result<SparseTensor<'_>, sparsile::formats::FormatError>,
-) -> PyResult<Tensor> {
-    let t = t.map_err(|e| value_error(&e))?;
-    let inner = py.detach(move || t.into_owned());
+fn owned(t: Result<SparseTensor<'static>, sparsile::formats::FormatError>) -> PyResult<Tensor> {
+    let inner = t.map_err(|e| value_error(&e))?;
     Ok(Tensor { inner })
 }
 
@@ -152,11 +158,18 @@ impl Tensor {
             values.borrow("values")?,
         );
         let opts = options(sort_indices, sum_duplicates);
-        let t = py.detach(move || {
-            SparseTensor::from_bsr([shape.0, shape.1], block, indptr, indices, values, opts)
-                .map(SparseTensor::into_owned)
-        });
-        owned(py, t)
+        // Copied, then validated (see `compressed`).
+        let t = detached(py, move || {
+            SparseTensor::from_bsr(
+                [shape.0, shape.1],
+                block,
+                indptr.into_owned(),
+                indices.into_owned(),
+                values.into_owned(),
+                opts,
+            )
+        })?;
+        owned(t)
     }
 
     /// A COO tensor from one coordinate array per dimension.
@@ -177,11 +190,12 @@ impl Tensor {
             .collect::<PyResult<Vec<_>>>()?;
         let values = values.borrow("values")?;
         let opts = options(sort_indices, sum_duplicates);
-        let t = py.detach(move || {
-            SparseTensor::from_coo_arrays(&shape, coords, values, opts)
-                .map(SparseTensor::into_owned)
-        });
-        owned(py, t)
+        // Copied, then validated (see `compressed`).
+        let t = detached(py, move || {
+            let coords = coords.into_iter().map(IndexArray::into_owned).collect();
+            SparseTensor::from_coo_arrays(&shape, coords, values.into_owned(), opts)
+        })?;
+        owned(t)
     }
 
     /// A `dense` tensor holding a copy of `array`.
@@ -243,21 +257,18 @@ impl Tensor {
             .transpose()?
             .unwrap_or(self.inner.dtype());
         let index_type = index_type.map(parse_index_type).transpose()?;
-        let inner = py
-            .detach(|| {
-                let coo = self.inner.to_coo()?;
-                SparseTensor::from_coo_with_index(&coo, &format, dtype, index_type)
-            })
-            .map_err(|e| value_error(&e))?;
+        let inner = detached(py, || {
+            let coo = self.inner.to_coo()?;
+            SparseTensor::from_coo_with_index(&coo, &format, dtype, index_type)
+        })?
+        .map_err(|e| value_error(&e))?;
         Ok(Tensor { inner })
     }
 
     /// The canonical COO form: `(coords, values)`, `coords` an int64 array of shape
     /// `(ndim, nnz)` sorted lexicographically, `values` f64; padding is dropped.
     fn to_coo<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-        let coo = py
-            .detach(|| self.inner.to_coo())
-            .map_err(|e| value_error(&e))?;
+        let coo = detached(py, || self.inner.to_coo())?.map_err(|e| value_error(&e))?;
         let ndim = coo.shape.len();
         let nnz = coo.values.len();
         let mut coords = vec![0i64; ndim * nnz];
@@ -317,7 +328,7 @@ impl Tensor {
 
     /// Every element as a dense f64 array of the tensor's shape.
     fn to_dense<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let dense = py.detach(|| self.inner.to_dense_f64());
+        let dense = detached(py, || self.inner.try_to_dense_f64())?.map_err(|e| value_error(&e))?;
         values_to_numpy(py, Values::F64(dense.into()), self.inner.shape())
     }
 

@@ -10,6 +10,7 @@ use sparsile::tune::cost::Machine;
 use sparsile::tune::op::Operator;
 use sparsile::tune::search::SearchOptions;
 
+use crate::errors::detached;
 use crate::tensor::Tensor;
 
 /// The roofline the cost model starts from before it is fitted to this machine's
@@ -76,8 +77,9 @@ pub fn tune(
         record,
         seed: 0,
     };
-    let report = py
-        .detach(|| tune_op(&a.inner, &req, &mut |_| {}).map_err(|e| e.to_string()))
-        .map_err(PyValueError::new_err)?;
+    let report = detached(py, || {
+        tune_op(&a.inner, &req, &mut |_| {}).map_err(|e| e.to_string())
+    })?
+    .map_err(PyValueError::new_err)?;
     Ok(serde_json::to_string(&report).expect("tune reports serialise"))
 }

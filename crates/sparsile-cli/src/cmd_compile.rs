@@ -29,8 +29,7 @@ pub struct CompileArgs {
 
 /// Reads a schedule trace file.
 pub fn read_trace(path: &std::path::Path) -> Result<Trace> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::load::read_text(path)?;
     Trace::from_json(&text).with_context(|| format!("bad schedule trace {}", path.display()))
 }
 

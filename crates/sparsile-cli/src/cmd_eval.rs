@@ -1,6 +1,7 @@
 //! `sparsile eval`: runs an index-notation program with the reference interpreter on
 //! tensors read from files, with seeded random dense operands for the inputs not given.
 
+use crate::limits;
 use crate::output::{out, outln};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -103,9 +104,7 @@ pub fn ast_text(
     formats: &HashMap<String, Format>,
 ) -> Result<String> {
     Ok(match (&args.program, &args.expr) {
-        (Some(p), _) => {
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
-        }
+        (Some(p), _) => load::read_text(p)?,
         (None, Some(e)) => {
             let dtype: DType = args.dtype.parse().map_err(anyhow::Error::msg)?;
             let mut sparse: Vec<String> = files
@@ -216,6 +215,41 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
         }
     }
 
+    let shape_of = |decl: &notation::ast::TensorDecl| -> Result<Vec<usize>> {
+        decl.dims
+            .iter()
+            .map(|d| match d {
+                Dim::Const(c) => usize::try_from(*c).map_err(|_| {
+                    anyhow!("dimension {c} of {} is negative", decl.name)
+                }),
+                Dim::Named(n) => dims.get(n).map(|(v, _)| *v).ok_or_else(|| {
+                    let hint = n.strip_prefix("n_").filter(|_| args.expr.is_some()).unwrap_or(n);
+                    anyhow!("the size of dimension {n} (of {}) is unknown: give it with --dim {hint}=SIZE", decl.name)
+                }),
+            })
+            .collect()
+    };
+    // The dense tensors made here (random inputs) and by the run (dense outputs), all
+    // checked against the memory available before any is allocated.
+    let mut made = Vec::new();
+    for decl in &ast.tensors {
+        let random = !files.contains_key(&decl.name) && !outputs.contains(&decl.name);
+        if decl.format == Format::Dense && (random || outputs.contains(&decl.name)) {
+            if let Ok(shape) = shape_of(decl) {
+                made.push((decl.name.as_str(), shape, decl.dtype));
+            }
+        }
+    }
+    let made: Vec<limits::DenseTensor<'_>> = made
+        .iter()
+        .map(|(name, shape, dtype)| limits::DenseTensor {
+            name,
+            shape,
+            dtype: *dtype,
+        })
+        .collect();
+    limits::check_dense_memory(&made)?;
+
     let mut inputs = HashMap::new();
     let mut random_inputs = Vec::new();
     for decl in &ast.tensors {
@@ -242,17 +276,7 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
                         decl.name
                     );
                 }
-                let shape = decl
-                    .dims
-                    .iter()
-                    .map(|d| match d {
-                        Dim::Const(c) => Ok(*c as usize),
-                        Dim::Named(n) => dims.get(n).map(|(v, _)| *v).ok_or_else(|| {
-                            let hint = n.strip_prefix("n_").filter(|_| args.expr.is_some()).unwrap_or(n);
-                            anyhow!("the size of dimension {n} (of {}) is unknown: give it with --dim {hint}=SIZE", decl.name)
-                        }),
-                    })
-                    .collect::<Result<Vec<usize>>>()?;
+                let shape = shape_of(decl)?;
                 let len = shape.iter().product();
                 random_inputs.push(decl.name.clone());
                 SparseTensor::dense_from_f64(

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use sparsile::RunOptions;
 use sparsile_runtime::jit::CacheOutcome;
 
@@ -37,12 +37,8 @@ pub struct RunArgs {
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
-    if args.repeat == 0 {
-        bail!("--repeat must be at least 1");
-    }
-    if args.threads == Some(0) {
-        bail!("--threads must be at least 1");
-    }
+    crate::limits::check_repeat(args.repeat)?;
+    crate::limits::check_threads(args.threads)?;
     let json = args.program.json;
     let bar = progress::spinner(!json, "reading inputs");
     let prepared = cmd_eval::prepare(&args.program)?;

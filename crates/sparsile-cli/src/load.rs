@@ -60,6 +60,27 @@ impl Loaded {
     }
 }
 
+/// The most bytes of a text file (a program, a schedule trace) the CLI reads.
+pub const MAX_TEXT_BYTES: u64 = 64 << 20;
+
+/// Reads a UTF-8 text file of at most [`MAX_TEXT_BYTES`] (`/dev/zero` is an error, not an
+/// endless buffer).
+pub fn read_text(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_TEXT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.len() as u64 > MAX_TEXT_BYTES {
+        anyhow::bail!(
+            "{} is longer than {MAX_TEXT_BYTES} bytes: not a program or trace file",
+            path.display()
+        );
+    }
+    String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8 text", path.display()))
+}
+
 fn is_native(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "spt")
 }

@@ -19,6 +19,7 @@ mod cmd_recipes;
 mod cmd_run;
 mod cmd_tune;
 mod expr_decls;
+mod limits;
 mod load;
 mod output;
 mod progress;

@@ -7,6 +7,13 @@
 //! dtype and every axis, then the raw little-endian arrays in header order (for each
 //! axis its `indptr` then its `indices`, then the values).
 //!
+//! Reading trusts nothing in the file: the header line is read up to
+//! [`MAX_HEADER_BYTES`], arrays grow only as their bytes arrive (a header declaring
+//! absurd lengths costs nothing before the file ends), and the tensor is then validated
+//! exactly as [`SparseTensor::from_parts`] validates user arrays (kinds, parents,
+//! lengths, `indptr`, index ranges, order, duplicates, value count), so a damaged or
+//! hostile file is a [`FormatError`], never a panic or a tensor that reads wrongly.
+//!
 //! ```
 //! use sparsile_formats::{container, CooTensor, Format, SparseTensor};
 //! let coo = CooTensor::from_triplets(vec![2, 2], &[(0, 1, 3.0), (1, 0, 4.0)]).unwrap();
@@ -19,15 +26,17 @@
 
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::sync::Arc;
 
 use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 use sparsile_ir::{AxisKind, DType, IndexType};
 
-use crate::{AxisStorage, Format, FormatError, IndexArray, SparseTensor, Structure, Values};
+use crate::{AxisStorage, Format, FormatError, IndexArray, SparseTensor, Values};
 
 const MAGIC: &str = "SPARSILE-TENSOR 1";
+
+/// The longest header line (JSON) a tensor file may have.
+pub const MAX_HEADER_BYTES: u64 = 1 << 20;
 
 #[derive(Serialize, Deserialize)]
 struct AxisHeader {
@@ -154,19 +163,32 @@ fn read_index(
     })
 }
 
-/// Reads a tensor written by [`write`], checking its structure against its format.
+/// Reads one line of at most `max` bytes (without its end); an error past that.
+fn read_bounded_line(r: &mut impl BufRead, max: u64, which: &str) -> Result<String, FormatError> {
+    let mut bytes = Vec::new();
+    r.take(max + 1)
+        .read_until(b'\n', &mut bytes)
+        .map_err(io_err)?;
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+    } else if bytes.len() as u64 > max {
+        return Err(bad(format!("{which} is longer than {max} bytes")));
+    }
+    String::from_utf8(bytes).map_err(|_| bad(format!("{which} is not UTF-8 text")))
+}
+
+/// Reads a tensor written by [`write`] and validates it like
+/// [`SparseTensor::from_parts`]: every problem is an error naming the part of the file.
 pub fn read(r: &mut impl Read) -> Result<SparseTensor<'static>, FormatError> {
     let mut r = BufReader::new(r);
-    let mut line = String::new();
-    r.read_line(&mut line).map_err(io_err)?;
-    if line.trim_end() != MAGIC {
+    let magic = read_bounded_line(&mut r, MAGIC.len() as u64 + 2, "line 1")?;
+    if magic.trim_end() != MAGIC {
         return Err(bad(format!(
             "line 1: expected `{MAGIC}`, found `{}`",
-            line.trim_end()
+            magic.trim_end().escape_debug()
         )));
     }
-    line.clear();
-    r.read_line(&mut line).map_err(io_err)?;
+    let line = read_bounded_line(&mut r, MAX_HEADER_BYTES, "line 2 (the header)")?;
     let header: Header =
         serde_json::from_str(&line).map_err(|e| bad(format!("line 2: bad header: {e}")))?;
     let format: Format = header.format.parse()?;
@@ -230,13 +252,5 @@ pub fn read(r: &mut impl Read) -> Result<SparseTensor<'static>, FormatError> {
     if r.read(&mut rest).map_err(io_err)? != 0 {
         return Err(bad("trailing bytes after the values"));
     }
-    let structure = Structure {
-        format,
-        shape: header.shape,
-        axes,
-    };
-    Ok(SparseTensor {
-        structure: Arc::new(structure),
-        values,
-    })
+    SparseTensor::from_parts(format, &header.shape, axes, values)
 }

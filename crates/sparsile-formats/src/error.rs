@@ -191,6 +191,17 @@ pub enum FormatError {
         gib: f64,
     },
 
+    /// An allocation the input asked for that the machine cannot give (see
+    /// [`crate::memory`]); `available_gib` is NaN where the system does not say.
+    #[error("{what} needs {gib:.1} GiB, more than the memory available ({available_gib:.1} GiB)")]
+    MemoryTooLarge {
+        what: String,
+        elements: u128,
+        element_bytes: usize,
+        gib: f64,
+        available_gib: f64,
+    },
+
     #[error("{0}")]
     Other(String),
 }

@@ -28,6 +28,7 @@ pub mod format;
 pub mod index_array;
 pub mod interop;
 pub mod layout;
+pub mod memory;
 pub mod mtx;
 pub mod stats;
 pub mod structure;

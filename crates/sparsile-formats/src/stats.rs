@@ -90,20 +90,22 @@ impl MatrixStats {
         coo.check_ranges()?;
         let canonical = (1..coo.nnz()).all(|e| coo.coord(e - 1) < coo.coord(e));
         if canonical {
-            Ok(Self::of_canonical(coo))
+            Self::of_canonical(coo)
         } else {
             let mut c = coo.clone();
             c.sort_and_sum_duplicates();
-            Ok(Self::of_canonical(&c))
+            Self::of_canonical(&c)
         }
     }
 
-    fn of_canonical(coo: &CooTensor) -> MatrixStats {
+    fn of_canonical(coo: &CooTensor) -> Result<MatrixStats, FormatError> {
         let (rows, cols) = (coo.shape[0], coo.shape[1]);
         let nnz = coo.nnz();
-        let mut row_len = vec![0usize; rows];
-        let mut col_seen = vec![false; cols];
-        let mut first_col = vec![usize::MAX; rows];
+        // Per-row and per-column tables: as large as the shape the file declares.
+        crate::memory::check_fits("the per-row tables of the statistics", rows as u128, 16)?;
+        let mut row_len = crate::memory::filled(rows, 0usize, "the row lengths")?;
+        let mut col_seen = crate::memory::filled(cols, false, "the column table")?;
+        let mut first_col = crate::memory::filled(rows, usize::MAX, "the row profile")?;
         let mut bandwidth = 0usize;
         for e in 0..nnz {
             let (i, j) = (coo.coords[2 * e], coo.coords[2 * e + 1]);
@@ -141,7 +143,7 @@ impl MatrixStats {
         } else {
             (None, None)
         };
-        MatrixStats {
+        Ok(MatrixStats {
             rows,
             cols,
             nnz,
@@ -162,7 +164,7 @@ impl MatrixStats {
             bandwidth,
             profile,
             blocks: BLOCK_SIZES.iter().map(|&r| blocks(coo, r)).collect(),
-        }
+        })
     }
 }
 

@@ -82,17 +82,30 @@ impl<'a> SparseTensor<'a> {
 impl SparseTensor<'_> {
     /// The tensor as a row-major dense array of f64 (padding reads as zero).
     ///
-    /// Panics only when the shape has more elements than memory can address (a tensor
-    /// built or validated by this crate always fits its own storage, not necessarily a
-    /// dense copy).
+    /// Panics when the dense copy does not fit in memory (a tensor built or validated by
+    /// this crate always fits its own storage, not necessarily a dense copy); for a tensor
+    /// from user input, [`try_to_dense_f64`](Self::try_to_dense_f64) says so instead.
     pub fn to_dense_f64(&self) -> Vec<f64> {
+        self.try_to_dense_f64()
+            .unwrap_or_else(|e| panic!("to_dense_f64: {e}"))
+    }
+
+    /// Like [`to_dense_f64`](Self::to_dense_f64), with
+    /// [`FormatError::MemoryTooLarge`] when the dense copy does not fit in the memory
+    /// available.
+    pub fn try_to_dense_f64(&self) -> Result<Vec<f64>, FormatError> {
         let s = &self.structure;
+        let total = s
+            .shape
+            .iter()
+            .try_fold(1u128, |acc, &d| acc.checked_mul(d as u128))
+            .unwrap_or(u128::MAX);
+        crate::memory::check_fits("a dense copy", total, std::mem::size_of::<f64>())?;
         if s.format == Format::Dense {
-            return self.values.to_f64_vec();
+            return Ok(self.values.to_f64_vec());
         }
-        let total = crate::convert::dense_size(&s.shape)
-            .expect("to_dense_f64: the shape has more elements than memory can address");
-        let mut dense = vec![0.0; total];
+        let total = crate::convert::dense_size(&s.shape)?;
+        let mut dense = crate::memory::filled(total, 0.0, "a dense copy")?;
         let layout = s
             .format
             .layout(s.shape.len())
@@ -111,7 +124,7 @@ impl SparseTensor<'_> {
                 .fold(0, |off, (&c, &d)| off * d + c);
             dense[off] = self.values.get_f64(offset);
         });
-        dense
+        Ok(dense)
     }
 
     /// A `dense` tensor of `shape` from row-major f64 values, stored as `dtype`.

@@ -44,7 +44,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "SPARSILE_CACHE_DIR",
         kind: "path",
-        doc: "where compiled kernels are cached (default: $XDG_CACHE_HOME/sparsile or ~/.cache/sparsile)",
+        doc: "where compiled kernels are cached: a folder only the current user can write, created 0700 when missing (default: $XDG_CACHE_HOME/sparsile or ~/.cache/sparsile, never a shared temporary folder)",
     },
     Variable {
         name: "SPARSILE_NUM_THREADS",
@@ -130,19 +130,25 @@ impl Settings {
         }
     }
 
-    /// The kernel cache folder: `SPARSILE_CACHE_DIR`, else `$XDG_CACHE_HOME/sparsile`,
-    /// else `~/.cache/sparsile`, else a `sparsile-cache` folder in the temp directory.
-    pub fn cache_dir(&self) -> PathBuf {
+    /// The kernel cache folder as the environment names it: `SPARSILE_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/sparsile`, else `$HOME/.cache/sparsile` (relative or empty
+    /// `XDG_CACHE_HOME` / `HOME` values are ignored, as the XDG specification asks).
+    /// `None` when none of them names one: there is no shared default (a folder in the
+    /// temporary directory could be created first by another user), so the runtime then
+    /// asks the password database for the home folder, or refuses.
+    pub fn cache_dir(&self) -> Option<PathBuf> {
         if let Some(d) = &self.cache_dir {
-            return d.clone();
+            return Some(d.clone());
         }
-        if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
-            return PathBuf::from(x).join("sparsile");
+        let absolute = |name: &str| {
+            std::env::var_os(name)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        };
+        if let Some(x) = absolute("XDG_CACHE_HOME") {
+            return Some(x.join("sparsile"));
         }
-        if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            return PathBuf::from(h).join(".cache").join("sparsile");
-        }
-        std::env::temp_dir().join("sparsile-cache")
+        absolute("HOME").map(|h| h.join(".cache").join("sparsile"))
     }
 
     /// The tuning database file: `SPARSILE_TUNING_DB`, else `tuning.jsonl` in the cache
@@ -150,7 +156,7 @@ impl Settings {
     pub fn tuning_db_path(&self) -> Option<PathBuf> {
         self.tuning_db
             .clone()
-            .or_else(|| Some(self.cache_dir().join("tuning.jsonl")))
+            .or_else(|| self.cache_dir().map(|d| d.join("tuning.jsonl")))
     }
 
     /// The folder of shared real matrices: `SPARSILE_DATA_DIR`, else `shared/data` beside

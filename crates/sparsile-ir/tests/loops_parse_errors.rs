@@ -181,3 +181,18 @@ mod mutations {
         }
     }
 }
+
+/// Operator chains (arithmetic and `&&` / `||`) count one level per operator, so a long
+/// chain is an error, not a tree deep enough to overflow a later pass.
+#[test]
+fn long_operator_chains_are_an_error_not_a_crash() {
+    for (op, value) in [("+", "1.0"), ("*", "1.0"), ("&&", "1 < 2"), ("||", "1 < 2")] {
+        let chain = format!("{value}{}", format!(" {op} {value}").repeat(20_000));
+        let text = if op.len() == 2 {
+            format!("{HEAD}  if {chain} {{\n    X[0] = 1.0\n  }}\n}}\n")
+        } else {
+            format!("{HEAD}  X[0] = {chain}\n}}\n")
+        };
+        assert!(error_of(&text).contains("nested more than"), "{op}");
+    }
+}

@@ -130,3 +130,31 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     );
     assert!(shallow.parse::<Program>().is_ok());
 }
+
+/// A long chain of operators builds a tree as deep as the chain is long (`a + b + c` is
+/// `(a + b) + c`): each operator counts one level, so 20,000 terms are an error instead of
+/// a tree that the verifier, the printer or a pass overflows the stack on.
+#[test]
+fn long_operator_chains_count_as_nesting() {
+    for op in ["+", "*", "-", "/"] {
+        let chain = format!("1.0{}", format!(" {op} 1.0").repeat(20_000));
+        let src = format!("{HEADER}  Y[0] = {chain}\n}}\n");
+        let err = src.parse::<Program>().unwrap_err();
+        assert_eq!(err.message, "nested more than 200 levels deep", "{op}");
+    }
+    // Chains inside parentheses add up with the parentheses.
+    let value = format!("{}1.0{}", "(1.0 + ".repeat(120), ")".repeat(120));
+    let src = format!("{HEADER}  Y[0] = {value}\n}}\n");
+    assert_eq!(
+        src.parse::<Program>().unwrap_err().message,
+        "nested more than 200 levels deep"
+    );
+    // A chain of 150 operators is fine and prints back to the same text.
+    let chain = format!("1.0{}", " + 1.0".repeat(150));
+    let src = format!("{HEADER}  Y[0] = {chain}\n}}\n");
+    let program = src.parse::<Program>().unwrap();
+    assert_eq!(
+        program.to_string().parse::<Program>().unwrap().to_string(),
+        program.to_string()
+    );
+}

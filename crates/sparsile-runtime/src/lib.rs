@@ -12,6 +12,7 @@
 //! loads the objects and runs them on a thread pool; [`kernel::CompiledKernel`] checks a
 //! kernel's arguments like the interpreter does and runs it natively.
 
+pub mod bound_promises;
 pub mod flat_interp;
 pub mod interp;
 pub mod jit;

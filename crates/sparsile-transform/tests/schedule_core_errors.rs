@@ -214,3 +214,42 @@ fn split_of_a_loop_whose_bound_its_body_writes() {
         "split: the bounds of loop `k2_2` in block `C` (line 22, column 9) read a buffer or local that the loop body writes"
     );
 }
+
+/// Factors past the largest i32 extent are refused: 2^63 - 1 made the generated
+/// `n + f - 1` overflow (the kernel silently computed nothing), factors between 2^31 and
+/// 2^62 made guarded loops run for ever. The same goes for `bound` extents and for
+/// factors arriving through a replayed trace.
+#[test]
+fn factors_and_extents_past_the_index_range_are_refused() {
+    use sparsile_transform::schedule::bound::bound;
+    use sparsile_transform::schedule::split::MAX_FACTOR;
+    for factor in [MAX_FACTOR + 1, 1 << 40, (1 << 62) + 3, i64::MAX] {
+        for tail in [SplitTail::OuterFixed, SplitTail::InnerFixed] {
+            let e = split(&spmm(), &r("C", "i_2"), factor, tail).unwrap_err();
+            assert!(
+                matches!(e, ScheduleError::FactorTooLarge { factor: f, max: MAX_FACTOR, .. } if f == factor),
+                "{e:?}"
+            );
+        }
+        let e = bound(&spmm(), &r("C", "k2_2"), factor).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ScheduleError::FactorTooLarge {
+                    primitive: "bound",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+    assert_eq!(
+        split(&spmm(), &r("C", "i_2"), i64::MAX, SplitTail::OuterFixed)
+            .unwrap_err()
+            .to_string(),
+        format!("split: loop `i_2` in block `C`: {} is more than {MAX_FACTOR}, the largest extent an index can have here (i32 indices); the generated index arithmetic would overflow or the loop would run through iterations that cannot exist", i64::MAX)
+    );
+    // The largest factor is accepted.
+    split(&spmm(), &r("C", "i_2"), MAX_FACTOR, SplitTail::InnerFixed).unwrap();
+    bound(&spmm(), &r("C", "k2_2"), MAX_FACTOR).unwrap();
+}

@@ -215,3 +215,57 @@ fn operands_without_random_access_must_drive() {
     )
     .is_ok());
 }
+
+/// Parentheses, minus signs, calls, indirect accesses and long operator chains deeper
+/// than [`sparsile::notation::parser::MAX_DEPTH`] are errors (they used to overflow the
+/// stack: ~7,000 parentheses killed the process); the deepest accepted programs still
+/// compile and evaluate on a test thread's stack.
+#[test]
+fn nesting_past_the_limit_is_an_error_and_up_to_it_works() {
+    use sparsile::notation::parser::MAX_DEPTH;
+    let decls = "tensor x: f64[n]\ntensor y: f64[n]\n";
+    let cases = [
+        format!("y[i] = {}x[i]{}", "(".repeat(7000), ")".repeat(7000)),
+        format!("y[i] = {}x[i]", "-".repeat(50_000)),
+        format!("y[i] = x[i]{}", " + x[i]".repeat(20_000)),
+        format!("y[i] = x[i]{}", " * x[i]".repeat(MAX_DEPTH)),
+        format!(
+            "y[i] = {}x[i]{}",
+            "exp(".repeat(MAX_DEPTH),
+            ")".repeat(MAX_DEPTH)
+        ),
+    ];
+    for program in &cases {
+        let err = compile_notation(&format!("{decls}{program}\n")).unwrap_err();
+        assert!(
+            matches!(err, NotationError::TooDeep { max: MAX_DEPTH, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().starts_with("line 3, column "), "{err}");
+    }
+    let idx = "tensor x: f64[n]\ntensor p: i32[n]\ntensor y: f64[n]\n";
+    let deep_indirect = format!(
+        "y[i] = x[{}i{}]\n",
+        "p[".repeat(MAX_DEPTH + 5),
+        "]".repeat(MAX_DEPTH + 5)
+    );
+    let err = compile_notation(&format!("{idx}{deep_indirect}")).unwrap_err();
+    assert!(matches!(err, NotationError::TooDeep { .. }), "{err}");
+
+    // Just inside the limit: parsed, lowered and evaluated (sum of n terms = n * x).
+    let terms = MAX_DEPTH - 10;
+    let program = format!("{decls}y[i] = (x[i]{})\n", " + x[i]".repeat(terms));
+    let x = sparsile::formats::SparseTensor::dense_from_f64(
+        &[3],
+        &[1.0, 2.0, 3.0],
+        sparsile::ir::DType::F64,
+    )
+    .unwrap();
+    let out = sparsile::evaluate(
+        &program,
+        &std::collections::HashMap::from([("x".to_string(), x)]),
+    )
+    .unwrap();
+    let n = (terms + 1) as f64;
+    assert_eq!(out["y"].to_dense_f64(), vec![n, 2.0 * n, 3.0 * n]);
+}

@@ -54,7 +54,7 @@ pub fn roofline(
             Source::Given,
         ));
     }
-    let path = settings.cache_dir().join("bench-roofline.json");
+    let path = sparsile_runtime::jit::private_cache_dir(settings)?.join("bench-roofline.json");
     let key = format!("{} | threads={threads}", cpu_model());
     let mut table: BTreeMap<String, Roofline> = std::fs::read_to_string(&path)
         .ok()

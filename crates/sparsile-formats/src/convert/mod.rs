@@ -151,6 +151,12 @@ pub(crate) fn filled<T: Clone>(len: usize, value: T, format: &str) -> Result<Vec
         element_bytes: std::mem::size_of::<T>(),
         gib: len as f64 * std::mem::size_of::<T>() as f64 / (1u64 << 30) as f64,
     };
+    crate::memory::check_fits(
+        &format!("storing as {format}"),
+        len as u128,
+        std::mem::size_of::<T>(),
+    )
+    .map_err(|_| too_large())?;
     let mut v: Vec<T> = Vec::new();
     v.try_reserve_exact(len).map_err(|_| too_large())?;
     v.resize(len, value);

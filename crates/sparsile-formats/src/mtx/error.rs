@@ -15,6 +15,9 @@ pub enum MtxError {
         message: String,
     },
 
+    #[error("line {line} is longer than {max} bytes: not a Matrix Market file")]
+    LineTooLong { line: usize, max: usize },
+
     #[error("line {line}: bad header: {reason}")]
     BadHeader { line: usize, reason: String },
 

@@ -47,6 +47,7 @@ pub use error::MtxError;
 pub use header::{MtxField, MtxFormat, MtxHeader, MtxSymmetry};
 pub use read::{
     read, read_path, read_path_with_header, read_with_header, Duplicates, MtxReadOptions,
+    MAX_LINE_BYTES,
 };
 pub use write::{write, write_coo, write_dense, write_path, MtxWriteOptions};
 

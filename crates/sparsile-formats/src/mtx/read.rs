@@ -29,7 +29,12 @@ pub struct MtxReadOptions {
 
 /// Entries reserved up front at most (the rest grows as read), so that a size line
 /// declaring absurd counts cannot exhaust memory before any entry is read.
-const MAX_RESERVE: usize = 1 << 22;
+const MAX_RESERVE: usize = 1 << 18;
+
+/// The longest line (in bytes, without its end) a Matrix Market file may have: an entry
+/// line is a few dozen bytes, and an endless line (`/dev/zero`) must not grow a buffer
+/// until memory runs out.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 const BUF_SIZE: usize = 1 << 16;
 
@@ -100,14 +105,21 @@ impl Lines<'_> {
     /// Reads the next line into `buf` (without the line end); `false` at the end.
     fn advance(&mut self) -> Result<bool, MtxError> {
         self.buf.clear();
-        let n = self
-            .input
+        let n = (&mut self.input)
+            .take(MAX_LINE_BYTES as u64 + 2)
             .read_until(b'\n', &mut self.buf)
             .map_err(|e| MtxError::io(self.name, self.line + 1, &e))?;
         if n == 0 {
             return Ok(false);
         }
         self.line += 1;
+        let ended = self.buf.last() == Some(&b'\n');
+        if self.buf.len() - usize::from(ended) > MAX_LINE_BYTES + 1 {
+            return Err(MtxError::LineTooLong {
+                line: self.line,
+                max: MAX_LINE_BYTES,
+            });
+        }
         while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
             self.buf.pop();
         }
@@ -397,23 +409,17 @@ fn read_array(lines: &mut Lines<'_>, header: &MtxHeader) -> Result<MtxData, MtxE
             line: lines.line,
             reason: format!("{rows} x {cols} elements overflow"),
         })?;
-    let mut values: Vec<f64> = Vec::new();
-    reserve(&mut values, total, lines.line)?;
-    values.resize(total, 0.0);
-    // Column-major walk over the stored part: (i, j) is the next element to fill.
-    let first_row = |j: usize| match header.symmetry {
-        MtxSymmetry::General => 0,
-        MtxSymmetry::Symmetric => j,
-        MtxSymmetry::SkewSymmetric => j + 1,
-    };
-    let (mut i, mut j) = (first_row(0), 0usize);
-    let mut found = 0usize;
+    // The values in file order, growing as lines arrive: the matrix itself is allocated
+    // only once every declared value was read, so a short file declaring a huge matrix
+    // costs nothing.
+    let mut stored: Vec<f64> = Vec::new();
+    reserve(&mut stored, declared.min(MAX_RESERVE), lines.line)?;
     while lines.advance()? {
         if lines.is_skippable() {
             continue;
         }
         let line = lines.line;
-        if found == declared {
+        if stored.len() == declared {
             return Err(MtxError::TooManyEntries { line, declared });
         }
         let mut tokens = lines
@@ -431,7 +437,29 @@ fn read_array(lines: &mut Lines<'_>, header: &MtxHeader) -> Result<MtxData, MtxE
                 ),
             });
         }
-        let v = parse_value(token, header.field, line)?;
+        stored.push(parse_value(token, header.field, line)?);
+    }
+    if stored.len() < declared {
+        return Err(MtxError::TooFewEntries {
+            line: lines.line,
+            found: stored.len(),
+            declared,
+        });
+    }
+    let mut values = crate::memory::filled(total, 0.0, "the dense matrix").map_err(|e| {
+        MtxError::BadSizeLine {
+            line: lines.line,
+            reason: e.to_string(),
+        }
+    })?;
+    // Column-major walk over the stored part: (i, j) is the next element to fill.
+    let first_row = |j: usize| match header.symmetry {
+        MtxSymmetry::General => 0,
+        MtxSymmetry::Symmetric => j,
+        MtxSymmetry::SkewSymmetric => j + 1,
+    };
+    let (mut i, mut j) = (first_row(0), 0usize);
+    for v in stored {
         while i >= rows {
             j += 1;
             i = first_row(j);
@@ -443,14 +471,6 @@ fn read_array(lines: &mut Lines<'_>, header: &MtxHeader) -> Result<MtxData, MtxE
             MtxSymmetry::SkewSymmetric => values[j * cols + i] = -v,
         }
         i += 1;
-        found += 1;
-    }
-    if found < declared {
-        return Err(MtxError::TooFewEntries {
-            line: lines.line,
-            found,
-            declared,
-        });
     }
     Ok(MtxData::Dense {
         shape: vec![rows, cols],

@@ -208,6 +208,45 @@ fn check_entries_distinct(t: &SparseTensor<'_>, layout: &Layout) -> Result<(), F
     problem.map_or(Ok(()), Err)
 }
 
+/// With an axis that the logical coordinates do not determine (SR-BCRS's column groups),
+/// unique indices under each parent still let two groups hold the same coordinate, and
+/// storage order is not the logical order: the logical coordinates of the stored
+/// elements (padding and rows past the shape left out) must all differ.
+fn check_entries_distinct_any_order(
+    t: &SparseTensor<'_>,
+    layout: &Layout,
+) -> Result<(), FormatError> {
+    let s = &t.structure;
+    let mut entries: Vec<(Vec<i64>, usize)> = Vec::new();
+    let mut entry = 0usize;
+    walk_stored(s, |crds, _| {
+        let logical: Vec<i64> = layout
+            .to_logical
+            .iter()
+            .map(|e| e.eval(crds, &[], &s.shape).unwrap_or(-1))
+            .collect();
+        let inside = logical
+            .iter()
+            .zip(&s.shape)
+            .all(|(&x, &d)| x >= 0 && (x as u64) < d as u64);
+        if inside {
+            entries.push((logical, entry));
+        }
+        entry += 1;
+    });
+    entries.sort_unstable();
+    for pair in entries.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            return Err(FormatError::DuplicateCoordinate {
+                coordinate: pair[0].0.iter().map(|&x| x as usize).collect(),
+                first: pair[0].1,
+                second: pair[1].1,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Stored values of a structure whose axes passed the checks (`None` on overflow).
 fn stored_values(axes: &[AxisStorage<'_>]) -> Option<usize> {
     let mut total = 1usize;
@@ -274,6 +313,8 @@ impl<'a> SparseTensor<'a> {
         };
         if tensor.structure.axes.iter().any(|a| !a.unique) {
             check_entries_distinct(&tensor, &layout)?;
+        } else if layout.from_logical.iter().any(Option::is_none) {
+            check_entries_distinct_any_order(&tensor, &layout)?;
         }
         Ok(tensor)
     }

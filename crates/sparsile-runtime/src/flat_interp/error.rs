@@ -16,6 +16,11 @@ pub enum FlatInterpError {
     #[error(transparent)]
     Binding(#[from] InterpError),
 
+    /// A loop the schedule bounded (`bound`) would run more iterations on these inputs
+    /// than its extent (see [`crate::bound_promises`]).
+    #[error("loop `{var}` was bounded to {extent} iterations by the schedule (`bound`), but these inputs give it {trip}: bound it to at least {trip}, or compile for these sizes")]
+    BoundExceeded { var: String, extent: i64, trip: i64 },
+
     /// With [`crate::FlatOptions::verify_func`]: the function breaks a loop-level rule.
     #[error("function does not pass the loop-level verifier: {}", .errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
     InvalidFunc {

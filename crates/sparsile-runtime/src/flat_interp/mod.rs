@@ -175,6 +175,15 @@ pub fn run_with(
         })?;
         params.push(value);
     }
+    let promises = crate::bound_promises::bound_promises(func);
+    let values: Vec<i64> = params.values().copied().collect();
+    if let Some((p, trip)) = crate::bound_promises::broken_promise(&promises, &values) {
+        return Err(FlatInterpError::BoundExceeded {
+            var: p.var.clone(),
+            extent: p.extent,
+            trip,
+        });
+    }
     let mems = memory::bind_buffers(func, program, &bound)?;
     let mut exec = Exec::new(func, params, mems, flat.check_parallel);
     check_lengths(&mut exec)?;

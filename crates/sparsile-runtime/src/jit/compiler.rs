@@ -28,6 +28,7 @@ use std::process::Command;
 
 use sparsile_ir::settings::Settings;
 
+use super::host_target::{host_cpu_features, native_macros};
 use super::JitError;
 
 /// The flags every kernel is compiled with (before the source file).
@@ -56,6 +57,8 @@ pub struct Compiler {
     extra_args: Vec<String>,
     /// First line of `--version`.
     version: String,
+    /// What `-march=native` resolves to here (see [`super::host_target`]).
+    target: String,
 }
 
 impl Compiler {
@@ -86,11 +89,17 @@ impl Compiler {
         }
         let text = String::from_utf8_lossy(&output.stdout);
         let version = text.lines().next().unwrap_or("").trim().to_string();
+        let target = format!(
+            "cpu: {}\nnative: {}",
+            host_cpu_features(),
+            native_macros(&command, &extra_args)
+        );
         Ok(Compiler {
             command,
             path,
             extra_args,
             version,
+            target,
         })
     }
 
@@ -115,6 +124,13 @@ impl Compiler {
         )
     }
 
+    /// The host CPU's feature flags and the macros the compiler predefines under
+    /// `-march=native`: what the `-march=native` among the [`flags`](Self::flags) means
+    /// on this machine, part of every cache key.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
     /// Every flag of a kernel compile, in order, except the file names: the extra
     /// arguments of the setting, [`FLAGS`], then [`LIBS`].
     pub fn flags(&self) -> Vec<String> {
@@ -129,11 +145,40 @@ impl Compiler {
     /// Compiles the C file `source` into the shared object `object`. On failure the
     /// error holds the compiler's stderr and the source path.
     pub fn compile(&self, source: &Path, object: &Path) -> Result<(), JitError> {
-        self.compile_with(FLAGS, source, object)
+        self.run(FLAGS, source, object, None, source)
     }
 
-    fn compile_with(&self, flags: &[&str], source: &Path, object: &Path) -> Result<(), JitError> {
+    /// Compiles `source_name` into `object_name`, both inside the folder `dir`, running
+    /// the compiler there (the object then holds no folder name, so two compiles of one
+    /// source in different folders give the same bytes). Errors name `shown_source`.
+    pub(crate) fn compile_in(
+        &self,
+        dir: &Path,
+        source_name: &str,
+        object_name: &str,
+        shown_source: &Path,
+    ) -> Result<(), JitError> {
+        self.run(
+            FLAGS,
+            Path::new(source_name),
+            Path::new(object_name),
+            Some(dir),
+            shown_source,
+        )
+    }
+
+    fn run(
+        &self,
+        flags: &[&str],
+        source: &Path,
+        object: &Path,
+        dir: Option<&Path>,
+        shown_source: &Path,
+    ) -> Result<(), JitError> {
         let mut cmd = Command::new(&self.command);
+        if let Some(dir) = dir {
+            cmd.current_dir(dir);
+        }
         cmd.args(&self.extra_args)
             .args(flags)
             .arg("-o")
@@ -152,7 +197,7 @@ impl Compiler {
                 command: shown,
                 status: output.status.to_string(),
                 stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-                source_path: source.to_path_buf(),
+                source_path: shown_source.to_path_buf(),
             })
         }
     }

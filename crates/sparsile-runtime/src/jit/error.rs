@@ -31,6 +31,12 @@ pub enum JitError {
         source: std::io::Error,
     },
 
+    #[error("no kernel cache folder: SPARSILE_CACHE_DIR, XDG_CACHE_HOME and HOME are unset (or relative) and the password database gives user {uid} no home folder; set SPARSILE_CACHE_DIR to a folder only you can write")]
+    NoCacheDir { uid: u32 },
+
+    #[error("refusing the kernel cache folder `{path}`: {reason}; Sparsile loads native code from it, so it must be a folder only you can write (set SPARSILE_CACHE_DIR to one)")]
+    UnsafeCacheDir { path: PathBuf, reason: String },
+
     #[error("cannot load compiled kernel `{path}`: {detail}")]
     Load { path: PathBuf, detail: String },
 

@@ -1,8 +1,9 @@
 //! Native CPU kernels: compile generated C, cache the objects, load them, run them.
 //!
 //! - [`Compiler`] finds the system C compiler (`CC`, default `cc`) and its identity;
-//! - [`Cache`] compiles a source once per (source, compiler identity, flags) into an
-//!   on-disk, content-addressed cache, atomically;
+//! - [`Cache`] compiles a source once per (source, compiler identity, flags, host CPU
+//!   features) into an on-disk, content-addressed cache in a private folder, atomically,
+//!   and checks each object against its integrity record before handing it out;
 //! - [`Library`] loads an object and checks the ABI below;
 //! - [`Launcher`] runs the phases of a loaded kernel on a [`WorkerPool`] of CPU threads.
 //!
@@ -33,18 +34,22 @@
 //! of one phase must be independent: a phase is split into chunks run concurrently.
 
 mod cache;
+mod cache_dir;
 mod calibration;
 mod compiler;
 mod error;
+mod host_target;
 mod launcher;
 mod library;
 mod pool;
 pub mod system_load;
 
 pub use cache::{Cache, CacheOutcome};
+pub use cache_dir::private_cache_dir;
 pub use calibration::{PhaseCalibration, DEFAULT_PS_PER_UNIT};
 pub use compiler::{Compiler, FLAGS, LIBS};
 pub use error::JitError;
+pub use host_target::host_cpu_features;
 pub use launcher::{
     default_threads, num_threads_set, set_num_threads, spin_time, Launcher, Parallelism,
     CHUNKS_PER_THREAD, MAX_THREADS, SERIAL_NS, WAKE_NS,

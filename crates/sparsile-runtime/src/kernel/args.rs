@@ -252,14 +252,23 @@ pub(crate) fn params(
     plan: &Plan,
     bound: &Bound<'_>,
 ) -> Result<Vec<i64>, KernelError> {
-    plan.params
+    let values = plan
+        .params
         .iter()
         .map(|&p| {
             bound.bindings.params[p].ok_or_else(|| KernelError::UnboundParam {
                 param: program.params[p].name.clone(),
             })
         })
-        .collect()
+        .collect::<Result<Vec<i64>, KernelError>>()?;
+    if let Some((p, trip)) = crate::bound_promises::broken_promise(&plan.bounds, &values) {
+        return Err(KernelError::BoundExceeded {
+            var: p.var.clone(),
+            extent: p.extent,
+            trip,
+        });
+    }
+    Ok(values)
 }
 
 fn array_ptr(a: &IndexArray<'_>) -> (*mut c_void, usize) {

@@ -77,6 +77,11 @@ pub enum KernelError {
     #[error("parameter `{param}` is bound by no tensor and no option")]
     UnboundParam { param: String },
 
+    /// A loop the schedule bounded (`bound`) would run more iterations on these inputs
+    /// than its extent (see [`crate::bound_promises`]).
+    #[error("loop `{var}` was bounded to {extent} iterations by the schedule (`bound`), but these inputs give it {trip}: bound it to at least {trip}, or compile for these sizes")]
+    BoundExceeded { var: String, extent: i64, trip: i64 },
+
     #[error("buffer `{buffer}` is declared with {needed} elements but its array has {found}")]
     BufferTooShort {
         buffer: String,

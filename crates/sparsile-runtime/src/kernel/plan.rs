@@ -52,6 +52,8 @@ pub(crate) struct Plan {
     pub buffers: Vec<(String, Slot, Option<Expr>)>,
     /// The stage-I parameter of each function parameter, in `Func::params` order.
     pub params: Vec<ParamId>,
+    /// The `bound` promises the parameters must keep (checked before every run).
+    pub bounds: Vec<crate::bound_promises::BoundPromise>,
 }
 
 fn index_type(buffer: &str, dtype: DType) -> Result<IndexType, KernelError> {
@@ -163,7 +165,11 @@ pub(crate) fn plan(program: &Program, func: &Func) -> Result<Plan, KernelError> 
                 })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Plan { buffers, params })
+    Ok(Plan {
+        buffers,
+        params,
+        bounds: crate::bound_promises::bound_promises(func),
+    })
 }
 
 /// The value of a flat length over parameters (`params` in `Func::params` order), or

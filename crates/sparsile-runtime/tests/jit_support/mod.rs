@@ -21,7 +21,7 @@ pub fn cache_or_skip(test: &str, dir: &Path) -> Option<Cache> {
         ..Settings::from_env()
     };
     match Compiler::detect(&settings) {
-        Ok(c) => Some(Cache::with_compiler(dir.to_path_buf(), c)),
+        Ok(c) => Some(Cache::with_compiler(dir.to_path_buf(), c).unwrap()),
         Err(e) => {
             eprintln!("{test}: skipped, no C compiler: {e}");
             None

@@ -4,8 +4,12 @@
 //! a loop with a constant trip count that [`unroll()`](super::unroll()) accepts and that the C
 //! compiler can vectorise without a remainder loop. The declared extent is a promise
 //! by the user that the loop never runs more than `extent` iterations (as TACO's
-//! `bound`); fewer are fine, the guard skips the rest. There is no run-time check of
-//! the promise: a loop that would run more iterations loses them.
+//! `bound`); fewer are fine, the guard skips the rest. When `lo` and `hi` depend on sizes
+//! only (parameters), the compiled kernel and the flat interpreter check the promise
+//! before running and refuse inputs that break it (`BoundExceeded`, see
+//! `sparsile_runtime::bound_promises`), so a trace replayed on larger inputs is an error,
+//! not a loop that loses iterations; over data-dependent trip counts (a row's length) it
+//! stays the schedule author's promise.
 //!
 //! When the trip count is already a constant, it is checked instead: an extent below it
 //! is an error, an equal one changes only the form of `hi` and adds no guard.
@@ -58,8 +62,39 @@ pub fn bound(func: &Func, target: &LoopRef, extent: i64) -> Result<Func, Schedul
             span: f.span,
         });
     }
+    if let sparsile_ir::loops::ForKind::ParallelBalanced { .. } = f.kind {
+        // Its chunks are weighed with `indptr[v + 1] - indptr[v]`, which exists only for
+        // the iterations the loop had.
+        return Err(ScheduleError::NotSerial {
+            primitive: "bound",
+            block: target.block.clone(),
+            var: target.var.clone(),
+            kind: f.kind.name(),
+            span: f.span,
+        });
+    }
+    if extent > super::split::MAX_FACTOR {
+        return Err(ScheduleError::FactorTooLarge {
+            primitive: "bound",
+            block: target.block.clone(),
+            var: target.var.clone(),
+            factor: extent,
+            max: super::split::MAX_FACTOR,
+        });
+    }
     let new_hi = match &f.lo {
-        Expr::Int(lo) => Expr::Int(lo + extent),
+        Expr::Int(lo) => match lo.checked_add(extent) {
+            Some(hi) => Expr::Int(hi),
+            None => {
+                return Err(ScheduleError::FactorTooLarge {
+                    primitive: "bound",
+                    block: target.block.clone(),
+                    var: target.var.clone(),
+                    factor: extent,
+                    max: i64::MAX - lo,
+                })
+            }
+        },
         lo => Expr::binary(BinaryOp::Add, lo.clone(), Expr::Int(extent)),
     };
     if let Some(trip) = constant_trip_count(&f.lo, &f.hi) {

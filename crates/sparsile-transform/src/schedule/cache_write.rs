@@ -22,7 +22,9 @@
 //!
 //!   ([`ScheduleError::CacheAccess`] names the access and position that is neither);
 //! - the cached positions span at most [`MAX_LOCAL_ELEMENTS`] elements
-//!   ([`ScheduleError::CacheTooLarge`]).
+//!   ([`ScheduleError::CacheTooLarge`]);
+//! - the loop does not add to `buffer` atomically (other iterations of an enclosing
+//!   parallel loop update the same elements) ([`ScheduleError::CacheBuffer`]).
 //!
 //! Postcondition: a new `local` buffer `<buffer>_local` of the union of the cached ranges;
 //! after the opening `let`s the iteration loads the cached elements that exist
@@ -84,6 +86,16 @@ pub fn cache_write(
             "the loop does not store to it",
         ));
     }
+    if adds_atomically(&f.body, id) {
+        // Atomic adds mean other iterations of the enclosing parallel loop update the
+        // same elements: a private copy written back with a plain store loses theirs.
+        return Err(cache_buffer(
+            target,
+            buffer,
+            f.span,
+            "the loop adds to it atomically (other parallel iterations update the same elements)",
+        ));
+    }
     let plan = Plan::new(func, target, f, id, &body, PRIMITIVE)?;
     let mut out = func.clone();
     let local = plan.declare_local(&mut out, buffer);
@@ -97,6 +109,21 @@ pub fn cache_write(
     f.body = new_body;
     let name = out.buffers[local].name.clone();
     Ok((out, name))
+}
+
+/// Whether `stmts` add to `buffer` with an atomic add.
+fn adds_atomically(stmts: &[Stmt], buffer: BufferId) -> bool {
+    stmts.iter().any(|s| match s {
+        Stmt::AtomicAdd { buffer: b, .. } => *b == buffer,
+        Stmt::For(f) => adds_atomically(&f.body, buffer),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => adds_atomically(then_body, buffer) || adds_atomically(else_body, buffer),
+        Stmt::Block { body, .. } => adds_atomically(body, buffer),
+        _ => false,
+    })
 }
 
 fn cache_buffer(target: &LoopRef, buffer: &str, span: Span, reason: &'static str) -> ScheduleError {
@@ -195,6 +222,64 @@ impl Body {
         });
         ok
     }
+}
+
+/// Whether `e` is the variable of a loop of `func` over `lo..npos(axis)` with a constant
+/// `lo >= 0`: its values are positions of `axis`. (A loop `bound` gave a constant extent
+/// runs past them; so does any index computed from data.)
+fn positions_of(func: &Func, e: &Expr, axis: sparsile_ir::id::AxisId) -> bool {
+    // `indptr[x]..indptr[x + 1]` of an indptr buffer of `axis`: positions of one
+    // segment (indptr is validated monotone within `0..=npos` before any run).
+    let segment = |lo: &Expr, hi: &Expr| match (lo, hi) {
+        (
+            Expr::Load {
+                buffer: b1,
+                indices: i1,
+            },
+            Expr::Load {
+                buffer: b2,
+                indices: i2,
+            },
+        ) => {
+            b1 == b2
+                && is_indptr_of(func, *b1, axis)
+                && matches!((i1.as_slice(), i2.as_slice()), ([x], [y])
+                    if *y == add(x.clone(), Expr::Int(1)))
+        }
+        _ => false,
+    };
+    let whole = npos(&func.axes, axis);
+    fn walk(stmts: &[Stmt], v: VarId, ok: &dyn Fn(&Expr, &Expr) -> bool) -> bool {
+        stmts.iter().any(|s| match s {
+            Stmt::For(f) => (f.var == v && ok(&f.lo, &f.hi)) || walk(&f.body, v, ok),
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => walk(then_body, v, ok) || walk(else_body, v, ok),
+            Stmt::Block { body, .. } => walk(body, v, ok),
+            _ => false,
+        })
+    }
+    let ok = |lo: &Expr, hi: &Expr| {
+        (matches!(lo, Expr::Int(l) if *l >= 0) && *hi == whole) || segment(lo, hi)
+    };
+    matches!(e, Expr::Var(v) if walk(&func.body, *v, &ok))
+}
+
+/// Whether `buffer` is the indptr array of a tensor whose buffer lies over `axis`.
+fn is_indptr_of(func: &Func, buffer: BufferId, axis: sparsile_ir::id::AxisId) -> bool {
+    let BufferKind::Indptr {
+        tensor,
+        axis: level,
+    } = &func.buffers[buffer].kind
+    else {
+        return false;
+    };
+    func.buffer_by_name(tensor).is_some_and(|t| {
+        matches!(&func.buffers[t].layout,
+            BufferLayout::Axes(ax) if ax.get(*level) == Some(&axis))
+    })
 }
 
 /// One index position of the cached buffer.
@@ -423,9 +508,29 @@ impl Plan {
         let mut indices = Vec::new();
         let mut conds = Vec::new();
         let base = func.buffers[self.buffer].name.clone();
+        let axes = match &func.buffers[self.buffer].layout {
+            BufferLayout::Axes(axes) => axes.clone(),
+            BufferLayout::Flat(_) => Vec::new(),
+        };
         for (d, dim) in self.dims.iter().enumerate() {
             match dim {
-                Dim::Fixed(e) => indices.push(e.clone()),
+                Dim::Fixed(e) => {
+                    // A fixed index read from data (an ELL or block format's padding
+                    // sentinel, one past the last position; a DIA diagonal's column,
+                    // negative before the matrix starts), or the variable of a loop
+                    // `bound` extended past the axis, may be out of range where the body
+                    // guards its access: the copy is guarded too, so it never reads or
+                    // writes past the buffer.
+                    if let Some(&axis) = axes.get(d) {
+                        if !positions_of(func, e, axis) {
+                            if !matches!(e, Expr::Int(c) if *c >= 0) {
+                                conds.push(ge(e.clone(), Expr::Int(0)));
+                            }
+                            conds.push(lt(e.clone(), npos(&func.axes, axis)));
+                        }
+                    }
+                    indices.push(e.clone())
+                }
                 Dim::Cached { lo, hi, len } => {
                     let (v, _) = fresh_index_var(func, &format!("{base}_{tag}{d}"));
                     vars.push((v, *lo, *hi));

@@ -54,6 +54,17 @@ pub enum ScheduleError {
         var: String,
         factor: i64,
     },
+    /// A split factor or bound extent larger than any loop of the index type can run:
+    /// generated index arithmetic (`n + f - 1`, `o * f + i`) would overflow, or the
+    /// guarded loop would spin through iterations that cannot exist.
+    #[error("{primitive}: loop `{var}` in block `{block}`: {factor} is more than {max}, the largest extent an index can have here (i32 indices); the generated index arithmetic would overflow or the loop would run through iterations that cannot exist")]
+    FactorTooLarge {
+        primitive: &'static str,
+        block: String,
+        var: String,
+        factor: i64,
+        max: i64,
+    },
     /// A stage-I primitive was called after the program was lowered to stage II (or a
     /// function is in the wrong stage).
     #[error("{primitive}: expects {expected}, but the schedule is at {found}")]

@@ -16,7 +16,8 @@
 //! - for `Balanced { indptr }`: `indptr` names a buffer of the function
 //!   ([`ScheduleError::UnknownBuffer`]) that is a flat integer array
 //!   ([`ScheduleError::PartitionBufferNotIndex`]), and the loop body reads both
-//!   `indptr[v]` and `indptr[v + 1]` for the loop variable `v`
+//!   `indptr[v]` and `indptr[v + 1]` for the loop variable `v` in every iteration (not
+//!   under a condition)
 //!   ([`ScheduleError::PartitionBufferNotRead`]), which makes `indptr[lo..=hi]` valid
 //!   memory and ties the weights to the loop's rows.
 //!
@@ -143,7 +144,9 @@ pub(crate) fn check_partition(
                 vec![Expr::binary(BinaryOp::Add, Expr::Var(f.var), Expr::Int(1))],
             );
             let (mut reads_v, mut reads_next) = (false, false);
-            for_each_expr(&f.body, &mut |e| {
+            // Read in every iteration, not under a condition (a loop `bound` extended
+            // guards its body, and its extra iterations read nothing).
+            each_iteration_expr(&f.body, &mut |e| {
                 reads_v |= *e == at_v;
                 reads_next |= *e == at_next;
             });
@@ -163,32 +166,24 @@ pub(crate) fn check_partition(
 }
 
 /// Calls `visit` on every expression (and sub-expression) of `stmts`.
-pub(crate) fn for_each_expr(stmts: &[sparsile_ir::loops::Stmt], visit: &mut impl FnMut(&Expr)) {
+/// Calls `visit` on the expressions every execution of `stmts` evaluates: those of its
+/// statements and the bounds of its loops, not the bodies of loops or conditions.
+fn each_iteration_expr(stmts: &[sparsile_ir::loops::Stmt], visit: &mut impl FnMut(&Expr)) {
     use sparsile_ir::loops::Stmt;
     for s in stmts {
         match s {
             Stmt::For(f) => {
                 f.lo.visit(visit);
                 f.hi.visit(visit);
-                for_each_expr(&f.body, visit);
             }
-            Stmt::If {
-                cond,
-                then_body,
-                else_body,
-                ..
-            } => {
-                cond.visit(visit);
-                for_each_expr(then_body, visit);
-                for_each_expr(else_body, visit);
-            }
+            Stmt::If { cond, .. } => cond.visit(visit),
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } => value.visit(visit),
             Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => {
                 indices.iter().for_each(|e| e.visit(visit));
                 value.visit(visit);
             }
             Stmt::Prefetch { indices, .. } => indices.iter().for_each(|e| e.visit(visit)),
-            Stmt::Block { body, .. } => for_each_expr(body, visit),
+            Stmt::Block { body, .. } => each_iteration_expr(body, visit),
         }
     }
 }

@@ -13,7 +13,8 @@
 //!   the indices use are inlined (so `j = indices[v]` becomes `indices[v + distance]`);
 //! - an index that is the variable of an inner loop is replaced by that loop's start;
 //!   when it is the last index and the inner loop has a constant trip count, one
-//!   prefetch is issued per 64-byte line the inner loop reads (at most 16);
+//!   prefetch is issued per 64-byte line the inner loop reads (at most 16), each line
+//!   after the first guarded by the axis's extent unless it is known to be inside;
 //! - every load in the new indices is guarded by its buffer's length (`v + distance <
 //!   nnz`), and the conditions under which the original load runs (an enclosing
 //!   `if`, or the condition of a `select` around it) guard the prefetch too, and so
@@ -208,10 +209,28 @@ pub fn prefetch(
     let mut body: Vec<Stmt> = Vec::new();
     match spread {
         Some(lines) => {
+            // The lines after the first are inside the axis only while the inner loop
+            // runs that far (it may run past the axis: a loop `bound` extended).
+            let last_extent = match &func.buffers[buf].layout {
+                BufferLayout::Axes(axes) => extent(func.axes[axes[last]].length),
+                BufferLayout::Flat(len) => len.clone(),
+            };
             for t in 0..lines {
                 let mut idx = indices.clone();
                 idx[last] = add(idx[last].clone(), Expr::Int(t * per_line));
-                body.push(prefetch_stmt(buf, idx, l.span));
+                let fetch = prefetch_stmt(buf, idx.clone(), l.span);
+                let inside =
+                    matches!((&idx[last], &last_extent), (Expr::Int(c), Expr::Int(e)) if *c < *e);
+                body.push(if t == 0 || inside {
+                    fetch
+                } else {
+                    Stmt::If {
+                        cond: lt(idx[last].clone(), last_extent.clone()),
+                        then_body: vec![fetch],
+                        else_body: Vec::new(),
+                        span: l.span,
+                    }
+                });
             }
         }
         None => body.push(prefetch_stmt(buf, indices, l.span)),

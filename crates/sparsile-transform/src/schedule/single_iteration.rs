@@ -2,7 +2,10 @@
 //! block-row loop of a `bsr:1xC` block. Their variable is the constant `c` wherever it is
 //! read, so an index such as `io * 1 + ii` names one element for the whole block row and
 //! is computable before the loop over the row's blocks. `rfactor` and `cache_write`
-//! compare and place indices with these variables replaced by their values.
+//! compare and place indices with these variables replaced by their values. A loop whose
+//! body is one `if` on its own variable (what `bound` makes of `for v in 0..m` with
+//! extent 1) is not one of them: its iteration may do nothing (`m = 0`), so an index
+//! folded to `0` could name an element that does not exist.
 //!
 //! Precondition: `stmts` is a loop body of a verified function (every variable is
 //! declared once).
@@ -23,13 +26,23 @@ pub(crate) fn single_iterations(stmts: &[Stmt]) -> Vec<(VarId, i64)> {
     Stmt::visit_all(stmts, &mut |s| {
         if let Stmt::For(l) = s {
             if let (Expr::Int(lo), Expr::Int(hi)) = (&l.lo, &l.hi) {
-                if *hi == *lo + 1 {
+                if *hi == *lo + 1 && !guarded_by_itself(l) {
                     out.push((l.var, *lo));
                 }
             }
         }
     });
     out
+}
+
+/// Whether the body of `l` is one `if` on its own variable, as `bound` makes it: the one
+/// iteration may do nothing, so its variable does not stand for a value that is used.
+fn guarded_by_itself(l: &sparsile_ir::loops::For) -> bool {
+    let mut reads = false;
+    if let [Stmt::If { cond, .. }] = l.body.as_slice() {
+        cond.visit(&mut |e| reads |= *e == Expr::Var(l.var));
+    }
+    reads
 }
 
 /// `e` with every variable of `once` replaced by its value.

@@ -50,6 +50,12 @@ pub enum SplitTail {
 
 const PRIMITIVE: &str = "split";
 
+/// The largest split factor (and [`bound`](super::bound()) extent): the largest extent an
+/// i32 index can have. Larger constants make the generated index arithmetic overflow
+/// (`n + f - 1` with `f = 2^63 - 1` wrapped, and the kernel silently did nothing) or make
+/// guarded loops spin through iterations that cannot exist.
+pub const MAX_FACTOR: i64 = i32::MAX as i64;
+
 /// Splits the loop `target` by `factor`; see the module docs.
 pub fn split(
     func: &Func,
@@ -91,6 +97,15 @@ pub fn split(
             block: target.block.clone(),
             var: target.var.clone(),
             factor,
+        });
+    }
+    if factor > MAX_FACTOR {
+        return Err(ScheduleError::FactorTooLarge {
+            primitive: PRIMITIVE,
+            block: target.block.clone(),
+            var: target.var.clone(),
+            factor,
+            max: MAX_FACTOR,
         });
     }
     let (outer, outer_name) = fresh_index_var(&mut out, &format!("{}_o", target.var));

@@ -69,11 +69,17 @@ pub struct Context<'a> {
     pub other_formats: bool,
 }
 
-/// The database of the settings' path, opened once per path.
+/// The database of the settings' path (`SPARSILE_TUNING_DB`, else `tuning.jsonl` in the
+/// private cache folder: none when that folder is refused), opened once per path.
 pub fn database(settings: &Settings) -> Option<Arc<Db>> {
     type Dbs = Mutex<HashMap<std::path::PathBuf, Arc<Db>>>;
     static DBS: OnceLock<Dbs> = OnceLock::new();
-    let path = settings.tuning_db_path()?;
+    let path = match &settings.tuning_db {
+        Some(p) => p.clone(),
+        None => sparsile_runtime::jit::private_cache_dir(settings)
+            .ok()?
+            .join("tuning.jsonl"),
+    };
     let mut m = DBS
         .get_or_init(Default::default)
         .lock()

@@ -20,6 +20,9 @@ pub enum NotationError {
         span: Span,
     },
 
+    #[error("{span}: the expression is nested more deeply than {max} levels (parentheses, calls, unary minus and each operator of a chain count one)")]
+    TooDeep { max: usize, span: Span },
+
     #[error("{span}: unknown element type `{name}` (expected f16, bf16, f32, f64, i32 or i64)")]
     UnknownDType { name: String, span: Span },
 
@@ -135,6 +138,7 @@ impl NotationError {
         use NotationError::*;
         match self {
             UnexpectedChar { span, .. }
+            | TooDeep { span, .. }
             | BadNumber { span, .. }
             | UnexpectedToken { span, .. }
             | UnknownDType { span, .. }

@@ -30,14 +30,23 @@ pub fn parse(text: &str) -> Result<Program, NotationError> {
         text,
         tokens,
         pos: 0,
+        depth: 0,
     };
     p.program()
 }
+
+/// The deepest an expression may be: parentheses, unary minus, function calls, indirect
+/// accesses and each operator of a chain (`a + b + c` is `(a + b) + c`) count one level.
+/// Parsing and every later pass recurse over expressions, so without a limit a few
+/// kilobytes of parentheses or `+` terms overflow the stack.
+pub const MAX_DEPTH: usize = 200;
 
 struct Parser<'a> {
     text: &'a str,
     tokens: Vec<Token>,
     pos: usize,
+    /// Levels of expression nesting open now (see [`MAX_DEPTH`]).
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -55,6 +64,18 @@ impl Parser<'_> {
             self.pos += 1;
         }
         t
+    }
+
+    /// Opens one level of nesting; an error past [`MAX_DEPTH`].
+    fn enter(&mut self) -> Result<(), NotationError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(NotationError::TooDeep {
+                max: MAX_DEPTH,
+                span: self.peek().span,
+            });
+        }
+        self.depth += 1;
+        Ok(())
     }
 
     fn error(&self, expected: &str) -> NotationError {
@@ -216,7 +237,9 @@ impl Parser<'_> {
                 let (name, span) = self.ident("an index variable")?;
                 if self.peek().tok == Tok::LBracket {
                     self.pos -= 1;
+                    self.enter()?;
                     indices.push(Index::Indirect(Box::new(self.access()?)));
+                    self.depth -= 1;
                 } else {
                     indices.push(Index::Var { name, span });
                 }
@@ -237,12 +260,18 @@ impl Parser<'_> {
 
     fn expr(&mut self) -> Result<Expr, NotationError> {
         let mut lhs = self.term()?;
+        let mut chain = 0;
         loop {
             let op = match self.peek().tok {
                 Tok::Plus => BinaryOp::Add,
                 Tok::Minus => BinaryOp::Sub,
-                _ => return Ok(lhs),
+                _ => {
+                    self.depth -= chain;
+                    return Ok(lhs);
+                }
             };
+            self.enter()?;
+            chain += 1;
             self.bump();
             let rhs = self.term()?;
             lhs = binary(op, lhs, rhs);
@@ -251,12 +280,18 @@ impl Parser<'_> {
 
     fn term(&mut self) -> Result<Expr, NotationError> {
         let mut lhs = self.unary()?;
+        let mut chain = 0;
         loop {
             let op = match self.peek().tok {
                 Tok::Star => BinaryOp::Mul,
                 Tok::Slash => BinaryOp::Div,
-                _ => return Ok(lhs),
+                _ => {
+                    self.depth -= chain;
+                    return Ok(lhs);
+                }
             };
+            self.enter()?;
+            chain += 1;
             self.bump();
             let rhs = self.unary()?;
             lhs = binary(op, lhs, rhs);
@@ -264,6 +299,13 @@ impl Parser<'_> {
     }
 
     fn unary(&mut self) -> Result<Expr, NotationError> {
+        self.enter()?;
+        let e = self.unary_inner();
+        self.depth -= 1;
+        e
+    }
+
+    fn unary_inner(&mut self) -> Result<Expr, NotationError> {
         let t = self.peek().clone();
         match t.tok {
             Tok::Minus => {

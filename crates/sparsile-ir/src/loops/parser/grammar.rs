@@ -766,19 +766,27 @@ impl Parser {
 
     fn disjunction(&mut self) -> PResult<Expr> {
         let mut lhs = self.conjunction()?;
+        let mut chain = 0;
         while self.eat_punct("||") {
+            self.enter()?;
+            chain += 1;
             let rhs = self.conjunction()?;
             lhs = logic(LogicOp::Or, lhs, rhs);
         }
+        self.depth -= chain;
         Ok(lhs)
     }
 
     fn conjunction(&mut self) -> PResult<Expr> {
         let mut lhs = self.comparison()?;
+        let mut chain = 0;
         while self.eat_punct("&&") {
+            self.enter()?;
+            chain += 1;
             let rhs = self.comparison()?;
             lhs = logic(LogicOp::And, lhs, rhs);
         }
+        self.depth -= chain;
         Ok(lhs)
     }
 
@@ -807,12 +815,21 @@ impl Parser {
 
     fn sum(&mut self) -> PResult<Expr> {
         let mut lhs = self.term()?;
+        // Each operator of a chain is one more level of the tree (`a + b + c` is
+        // `(a + b) + c`): counted like nesting, so long chains cannot make trees deeper
+        // than later recursive passes can walk.
+        let mut chain = 0;
         loop {
             let op = match self.peek().tok {
                 Tok::Punct("+") => BinaryOp::Add,
                 Tok::Punct("-") => BinaryOp::Sub,
-                _ => return Ok(lhs),
+                _ => {
+                    self.depth -= chain;
+                    return Ok(lhs);
+                }
             };
+            self.enter()?;
+            chain += 1;
             self.bump();
             let rhs = self.term()?;
             lhs = Expr::binary(op, lhs, rhs);
@@ -821,13 +838,22 @@ impl Parser {
 
     fn term(&mut self) -> PResult<Expr> {
         let mut lhs = self.factor()?;
+        // Each operator of a chain is one more level of the tree (`a + b + c` is
+        // `(a + b) + c`): counted like nesting, so long chains cannot make trees deeper
+        // than later recursive passes can walk.
+        let mut chain = 0;
         loop {
             let op = match self.peek().tok {
                 Tok::Punct("*") => BinaryOp::Mul,
                 Tok::Punct("/") => BinaryOp::Div,
                 Tok::Punct("%") => BinaryOp::Rem,
-                _ => return Ok(lhs),
+                _ => {
+                    self.depth -= chain;
+                    return Ok(lhs);
+                }
             };
+            self.enter()?;
+            chain += 1;
             self.bump();
             let rhs = self.factor()?;
             lhs = Expr::binary(op, lhs, rhs);

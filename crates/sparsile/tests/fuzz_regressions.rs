@@ -1,0 +1,297 @@
+//! Programs the differential fuzzer (`fuzz/`, target `differential`) found computing
+//! wrongly or failing, each checked against the interpreter, natively too when a C
+//! compiler runs.
+
+mod support;
+
+use std::collections::HashMap;
+
+use sparsile::formats::{CooTensor, Format, SparseTensor};
+use sparsile::ir::DType;
+use sparsile::runtime::{interpret, InterpOptions};
+use sparsile::transform::schedule::{LoopRef, Schedule};
+use sparsile::RunOptions;
+use support::{close, have_compiler};
+
+/// `cache_read` of `x` in an ELL SpMV copied `x[j]` for the padding sentinel `j = n` into
+/// the local array, one element past the end of `x`, outside the guard the loads had.
+#[test]
+fn cache_read_under_a_padded_index_stays_in_bounds() {
+    let text =
+        "tensor A: f64[m, n] ell\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.cache_read(&LoopRef::new("y", "j_p"), "x").unwrap();
+    let trace = sch.trace().clone();
+    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
+    // Rows of different lengths: the short ones are padded with the sentinel n = 2.
+    let a =
+        CooTensor::from_triplets(vec![4, 2], &[(0, 0, 1.5), (0, 1, 2.0), (2, 1, -1.0)]).unwrap();
+    let ell: Format = "ell".parse().unwrap();
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(&a, &ell, DType::F64).unwrap(),
+        ),
+        (
+            "x".to_string(),
+            SparseTensor::dense_from_f64(&[2], &[3.0, 5.0], DType::F64).unwrap(),
+        ),
+    ]);
+    let options = InterpOptions::default();
+    let want = interpret(&program, &inputs, &options).unwrap();
+    for func in [&lowered.stage2, &lowered.stage3] {
+        let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
+            .unwrap_or_else(|e| panic!("{e}\n{func}"));
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "flat interpreter",
+        );
+    }
+    assert!(
+        lowered.stage2.to_string().contains("j < n {"),
+        "{}",
+        lowered.stage2
+    );
+    if have_compiler() {
+        let kernel = sparsile::compile_program_with(program, &trace).unwrap();
+        let got = kernel.run(&inputs, &RunOptions::default()).unwrap();
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "compiled",
+        );
+    }
+}
+
+/// `cache_write` of `y` at a loop that `bound` extended past the rows (`0..6` for
+/// `m = 5`) copied `y[5]` in and out of the local array, outside the loop's guard: a read
+/// and a write one past the end of `y`.
+#[test]
+fn cache_write_at_a_bounded_loop_stays_in_bounds() {
+    let text =
+        "tensor A: f64[m, n] ell\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.bound(&LoopRef::new("y", "i_2"), 6).unwrap();
+    sch.cache_write(&LoopRef::new("y", "i_2"), "y").unwrap();
+    let trace = sch.trace().clone();
+    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
+    let a = CooTensor::from_triplets(
+        vec![5, 5],
+        &[(0, 0, 1.5), (0, 4, 2.0), (2, 1, -1.0), (4, 3, 0.5)],
+    )
+    .unwrap();
+    let ell: Format = "ell".parse().unwrap();
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(&a, &ell, DType::F64).unwrap(),
+        ),
+        (
+            "x".to_string(),
+            SparseTensor::dense_from_f64(&[5], &[3.0, 5.0, 7.0, 11.0, 13.0], DType::F64).unwrap(),
+        ),
+    ]);
+    let options = InterpOptions::default();
+    let want = interpret(&program, &inputs, &options).unwrap();
+    for func in [&lowered.stage2, &lowered.stage3] {
+        let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
+            .unwrap_or_else(|e| panic!("{e}\n{func}"));
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "flat interpreter",
+        );
+    }
+    if have_compiler() {
+        let kernel = sparsile::compile_program_with(program, &trace).unwrap();
+        let got = kernel.run(&inputs, &RunOptions::default()).unwrap();
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "compiled",
+        );
+    }
+}
+
+/// A balanced parallel loop weighs iteration `v` with `indptr[v + 1] - indptr[v]`:
+/// `bound` extending it past its rows made the partition read past `indptr` (found by the
+/// differential fuzzer: `parallel_with(balanced)` then `bound(6)` with `m = 4`). Both
+/// orders are now refused.
+#[test]
+fn bound_and_balanced_partitions_do_not_combine() {
+    use sparsile::transform::schedule::partition::LoopPartition;
+    use sparsile::transform::ScheduleError;
+    let text =
+        "tensor A: f64[m, n] csr\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let rows = LoopRef::new("y", "i_2");
+    let balanced = LoopPartition::Balanced {
+        indptr: "A_A_J_indptr".to_string(),
+    };
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.parallel_with(&rows, &balanced).unwrap();
+    let e = sch.bound(&rows, 6).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ScheduleError::NotSerial {
+                primitive: "bound",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.bound(&rows, 6).unwrap();
+    let e = sch.parallel_with(&rows, &balanced).unwrap_err();
+    assert!(
+        matches!(e, ScheduleError::PartitionBufferNotRead { .. }),
+        "{e}"
+    );
+    // Unbounded, the balanced partition is still accepted.
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.parallel_with(&rows, &balanced).unwrap();
+}
+
+/// `cache_read` of `x` in a DIA SpMV copied `x[i + d - (m - 1)]`, negative where a
+/// diagonal starts left of the matrix, outside the guard of the loads.
+#[test]
+fn cache_read_of_a_diagonal_index_stays_in_bounds() {
+    let text =
+        "tensor A: f64[m, n] dia\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.cache_read(&LoopRef::new("y", "i_2"), "x").unwrap();
+    let trace = sch.trace().clone();
+    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
+    let a =
+        CooTensor::from_triplets(vec![4, 3], &[(0, 0, 1.5), (3, 0, 2.0), (1, 2, -1.0)]).unwrap();
+    let dia: Format = "dia".parse().unwrap();
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(&a, &dia, DType::F64).unwrap(),
+        ),
+        (
+            "x".to_string(),
+            SparseTensor::dense_from_f64(&[3], &[3.0, 5.0, 7.0], DType::F64).unwrap(),
+        ),
+    ]);
+    let options = InterpOptions::default();
+    let want = interpret(&program, &inputs, &options).unwrap();
+    for func in [&lowered.stage2, &lowered.stage3] {
+        let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
+            .unwrap_or_else(|e| panic!("{e}\n{func}"));
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "flat interpreter",
+        );
+    }
+    if have_compiler() {
+        let kernel = sparsile::compile_program_with(program, &trace).unwrap();
+        let got = kernel.run(&inputs, &RunOptions::default()).unwrap();
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "compiled",
+        );
+    }
+}
+
+/// `cache_write` of `y` under a loop made parallel with atomic adds (`parallel_reduce`)
+/// copied the shared row into a private array and stored it back plainly, losing the
+/// other iterations' adds (found by the differential fuzzer on a DIA SpMV): refused.
+#[test]
+fn cache_write_of_atomically_updated_elements_is_refused() {
+    use sparsile::transform::schedule::reduction::ReductionStrategy;
+    use sparsile::transform::ScheduleError;
+    let text =
+        "tensor A: f64[m, n] dia\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.parallel_reduce(&LoopRef::new("y", "d_p"), ReductionStrategy::Atomic)
+        .unwrap();
+    let e = sch.cache_write(&LoopRef::new("y", "i_2"), "y").unwrap_err();
+    assert!(matches!(e, ScheduleError::CacheBuffer { .. }), "{e}");
+    assert!(e.to_string().contains("adds to it atomically"), "{e}");
+}
+
+/// `rfactor` over a loop `bound` gave one iteration (`for i_2 in 0..1 { if i_2 < m …`)
+/// read its variable as the constant 0 and added the partial sum into `y[0]` after the
+/// loop, unguarded: past the end of `y` when `m = 0` (found by the differential fuzzer).
+/// Such a loop no longer counts as running once, and the call is refused.
+#[test]
+fn rfactor_over_a_bounded_single_iteration_is_refused() {
+    let text =
+        "tensor A: f64[m, n] dia\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.bound(&LoopRef::new("y", "i_2"), 1).unwrap();
+    assert!(sch
+        .rfactor(&LoopRef::new("y", "d_p"), &LoopRef::new("y", "i_2"))
+        .is_err());
+}
+
+/// `prefetch` of `y` ahead of a loop `bound` extended to 9 iterations (`m = 7`) issued one
+/// prefetch per cache line the inner loop reads, the second one at `y[8]`, past the end
+/// of `y` and guarded only by the first line's bound (found by the differential fuzzer).
+#[test]
+fn prefetch_lines_past_the_axis_are_guarded() {
+    let text =
+        "tensor A: f64[m, n] dia\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.func_or_lower().unwrap();
+    sch.bound(&LoopRef::new("y", "i_2"), 9).unwrap();
+    sch.prefetch(&LoopRef::new("y", "d_p"), "y", 6).unwrap();
+    let trace = sch.trace().clone();
+    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
+    let a =
+        CooTensor::from_triplets(vec![7, 8], &[(0, 0, 1.5), (6, 7, 2.0), (3, 1, -1.0)]).unwrap();
+    let dia: Format = "dia".parse().unwrap();
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(&a, &dia, DType::F64).unwrap(),
+        ),
+        (
+            "x".to_string(),
+            SparseTensor::dense_from_f64(
+                &[8],
+                &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+                DType::F64,
+            )
+            .unwrap(),
+        ),
+    ]);
+    let options = InterpOptions::default();
+    let want = interpret(&program, &inputs, &options).unwrap();
+    for func in [&lowered.stage2, &lowered.stage3] {
+        let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
+            .unwrap_or_else(|e| panic!("{e}\n{func}"));
+        close(
+            &got["y"].to_dense_f64(),
+            &want["y"].to_dense_f64(),
+            0.0,
+            "flat interpreter",
+        );
+    }
+}
