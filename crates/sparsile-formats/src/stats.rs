@@ -104,13 +104,16 @@ impl MatrixStats {
         // Per-row and per-column tables: as large as the shape the file declares.
         crate::memory::check_fits("the per-row tables of the statistics", rows as u128, 16)?;
         let mut row_len = crate::memory::filled(rows, 0usize, "the row lengths")?;
-        let mut col_seen = crate::memory::filled(cols, false, "the column table")?;
+        // Columns with an entry, counted from the entries (a table per column would be as
+        // large as the column count a header declares).
+        let mut seen_cols: Vec<usize> = (0..nnz).map(|e| coo.coords[2 * e + 1]).collect();
+        seen_cols.sort_unstable();
+        seen_cols.dedup();
         let mut first_col = crate::memory::filled(rows, usize::MAX, "the row profile")?;
         let mut bandwidth = 0usize;
         for e in 0..nnz {
             let (i, j) = (coo.coords[2 * e], coo.coords[2 * e + 1]);
             row_len[i] += 1;
-            col_seen[j] = true;
             first_col[i] = first_col[i].min(j);
             bandwidth = bandwidth.max(i.abs_diff(j));
         }
@@ -158,7 +161,7 @@ impl MatrixStats {
             row_length_max,
             row_length_histogram: histogram(&row_len, row_length_max),
             empty_rows: row_len.iter().filter(|&&l| l == 0).count(),
-            empty_cols: col_seen.iter().filter(|&&s| !s).count(),
+            empty_cols: cols - seen_cols.len(),
             structurally_symmetric,
             numerically_symmetric,
             bandwidth,

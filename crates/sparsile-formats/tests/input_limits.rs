@@ -118,3 +118,27 @@ fn a_dense_copy_larger_than_memory_is_refused() {
         .unwrap();
     assert_eq!(dense[6], 5.0);
 }
+
+/// A 55-byte array file declaring 0 x 22,222,222,222: reading, writing back and the
+/// statistics finish at once (writing looped over every empty column; the statistics
+/// kept a table per column).
+#[test]
+fn a_matrix_of_no_rows_and_billions_of_columns_is_quick() {
+    let text = "%%MatrixMarket matrix array real general\n0 22222222222\n";
+    let start = std::time::Instant::now();
+    let data = mtx::read(text.as_bytes(), &MtxReadOptions::default()).unwrap();
+    let mut out = Vec::new();
+    mtx::write(
+        &mut out,
+        &data,
+        &mtx::MtxWriteOptions::general(mtx::MtxField::Real),
+    )
+    .unwrap();
+    assert_eq!(
+        mtx::read(&out[..], &MtxReadOptions::default()).unwrap(),
+        data
+    );
+    let stats = MatrixStats::of(&data.into_coo()).unwrap();
+    assert_eq!(stats.empty_cols, 22_222_222_222);
+    assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
+}

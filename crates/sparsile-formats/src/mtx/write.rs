@@ -249,7 +249,9 @@ pub fn write_dense<W: Write>(
     write_banner(&mut w, "array", opts)?;
     writeln!(w, "{rows} {cols}").map_err(io_err)?;
     let mut line = String::with_capacity(32);
-    for j in 0..cols {
+    // No element: nothing to walk (a 0 x 10^10 matrix must not loop over its columns).
+    let cols_to_walk = if values.is_empty() { 0 } else { cols };
+    for j in 0..cols_to_walk {
         let start = match sym {
             MtxSymmetry::General => 0,
             MtxSymmetry::Symmetric => j,
