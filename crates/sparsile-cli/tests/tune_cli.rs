@@ -116,6 +116,10 @@ fn label_train_eval_on_a_tiny_corpus() {
             "1",
             "--warmup",
             "0",
+            "--remeasure",
+            "2",
+            "--json",
+            dir.path().join("eval.json").to_str().unwrap(),
         ])
         .current_dir(repo_root())
         .env("SPARSILE_CACHE_DIR", dir.path().join("cache"))
@@ -127,7 +131,24 @@ fn label_train_eval_on_a_tiny_corpus() {
     for column in ["selector", "rule", "default", "static", "pruned"] {
         assert!(out.contains(column), "{column} missing: {out}");
     }
+    assert!(
+        out.contains("again") && out.contains("in the search"),
+        "{out}"
+    );
     assert!(out.contains("1 cases"), "{out}");
+    // Every pick was measured again beside the search's best, and scored from that.
+    let text = std::fs::read_to_string(dir.path().join("eval.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let case = &json[0];
+    let best = case["report"]["best"].as_str().unwrap();
+    assert!(case["fresh_ms"][best].as_f64().unwrap() > 0.0, "{text}");
+    for choice in ["selector", "rule", "default", "static", "pruned"] {
+        let s = case["scores"][choice].as_f64().unwrap();
+        let pick = case["picks"][choice].as_str().unwrap();
+        let expected =
+            case["fresh_ms"][best].as_f64().unwrap() / case["fresh_ms"][pick].as_f64().unwrap();
+        assert!((s - expected).abs() < 1e-12 && s > 0.0, "{choice}: {text}");
+    }
 }
 
 #[test]

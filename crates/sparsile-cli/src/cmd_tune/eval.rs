@@ -2,12 +2,20 @@
 //! (none of which it was trained on).
 //!
 //! For every (matrix, operator): an exhaustive search (every candidate, rounds measured
-//! in turn, close calls measured again), then the score of each way of choosing, as
-//! `best time / chosen candidate's time`: the selector, the static rule, `default` in
-//! the matrix's format, the best single candidate over all cases, and the pruned
-//! search (which measures the best-ranked 20% of the space plus the rule's, the
-//! selector's and default's picks, and keeps the fastest: computed from the same
-//! measurements).
+//! in turn, close calls measured again), then the picks of each way of choosing — the
+//! selector, the static rule, `default` in the matrix's format, one static candidate
+//! for every input (`--static`), and the pruned search (which measures the
+//! best-ranked 20% of the space plus the rule's, the selector's and default's picks,
+//! and keeps the fastest: taken from the same measurements) — are measured again,
+//! interleaved with the exhaustive search's best, in `--remeasure` fresh rounds. A
+//! score is `best time / pick's time` in those fresh rounds: the fastest of many noisy
+//! medians in the search is biased low (on a machine whose speed drifts by 20% it is
+//! often a lucky run), and a fresh measurement of the best removes that bias, so a
+//! pick tied with the best scores about 100% (a little above or below it by noise).
+//! The scores from the search's own measurements are reported beside them.
+//!
+//! The best single candidate over all cases, from the search's measurements, is
+//! reported as `static (oracle)`: a hindsight choice no static default could know.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -42,10 +50,58 @@ pub struct EvalArgs {
     /// Write every case's scores and search as JSON.
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
+    /// The one candidate a static default would run on every input.
+    #[arg(long = "static", default_value = "csr/rowwise:partition=static")]
+    pub static_pick: String,
+    /// Fresh rounds in which the picks and the search's best are measured again,
+    /// interleaved (0: score from the search's measurements only).
+    #[arg(long, default_value_t = 3)]
+    pub remeasure: usize,
+}
+
+/// The picks of one case that are measured again, by the name of the way of choosing.
+const CHOICES: [&str; 5] = ["selector", "rule", "default", "static", "pruned"];
+
+/// Fresh medians of `ids` (and nothing for those that fail), measured in `rounds`
+/// interleaved rounds.
+fn remeasure(
+    a: &sparsile::formats::SparseTensor<'_>,
+    req: &sparsile::auto::tune::TuneRequest,
+    ids: &[String],
+    rounds: usize,
+) -> BTreeMap<String, f64> {
+    use sparsile::tune::search::Evaluator;
+    use sparsile::tune::space::Candidate;
+    let mut out = BTreeMap::new();
+    let Ok(mut ev) =
+        sparsile::auto::evaluate::OpEvaluator::new(req.op, a, req.width, req.threads, req.seed)
+    else {
+        return out;
+    };
+    let ready: Vec<(String, Candidate)> = ids
+        .iter()
+        .filter_map(|id| Some((id.clone(), Candidate::from_id(id)?)))
+        .filter(|(_, c)| ev.prepare(c).is_ok())
+        .collect();
+    let mut times: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for _ in 0..rounds {
+        for (id, c) in &ready {
+            if let Ok(t) = ev.time(c, req.options.warmup, req.options.repeat) {
+                times.entry(id.clone()).or_default().extend(t);
+            }
+        }
+    }
+    for (id, mut t) in times {
+        t.sort_by(f64::total_cmp);
+        if !t.is_empty() {
+            out.insert(id, t[t.len() / 2]);
+        }
+    }
+    out
 }
 
 /// The pruned search's result, from an exhaustive one's measurements.
-fn pruned(r: &TuneReport) -> (Option<f64>, usize) {
+fn pruned(r: &TuneReport) -> (Option<f64>, Option<String>, usize) {
     let n = r.candidates.len();
     let mut order: Vec<usize> = (0..n).collect();
     // As the search ranks: by predicted slowdown when the selector predicts, else by
@@ -81,9 +137,29 @@ fn pruned(r: &TuneReport) -> (Option<f64>, usize) {
     pick.dedup();
     let best = pick
         .iter()
-        .filter_map(|&k| r.candidates[k].median_ms)
-        .fold(f64::INFINITY, f64::min);
-    (best.is_finite().then_some(best), pick.len())
+        .filter_map(|&k| r.candidates[k].median_ms.map(|t| (t, k)))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    (
+        best.map(|b| b.0),
+        best.map(|b| r.candidates[b.1].candidate.clone()),
+        pick.len(),
+    )
+}
+
+/// The candidate each way of choosing picks in `r` (see [`CHOICES`]).
+fn picks(r: &TuneReport, static_pick: &str) -> Vec<(&'static str, Option<String>)> {
+    let default = r
+        .candidates
+        .iter()
+        .find(|c| c.candidate.ends_with("/default"))
+        .map(|c| c.candidate.clone());
+    vec![
+        ("selector", r.selector_pick.clone()),
+        ("rule", Some(r.rule_pick.clone())),
+        ("default", default),
+        ("static", Some(static_pick.to_string())),
+        ("pruned", pruned(r).1),
+    ]
 }
 
 fn time_of(r: &TuneReport, id: &str) -> Option<f64> {
@@ -110,7 +186,13 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         ..MeasureArgs::default()
     };
     let bar = crate::progress::bar(true, (args.matrix.len() * specs.len()) as u64);
-    let mut cases: Vec<(String, TuneReport)> = Vec::new();
+    if sparsile::tune::space::Candidate::from_id(&args.static_pick).is_none() {
+        bail!(
+            "--static must name a candidate as FORMAT/RECIPE, got `{}`",
+            args.static_pick
+        );
+    }
+    let mut cases: Vec<(String, TuneReport, BTreeMap<String, f64>)> = Vec::new();
     for path in &args.matrix {
         let a = crate::load::read(path)?
             .to_tensor(&Format::Csr, DType::F32)
@@ -130,7 +212,19 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             let req = request(&measure, spec, threads)?;
             let r =
                 tune(&a, &req, &mut |_| {}).with_context(|| format!("{name} {}", spec.label()))?;
-            cases.push((format!("{name} {}", spec.label()), r));
+            let fresh = if args.remeasure > 0 {
+                let mut ids: Vec<String> = picks(&r, &args.static_pick)
+                    .into_iter()
+                    .filter_map(|(_, id)| id)
+                    .chain(r.best.clone())
+                    .collect();
+                ids.sort();
+                ids.dedup();
+                remeasure(&a, &req, &ids, args.remeasure)
+            } else {
+                BTreeMap::new()
+            };
+            cases.push((format!("{name} {}", spec.label()), r, fresh));
             bar.inc(1);
         }
     }
@@ -138,7 +232,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     // The best single candidate: highest geometric-mean score over all cases.
     let mut ids: Vec<String> = cases
         .iter()
-        .flat_map(|(_, r)| r.candidates.iter().map(|c| c.candidate.clone()))
+        .flat_map(|(_, r, _)| r.candidates.iter().map(|c| c.candidate.clone()))
         .collect();
     ids.sort();
     ids.dedup();
@@ -153,7 +247,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
                 summarize(
                     &cases
                         .iter()
-                        .map(|(_, r)| score(r, time_of(r, id)))
+                        .map(|(_, r, _)| score(r, time_of(r, id)))
                         .collect::<Vec<_>>(),
                 )
                 .geomean
@@ -176,61 +270,106 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         ],
         &[false, false, true, true, true, true, true, true, true],
     );
-    let mut cols: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    // Scores in fresh rounds (`fresh`) and from the search's measurements (`search`).
+    let mut fresh_cols: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut search_cols: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut measured_fraction = Vec::new();
     let mut rows_json = Vec::new();
-    for (name, r) in &cases {
-        let sel = score(r, r.selector_pick.as_deref().and_then(|p| time_of(r, p)));
-        let rul = score(r, time_of(r, &r.rule_pick));
-        let def = score(r, r.default_ms);
-        let fix = score(r, time_of(r, &static_id));
-        let (pb, pn) = pruned(r);
-        let pru = score(r, pb);
+    for (name, r, fresh) in &cases {
+        let (pruned_ms, _, pn) = pruned(r);
         measured_fraction.push(pn as f64 / r.space_size.max(1) as f64);
-        for (k, v) in [
-            ("selector", sel),
-            ("rule", rul),
-            ("default", def),
-            ("static", fix),
-            ("pruned", pru),
-        ] {
-            cols.entry(k).or_default().push(v);
+        let search = [
+            (
+                "selector".to_string(),
+                score(r, r.selector_pick.as_deref().and_then(|p| time_of(r, p))),
+            ),
+            ("rule".to_string(), score(r, time_of(r, &r.rule_pick))),
+            ("default".to_string(), score(r, r.default_ms)),
+            (
+                format!("static (oracle: {static_id})"),
+                score(r, time_of(r, &static_id)),
+            ),
+            ("pruned".to_string(), score(r, pruned_ms)),
+        ];
+        for (k, v) in &search {
+            search_cols.entry(k.clone()).or_default().push(*v);
+        }
+        let best_fresh = r.best.as_ref().and_then(|b| fresh.get(b)).copied();
+        let mut scores = BTreeMap::new();
+        for (choice, pick) in picks(r, &args.static_pick) {
+            let s = if args.remeasure == 0 {
+                search
+                    .iter()
+                    .find(|(k, _)| k.starts_with(choice))
+                    .map_or(0.0, |x| x.1)
+            } else {
+                match (best_fresh, pick.as_ref().and_then(|p| fresh.get(p))) {
+                    (Some(b), Some(&p)) if p > 0.0 => b / p,
+                    _ => 0.0,
+                }
+            };
+            fresh_cols.entry(choice).or_default().push(s);
+            scores.insert(choice, s);
         }
         let pct = |x: f64| format!("{:.0}%", x * 100.0);
-        t.row(vec![
+        let mut row = vec![
             name.clone(),
             r.best.clone().unwrap_or_default(),
-            r.best_ms.map_or("-".into(), |b| format!("{b:.4}")),
-            pct(sel),
-            pct(rul),
-            pct(def),
-            pct(fix),
-            pct(pru),
-            format!("{pn}/{}", r.space_size),
-        ]);
+            best_fresh
+                .or(r.best_ms)
+                .map_or("-".into(), |b| format!("{b:.4}")),
+        ];
+        row.extend(CHOICES.iter().map(|c| pct(scores[c])));
+        row.push(format!("{pn}/{}", r.space_size));
+        t.row(row);
         rows_json.push(serde_json::json!({
-            "case": name, "selector": sel, "rule": rul, "default": def, "static": fix,
-            "pruned": pru, "pruned_measured": pn, "report": r,
+            "case": name,
+            "scores": scores,
+            "search_scores": search.iter().map(|(k, v)| (k.clone(), *v)).collect::<BTreeMap<_, _>>(),
+            "fresh_ms": fresh,
+            "picks": picks(r, &args.static_pick).into_iter().collect::<BTreeMap<_, _>>(),
+            "pruned_measured": pn,
+            "report": r,
         }));
     }
     out!("{}", t.render());
     let mut s = Table::new(
-        &["choice", "geomean of best", "min", "cases below 85%"],
-        &[false, true, true, true],
+        &[
+            "choice",
+            "measured",
+            "geomean of best",
+            "min",
+            "cases below 85%",
+        ],
+        &[false, false, true, true, true],
     );
-    for (k, v) in &cols {
+    let mut summary_row = |label: String, measured: &str, v: &[f64]| {
         let sc = summarize(v);
-        let label = if *k == "static" {
-            format!("static ({static_id})")
-        } else {
-            k.to_string()
-        };
         s.row(vec![
             label,
+            measured.to_string(),
             format!("{:.1}%", sc.geomean * 100.0),
             format!("{:.1}%", sc.min * 100.0),
             sc.below_085.to_string(),
         ]);
+    };
+    let again = if args.remeasure == 0 {
+        "in the search"
+    } else {
+        "again"
+    };
+    for c in CHOICES {
+        let label = if c == "static" {
+            format!("static ({})", args.static_pick)
+        } else {
+            c.to_string()
+        };
+        summary_row(label, again, &fresh_cols[c]);
+    }
+    if args.remeasure > 0 {
+        for (k, v) in &search_cols {
+            summary_row(k.clone(), "in the search", v);
+        }
     }
     out!("{}", s.render());
     let mean_fraction =

@@ -58,8 +58,21 @@ fn output_name(op: Operator) -> &'static str {
 /// A prepared candidate: its kernel, its inputs and the outputs it reuses.
 struct Ready {
     kernel: Kernel,
-    inputs: HashMap<String, SparseTensor<'static>>,
+    /// The matrix in the candidate's format; the dense operands are the evaluator's,
+    /// shared by every candidate (a copy each would hold gigabytes for a wide matrix).
+    a: SparseTensor<'static>,
     outputs: Outputs,
+}
+
+/// `dense` and `a` as a kernel's inputs, borrowed.
+fn inputs_of<'t>(
+    dense: &'t HashMap<String, SparseTensor<'static>>,
+    a: &'t SparseTensor<'static>,
+) -> HashMap<String, SparseTensor<'t>> {
+    let mut inputs: HashMap<String, SparseTensor<'t>> =
+        dense.iter().map(|(k, t)| (k.clone(), t.view())).collect();
+    inputs.insert("A".to_string(), a.view());
+    inputs
 }
 
 /// Candidates of one operator on one matrix (see the module docs).
@@ -105,6 +118,18 @@ impl OpEvaluator {
         }
         let dtype = a.dtype();
         let (m, n, k) = (coo.shape[0], coo.shape[1], width.max(1));
+        // The random draws (f64), the operands stored in `dtype` and the reference (f64),
+        // at once: refused with a named error before anything is drawn.
+        let dense_elements = match op {
+            Operator::Spmm => (n as u128 + m as u128) * k as u128,
+            Operator::Sddmm => (n as u128 + m as u128) * k as u128 + coo.nnz() as u128,
+            _ => n as u128 + m as u128,
+        };
+        sparsile_formats::memory::check_fits(
+            "the dense operands and reference of the search",
+            dense_elements,
+            16 + dtype.size_bytes(),
+        )?;
         let mut g = ChaCha8Rng::seed_from_u64(seed);
         let mut rand =
             |len: usize| -> Vec<f64> { (0..len).map(|_| g.random_range(-1.0..1.0)).collect() };
@@ -239,8 +264,7 @@ impl Evaluator for OpEvaluator {
         let a = SparseTensor::from_coo_with(&self.coo, &format, self.dtype)
             .map_err(|e| format!("cannot store the matrix as {}: {e}", c.format))?;
         let convert_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let mut inputs = self.dense.clone();
-        inputs.insert("A".to_string(), a);
+        let inputs = inputs_of(&self.dense, &a);
         let text = program_text(self.op, &c.format, self.dtype).expect("checked in new");
         let t1 = Instant::now();
         let (ast, stage1, trace) =
@@ -256,15 +280,9 @@ impl Evaluator for OpEvaluator {
             .get(output_name(self.op))
             .ok_or_else(|| "the kernel returned no output".to_string())?;
         self.check(out)?;
+        drop(inputs);
         let trace = serde_json::to_value(&trace).ok();
-        self.ready.insert(
-            c.clone(),
-            Ready {
-                kernel,
-                inputs,
-                outputs,
-            },
-        );
+        self.ready.insert(c.clone(), Ready { kernel, a, outputs });
         Ok(Prepared {
             compile_ms,
             convert_ms,
@@ -278,16 +296,17 @@ impl Evaluator for OpEvaluator {
             .ready
             .get_mut(c)
             .ok_or_else(|| format!("{c} was not prepared"))?;
+        let inputs = inputs_of(&self.dense, &r.a);
         for _ in 0..warmup {
             r.kernel
-                .run_into(&r.inputs, &mut r.outputs, &options)
+                .run_into(&inputs, &mut r.outputs, &options)
                 .map_err(|e| e.to_string())?;
         }
         let mut times = Vec::with_capacity(repeat);
         for _ in 0..repeat {
             let t = Instant::now();
             r.kernel
-                .run_into(&r.inputs, &mut r.outputs, &options)
+                .run_into(&inputs, &mut r.outputs, &options)
                 .map_err(|e| e.to_string())?;
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
