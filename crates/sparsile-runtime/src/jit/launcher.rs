@@ -131,12 +131,19 @@ fn check_threads(threads: usize) -> Result<(), JitError> {
 pub fn default_threads(settings: &Settings) -> usize {
     num_threads_set()
         .or(settings.num_threads)
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        })
+        .unwrap_or_else(cores)
         .min(MAX_THREADS)
+}
+
+/// The cores this process may use, read once: `available_parallelism` reads the
+/// cgroup files on every call (about 60 µs here, more than a small kernel call).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
 }
 
 /// The spin time of idle workers: `SPARSILE_SPIN_US`, else [`DEFAULT_SPIN`].
