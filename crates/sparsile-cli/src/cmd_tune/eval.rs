@@ -39,12 +39,16 @@ pub struct EvalArgs {
     /// Operators and widths.
     #[arg(long, default_value = "spmm:32,spmm:128,sddmm:32,sddmm:128,spmv")]
     pub ops: String,
+    /// Threads of the kernels (default: SPARSILE_NUM_THREADS or every core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Rounds of the exhaustive search over the candidates (medians pool every round).
     #[arg(long, default_value_t = 2)]
     pub rounds: usize,
+    /// Timed runs per candidate and round.
     #[arg(long, default_value_t = 5)]
     pub repeat: usize,
+    /// Untimed runs before each candidate's timed ones.
     #[arg(long, default_value_t = 2)]
     pub warmup: usize,
     /// Write every case's scores and search as JSON.
@@ -62,22 +66,20 @@ pub struct EvalArgs {
 /// The picks of one case that are measured again, by the name of the way of choosing.
 const CHOICES: [&str; 5] = ["selector", "rule", "default", "static", "pruned"];
 
-/// Fresh medians of `ids` (and nothing for those that fail), measured in `rounds`
-/// interleaved rounds.
+/// Fresh medians of `ids` (none for a candidate that fails now: its pick scores 0),
+/// measured in `rounds` interleaved rounds.
 fn remeasure(
     a: &sparsile::formats::SparseTensor<'_>,
     req: &sparsile::auto::tune::TuneRequest,
     ids: &[String],
     rounds: usize,
-) -> BTreeMap<String, f64> {
+) -> Result<BTreeMap<String, f64>> {
     use sparsile::tune::search::Evaluator;
     use sparsile::tune::space::Candidate;
     let mut out = BTreeMap::new();
-    let Ok(mut ev) =
+    let mut ev =
         sparsile::auto::evaluate::OpEvaluator::new(req.op, a, req.width, req.threads, req.seed)
-    else {
-        return out;
-    };
+            .context("measuring the picks again")?;
     let ready: Vec<(String, Candidate)> = ids
         .iter()
         .filter_map(|id| Some((id.clone(), Candidate::from_id(id)?)))
@@ -97,7 +99,7 @@ fn remeasure(
             out.insert(id, t[t.len() / 2]);
         }
     }
-    out
+    Ok(out)
 }
 
 /// The pruned search's result, from an exhaustive one's measurements.
@@ -221,6 +223,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
                 ids.sort();
                 ids.dedup();
                 remeasure(&a, &req, &ids, args.remeasure)
+                    .with_context(|| format!("{name} {}", spec.label()))?
             } else {
                 BTreeMap::new()
             };
@@ -294,22 +297,24 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         for (k, v) in &search {
             search_cols.entry(k.clone()).or_default().push(*v);
         }
-        let best_fresh = r.best.as_ref().and_then(|b| fresh.get(b)).copied();
-        let mut scores = BTreeMap::new();
-        for (choice, pick) in picks(r, &args.static_pick) {
-            let s = if args.remeasure == 0 {
-                search
-                    .iter()
-                    .find(|(k, _)| k.starts_with(choice))
-                    .map_or(0.0, |x| x.1)
+        // The times scores come from: the fresh rounds, or the search's own.
+        let t_of = |id: &str| {
+            if args.remeasure > 0 {
+                fresh.get(id).copied()
             } else {
-                match (best_fresh, pick.as_ref().and_then(|p| fresh.get(p))) {
-                    (Some(b), Some(&p)) if p > 0.0 => b / p,
-                    _ => 0.0,
-                }
+                time_of(r, id)
+            }
+        };
+        let best_fresh = r.best.as_deref().and_then(t_of);
+        let case_picks = picks(r, &args.static_pick);
+        let mut scores = BTreeMap::new();
+        for (choice, pick) in &case_picks {
+            let s = match (best_fresh, pick.as_deref().and_then(t_of)) {
+                (Some(b), Some(p)) if p > 0.0 => b / p,
+                _ => 0.0,
             };
-            fresh_cols.entry(choice).or_default().push(s);
-            scores.insert(choice, s);
+            fresh_cols.entry(*choice).or_default().push(s);
+            scores.insert(*choice, s);
         }
         let pct = |x: f64| format!("{:.0}%", x * 100.0);
         let mut row = vec![
@@ -327,7 +332,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             "scores": scores,
             "search_scores": search.iter().map(|(k, v)| (k.clone(), *v)).collect::<BTreeMap<_, _>>(),
             "fresh_ms": fresh,
-            "picks": picks(r, &args.static_pick).into_iter().collect::<BTreeMap<_, _>>(),
+            "picks": case_picks.into_iter().collect::<BTreeMap<_, _>>(),
             "pruned_measured": pn,
             "report": r,
         }));
