@@ -18,9 +18,10 @@ pub struct BenchArgs {
     /// A suite file (JSON) listing the cases; replaces --matrix/--op/--k.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["matrices", "op"])]
     pub suite: Option<PathBuf>,
-    /// Peers to measure against (comma-separated): scipy, mkl, graphblas, torch; `none`
+    /// Peers to measure against (comma-separated): scipy, mkl, graphblas, torch, cloop
+    /// (the plain serial C loop a compiler such as TACO generates, one thread); `none`
     /// measures Sparsile alone.
-    #[arg(long, value_delimiter = ',', default_value = "scipy,mkl,graphblas")]
+    #[arg(long, value_delimiter = ',', default_value = "scipy,mkl,graphblas,cloop")]
     pub peers: Vec<String>,
     /// Threads for Sparsile and for every peer (default: every core).
     #[arg(long)]

@@ -1,4 +1,6 @@
-//! The peers: Python scripts in `bench/peers/` (SciPy, MKL, python-graphblas, PyTorch),
+//! The peers: Python scripts in `bench/peers/` (SciPy, MKL, python-graphblas, PyTorch,
+//! and `cloop`, the plain serial C loops of `cloop.c` compiled at `-O3 -march=native
+//! -ffast-math`: what a sparse compiler such as TACO generates without a schedule),
 //! each run in its own process per case with the benchmark's thread count, so that no
 //! two threading runtimes share the cores.
 //!
@@ -24,7 +26,7 @@ use crate::cmd_bench::cases::{Case, Op};
 use crate::cmd_bench::operands::{read_f32, Csr};
 
 /// The peers `--peers` accepts.
-pub const KNOWN: &[&str] = &["scipy", "mkl", "graphblas", "torch"];
+pub const KNOWN: &[&str] = &["scipy", "mkl", "graphblas", "torch", "cloop"];
 
 /// Checks a `--peers` list; `none` (alone) means no peer.
 pub fn parse_list(list: &[String]) -> Result<Vec<String>> {
