@@ -13,6 +13,13 @@ operator           computes                                         shapes
 ``rgms(A,X,W)``    ``Y[i,l] = A[r,i,j] * X[j,k] * W[r,k,l]``        relations r, 3-D sparse A
 =================  ===============================================  =========================
 
+With a torch input that requires a gradient (and grad mode on), ``spmm``, ``spmv``,
+``spmm_batched``, ``spmv_batched`` and ``A @ X`` run as autograd functions
+(:mod:`sparsile.torch`; the sparse operand as CSR) and return a tensor with a
+``grad_fn``; ``sddmm``, whose result is a :class:`~sparsile.Tensor`, ``mttkrp`` and
+``rgms`` refuse such inputs rather than drop the gradient (use
+:func:`sparsile.torch.sddmm`, or detach the inputs).
+
 Every operator takes ``recipe=``: ``"auto"`` (the default) runs what the tuning
 database, the learned selector or the static rule chooses for the input (see
 :func:`sparsile.explain`); a recipe spec such as ``"rowwise"`` or
@@ -37,7 +44,7 @@ import threading
 from typing import Any, Dict, Optional, Tuple
 
 from . import _native
-from ._dense import SPARSILE_DTYPE, as_array, wrap_output
+from ._dense import SPARSILE_DTYPE, as_array, is_torch_tensor, wrap_output
 from ._tensor import Tensor, as_tensor
 from ._threads import call_threads
 
@@ -93,6 +100,23 @@ def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output
     return Tensor(out) if isinstance(out, _native.Tensor) else wrap_output(out, to_torch)
 
 
+def _wants_grad(*xs: Any) -> bool:
+    """Whether a torch tensor among ``xs`` requires a gradient with grad mode on."""
+    if not any(is_torch_tensor(x) for x in xs):
+        return False
+    import torch
+
+    return torch.is_grad_enabled() and any(is_torch_tensor(x) and x.requires_grad for x in xs)
+
+
+def _refuse_grad(op: str, instead: str, *xs: Any) -> None:
+    if _wants_grad(*xs):
+        raise ValueError(
+            f"{op}: an input requires a gradient, which {op} cannot carry; {instead}, "
+            "or detach the inputs (or run under torch.no_grad())"
+        )
+
+
 def _check_order(A: Tensor, ndim: int, op: str) -> None:
     if A.ndim != ndim:
         raise ValueError(f"{op}: the sparse operand must have {ndim} dimensions, got shape {A.shape}")
@@ -114,6 +138,10 @@ RGMS = ("tensor A: {d}[nr, m, n] {f}\ntensor X: {d}[n, p]\ntensor W: {d}[nr, p, 
 def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None, recipe: str = "auto"):
     """``A @ X`` for a sparse matrix ``A`` and a dense matrix ``X``. ``values`` replaces
     A's stored values (same storage order) without copying them."""
+    if _wants_grad(X, values):
+        from . import torch as _st
+
+        return _st.spmm(A, X, values, threads=threads, recipe=recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmm")
     return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values, recipe)
@@ -121,6 +149,10 @@ def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None, r
 
 def spmv(A: Any, x: Any, *, threads: Optional[int] = None, values: Any = None, recipe: str = "auto"):
     """``A @ x`` for a sparse matrix ``A`` and a dense vector ``x``."""
+    if _wants_grad(x, values):
+        from . import torch as _st
+
+        return _st.spmv(A, x, values, threads=threads, recipe=recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmv")
     return _run(SPMV, {"A": A}, {"x": x}, "y", threads, values, recipe)
@@ -131,6 +163,7 @@ def sddmm(A: Any, X: Any, Y: Any, *, threads: Optional[int] = None, values: Any 
     """``A * (X @ Y.T)`` at the stored positions of ``A`` (sampled dense-dense matmul, DGL's
     ``u_dot_v``): ``X`` is (m, k), ``Y`` is (n, k), one row per column of ``A``. Returns a
     :class:`Tensor` with A's pattern and format."""
+    _refuse_grad("sddmm", "sparsile.torch.sddmm(A, X, Y) returns a differentiable tensor of the values", X, Y, values)
     A = as_tensor(A)
     _check_order(A, 2, "sddmm")
     return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values, recipe)
@@ -139,6 +172,10 @@ def sddmm(A: Any, X: Any, Y: Any, *, threads: Optional[int] = None, values: Any 
 def spmm_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None,
                  recipe: str = "auto"):
     """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n, k)``."""
+    if _wants_grad(X, values):
+        from . import torch as _st
+
+        return _st.spmm_batched(A, X, values, threads=threads, recipe=recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmm_batched")
     return _run(SPMM_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe)
@@ -147,6 +184,10 @@ def spmm_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any =
 def spmv_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None,
                  recipe: str = "auto"):
     """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n)``."""
+    if _wants_grad(X, values):
+        from . import torch as _st
+
+        return _st.spmv_batched(A, X, values, threads=threads, recipe=recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmv_batched")
     return _run(SPMV_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe)
@@ -155,6 +196,7 @@ def spmv_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any =
 def mttkrp(B: Any, C: Any, D: Any, *, threads: Optional[int] = None, recipe: str = "auto"):
     """Matricized tensor times Khatri-Rao product of a 3-D sparse ``B`` (e.g. ``csf``)
     with dense ``C`` (p, r) and ``D`` (q, r): ``A[i,s] = sum B[i,k,l] C[k,s] D[l,s]``."""
+    _refuse_grad("mttkrp", "it has no autograd formula yet", C, D)
     B = as_tensor(B, "B")
     _check_order(B, 3, "mttkrp")
     return _run(MTTKRP, {"B": B}, {"C": C, "D": D}, "A", threads, recipe=recipe)
@@ -164,6 +206,7 @@ def rgms(A: Any, X: Any, W: Any, *, threads: Optional[int] = None, recipe: str =
     """Relational gather-matmul-scatter (RGCN layers): ``A`` holds one sparse adjacency
     per relation (shape ``(relations, m, n)``), ``W`` one weight per relation
     (``(relations, p, q)``): ``Y = sum_r A[r] @ X @ W[r]``."""
+    _refuse_grad("rgms", "it has no autograd formula yet", X, W)
     A = as_tensor(A)
     _check_order(A, 3, "rgms")
     return _run(RGMS, {"A": A}, {"X": X, "W": W}, "Y", threads, recipe=recipe)

@@ -1,9 +1,12 @@
-"""PyTorch autograd for Sparsile's SpMM and SDDMM.
+"""PyTorch autograd for Sparsile's SpMM, SpMV (also batched) and SDDMM.
 
 ``sparsile.torch.spmm(A, X, values=None)`` and ``sparsile.torch.sddmm(A, X, Y,
 values=None)`` are ``torch.autograd.Function``s: gradients flow to the dense inputs and,
 when ``values`` (A's stored values in CSR order, a 1-D tensor) is given, to the sparse
-values too. The forward and backward passes all run Sparsile kernels:
+values too. ``spmv``, ``spmm_batched`` and ``spmv_batched`` are SpMM on a reshaped dense
+operand. ``sparsile.spmm``, ``sparsile.spmv``, the batched operators and ``A @ X`` come
+here by themselves when a torch input requires a gradient (and grad mode is on). The
+forward and backward passes all run Sparsile kernels:
 
 - SpMM ``Y = A X``: ``dX = Aᵀ dY`` (SpMM with the transposed pattern) and
   ``dA = (dY Xᵀ) ⊙ pattern(A)`` (SDDMM);
@@ -34,7 +37,7 @@ from ._ops import sddmm as _sddmm
 from ._ops import spmm as _spmm
 from ._tensor import Tensor, as_tensor
 
-__all__ = ["spmm", "sddmm", "SpMM", "SDDMM", "GraphConv"]
+__all__ = ["spmm", "spmv", "spmm_batched", "spmv_batched", "sddmm", "SpMM", "SDDMM", "GraphConv"]
 
 
 def _csr(A: Any) -> Tensor:
@@ -62,7 +65,9 @@ def _values(A: Tensor, values: Optional[torch.Tensor], X: torch.Tensor) -> torch
             A._cache["torch_values"] = torch.from_numpy(A.values)
         return A._cache["torch_values"]
     if not isinstance(values, torch.Tensor):
-        raise TypeError(f"values must be a torch.Tensor, got {type(values).__name__}")
+        if not isinstance(values, np.ndarray):
+            raise TypeError(f"values must be a torch.Tensor or NumPy array, got {type(values).__name__}")
+        values = torch.from_numpy(values)
     if values.shape != (A.nnz,):
         raise ValueError(f"values must have shape ({A.nnz},) (one per stored value of A), got {tuple(values.shape)}")
     return values
@@ -78,25 +83,27 @@ class SpMM(torch.autograd.Function):
     """``Y = A @ X`` with gradients for ``values`` (A's CSR values) and ``X``."""
 
     @staticmethod
-    def forward(ctx, values: torch.Tensor, X: torch.Tensor, A: Tensor) -> torch.Tensor:
+    def forward(ctx, values: torch.Tensor, X: torch.Tensor, A: Tensor,
+                threads: Optional[int] = None, recipe: str = "auto") -> torch.Tensor:
         ctx.A = A
+        ctx.threads = threads
         ctx.save_for_backward(values, X)
-        return _spmm(A, X, values=values)
+        return _spmm(A, X.contiguous(), values=values.detach(), threads=threads, recipe=recipe)
 
     @staticmethod
     def backward(ctx, dY: torch.Tensor):
         values, X = ctx.saved_tensors
-        A = ctx.A
+        A, threads = ctx.A, ctx.threads
         dY = dY.contiguous()
         d_values = d_X = None
         if ctx.needs_input_grad[1]:
             T, perm = _transpose_plan(A)
-            d_X = _spmm(T, dY, values=values.detach()[perm].contiguous())
+            d_X = _spmm(T, dY, values=values.detach()[perm].contiguous(), threads=threads)
         if ctx.needs_input_grad[0]:
             ones = np.ones(A.nnz, dtype=A.dtype)
-            C = _sddmm(A, dY, X.detach().contiguous(), values=ones)
+            C = _sddmm(A, dY, X.detach().contiguous(), values=ones, threads=threads)
             d_values = torch.from_numpy(C.values).to(dY.dtype)
-        return d_values, d_X, None
+        return d_values, d_X, None, None, None
 
 
 class SDDMM(torch.autograd.Function):
@@ -128,18 +135,62 @@ class SDDMM(torch.autograd.Function):
         return d_values, d_X, d_Y, None
 
 
-def spmm(A: Any, X: torch.Tensor, values: Optional[torch.Tensor] = None) -> torch.Tensor:
+def _grad_operand(A: Any, values: Any) -> Tensor:
+    """The CSR operand of a differentiable call. ``values`` are in the storage order of the
+    operand as given, which is CSR order only for a CSR operand: refused otherwise."""
+    given = as_tensor(A)
+    if values is not None and given.format != "csr":
+        raise ValueError(
+            f"values= with gradients needs a csr operand (its values in CSR order), got {given.format}: "
+            "convert it with A.to('csr') and pass values in that order"
+        )
+    return _csr(given)
+
+
+def spmm(A: Any, X: torch.Tensor, values: Optional[torch.Tensor] = None, *,
+         threads: Optional[int] = None, recipe: str = "auto") -> torch.Tensor:
     """``A @ X`` as an autograd function. ``A``: a sparsile, SciPy or torch sparse matrix
     (its pattern, and its values unless ``values`` is given); ``X``: a dense CPU tensor."""
-    A = _csr(A)
+    A = _grad_operand(A, values)
     X = _check_dense(X, "X")
-    return SpMM.apply(_values(A, values, X), X, A)
+    return SpMM.apply(_values(A, values, X), X, A, threads, recipe)
+
+
+def spmv(A: Any, x: torch.Tensor, values: Optional[torch.Tensor] = None, *,
+         threads: Optional[int] = None, recipe: str = "auto") -> torch.Tensor:
+    """``A @ x`` for a dense vector ``x``, differentiable (SpMM with one column)."""
+    x = _check_dense(x, "x")
+    if x.ndim != 1:
+        raise ValueError(f"spmv: x must be a vector, got shape {tuple(x.shape)}")
+    return spmm(A, x.unsqueeze(1), values, threads=threads, recipe=recipe).squeeze(1)
+
+
+def spmm_batched(A: Any, X: torch.Tensor, values: Optional[torch.Tensor] = None, *,
+                 threads: Optional[int] = None, recipe: str = "auto") -> torch.Tensor:
+    """``A @ X[b]`` for every ``b`` (``X``: (batch, n, k)), differentiable: one SpMM over
+    the batches side by side, ``(n, batch * k)``."""
+    X = _check_dense(X, "X")
+    if X.ndim != 3:
+        raise ValueError(f"spmm_batched: X must have shape (batch, n, k), got {tuple(X.shape)}")
+    b, n, k = X.shape
+    wide = X.permute(1, 0, 2).reshape(n, b * k)
+    Y = spmm(A, wide, values, threads=threads, recipe=recipe)
+    return Y.reshape(Y.shape[0], b, k).permute(1, 0, 2).contiguous()
+
+
+def spmv_batched(A: Any, X: torch.Tensor, values: Optional[torch.Tensor] = None, *,
+                 threads: Optional[int] = None, recipe: str = "auto") -> torch.Tensor:
+    """``A @ X[b]`` for every ``b`` (``X``: (batch, n)), differentiable: ``(A Xᵀ)ᵀ``."""
+    X = _check_dense(X, "X")
+    if X.ndim != 2:
+        raise ValueError(f"spmv_batched: X must have shape (batch, n), got {tuple(X.shape)}")
+    return spmm(A, X.t(), values, threads=threads, recipe=recipe).t().contiguous()
 
 
 def sddmm(A: Any, X: torch.Tensor, Y: torch.Tensor, values: Optional[torch.Tensor] = None) -> torch.Tensor:
     """``A ⊙ (X @ Yᵀ)`` at A's stored positions (``X``: (m, k), ``Y``: (n, k)), as a 1-D
     tensor in A's CSR order, with gradients for ``values``, ``X`` and ``Y``."""
-    A = _csr(A)
+    A = _grad_operand(A, values)
     X = _check_dense(X, "X")
     Y = _check_dense(Y, "Y")
     return SDDMM.apply(_values(A, values, X), X, Y, A)

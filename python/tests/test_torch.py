@@ -135,3 +135,59 @@ def test_inside_a_module_training_reduces_the_loss(rng):
     dense = torch.from_numpy(A.toarray())
     torch.nn.functional.mse_loss(dense @ net.conv.linear(X) + net.conv.bias, target).backward()
     torch.testing.assert_close(g, net.conv.linear.weight.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_plain_operators_carry_gradients(rng):
+    """sparsile.spmm / spmv / the batched ones and ``A @ X`` with an input that requires a
+    gradient return tensors with a grad_fn (never a silently detached result), and the
+    gradients match dense PyTorch."""
+    T = sparsile.from_scipy(random_csr(rng, 11, 7, 0.3, np.float64, empty_rows=(3,)))
+    dense = torch.from_numpy(T.to_dense())
+    gen = torch.Generator().manual_seed(2)
+    X = torch.randn(7, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    x = torch.randn(7, dtype=torch.float64, generator=gen, requires_grad=True)
+    Xb = torch.randn(3, 7, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    xb = torch.randn(3, 7, dtype=torch.float64, generator=gen, requires_grad=True)
+    cases = [
+        (lambda t: sparsile.spmm(T, t), lambda t: dense @ t, X),
+        (lambda t: T @ t, lambda t: dense @ t, X),
+        (lambda t: sparsile.spmv(T, t), lambda t: dense @ t, x),
+        (lambda t: T @ t, lambda t: dense @ t, x),
+        (lambda t: sparsile.spmm_batched(T, t), lambda t: dense @ t, Xb),
+        (lambda t: sparsile.spmv_batched(T, t), lambda t: t @ dense.T, xb),
+    ]
+    for ours, ref, inp in cases:
+        out = ours(inp)
+        assert out.grad_fn is not None
+        expected = ref(inp.detach())
+        torch.testing.assert_close(out.detach(), expected)
+        assert torch.autograd.gradcheck(ours, (inp,))
+    with torch.no_grad():
+        assert sparsile.spmm(T, X).grad_fn is None
+
+
+def test_plain_operators_gradients_for_values(rng):
+    T = sparsile.from_scipy(random_csr(rng, 6, 5, 0.4, np.float64))
+    values = torch.from_numpy(T.values).clone().requires_grad_()
+    x = torch.randn(5, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda v: sparsile.spmv(T, x, values=v), (values,))
+    B = T.to("bsr:2x2")
+    with pytest.raises(ValueError, match="needs a csr operand"):
+        sparsile.spmm(B, torch.ones(5, 2, dtype=torch.float64), values=torch.ones(B.nnz, dtype=torch.float64,
+                                                                             requires_grad=True))
+
+
+def test_operators_without_gradients_refuse_instead_of_detaching(rng):
+    T = sparsile.from_scipy(random_csr(rng, 6, 5, 0.4, np.float32))
+    X = torch.randn(6, 3, requires_grad=True)
+    Y = torch.randn(5, 3)
+    with pytest.raises(ValueError, match=r"sddmm: an input requires a gradient.*sparsile\.torch\.sddmm"):
+        sparsile.sddmm(T, X, Y)
+    with torch.no_grad():
+        C = sparsile.sddmm(T, X, Y)
+    torch.testing.assert_close(torch.from_numpy(C.values), st.sddmm(T, X.detach(), Y), rtol=1e-5, atol=1e-5)
+    # The refusal comes before the operands are looked at.
+    with pytest.raises(ValueError, match="mttkrp: an input requires a gradient"):
+        sparsile.mttkrp(None, X, Y)
+    with pytest.raises(ValueError, match="rgms: an input requires a gradient"):
+        sparsile.rgms(None, X, Y)
