@@ -45,7 +45,7 @@ fn statement_errors() {
         ("  for i in 0 n {\n  }\n", "line 3, column 14: expected `..`, found `n`"),
         (
             "  for i in 0..n sequential {\n  }\n",
-            "line 3, column 17: expected `{` or a loop kind (`parallel`, `vectorized` or `unrolled`), found `sequential`",
+            "line 3, column 17: expected `{` or a loop kind (`parallel`, `vectorized`, `unrolled` or `batched`), found `sequential`",
         ),
         ("  for n in 0..n {\n  }\n", "line 3, column 7: variable `n` has the name of a parameter"),
         (

@@ -4,7 +4,10 @@
 //! (`hoist_factor`), and the sum is an explicit vector reduction. Compared with the
 //! reference interpreter in f32 and f64, with 1 and 2 threads, on seeded random
 //! matrices with empty rows, an empty matrix and one long row, for widths below, at and
-//! around the vector block (1, 7, 16, 23, 64). The recorded trace names the three steps.
+//! around the vector block (1, 7, 8, 12, 16, 23, 32, 64). The non-zeros of a row run in
+//! groups whose dot products are summed together (`batch_reduction`, the default
+//! `batch=on`) where the width fills whole vectors (the C then calls `sparsile_tsum_*`),
+//! and one by one with `batch=off`. The recorded trace names the steps.
 //! Without a C compiler the compiled checks print that they skipped.
 
 mod support;
@@ -36,7 +39,7 @@ fn the_dot_product_schedule_matches_the_interpreter() {
             .into_iter()
             .enumerate()
         {
-            for k in [1usize, 7, 16, 23, 64] {
+            for k in [1usize, 7, 8, 12, 16, 23, 32, 64] {
                 let mut g = rng(s as u64 * 31 + k as u64);
                 let coo = matrix(kind, m, n, &mut g);
                 let a = SparseTensor::from_coo_with(&coo, &Format::Csr, dtype).unwrap();
@@ -45,19 +48,26 @@ fn the_dot_product_schedule_matches_the_interpreter() {
                     ("X".to_string(), dense(&[m, k], dtype, &mut g)),
                     ("Y".to_string(), dense(&[n, k], dtype, &mut g)),
                 ]);
-                let what = format!("sddmm {dtype} {kind} {m}x{n} k={k}");
-                let kernel = compile_recipe(&program, &inputs, "rowwise")
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
-                let stage2 = kernel.ir(Stage::Stage2);
-                assert!(
-                    !stage2.contains("block C.init"),
-                    "{what}: init kept\n{stage2}"
-                );
-                assert!(
-                    stage2.contains("vectorized(reassociate)"),
-                    "{what}\n{stage2}"
-                );
-                check_kernel(&kernel, &program, &inputs, dtype, &what);
+                for spec in ["rowwise", "rowwise:batch=off", "rowwise:prefetch=0"] {
+                    let what = format!("sddmm {dtype} {kind} {m}x{n} k={k} {spec}");
+                    let kernel = compile_recipe(&program, &inputs, spec)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let stage2 = kernel.ir(Stage::Stage2);
+                    assert!(
+                        !stage2.contains("block C.init"),
+                        "{what}: init kept\n{stage2}"
+                    );
+                    assert!(
+                        stage2.contains("vectorized(reassociate)"),
+                        "{what}\n{stage2}"
+                    );
+                    let batched = spec != "rowwise:batch=off";
+                    assert_eq!(stage2.contains(" batched {"), batched, "{what}\n{stage2}");
+                    let lanes = if dtype == DType::F32 { 8 } else { 4 };
+                    let grouped = kernel.ir(Stage::C).contains("sparsile_tsum_");
+                    assert_eq!(grouped, batched && k % lanes == 0, "{what}");
+                    check_kernel(&kernel, &program, &inputs, dtype, &what);
+                }
             }
         }
     }
@@ -76,6 +86,7 @@ fn the_trace_records_the_dot_product_steps() {
         "absorb_init",
         "hoist_factor",
         "vectorize_reduction",
+        "batch_reduction",
     ] {
         assert!(names.contains(&step), "{step} missing from {names:?}");
     }

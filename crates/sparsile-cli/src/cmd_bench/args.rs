@@ -21,7 +21,11 @@ pub struct BenchArgs {
     /// Peers to measure against (comma-separated): scipy, mkl, graphblas, torch, cloop
     /// (the plain serial C loop a compiler such as TACO generates, one thread); `none`
     /// measures Sparsile alone.
-    #[arg(long, value_delimiter = ',', default_value = "scipy,mkl,graphblas,cloop")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "scipy,mkl,graphblas,cloop"
+    )]
     pub peers: Vec<String>,
     /// Threads for Sparsile and for every peer (default: every core).
     #[arg(long)]

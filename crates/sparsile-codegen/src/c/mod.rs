@@ -55,6 +55,7 @@
 //! number. Helpers (floor division, binary search, …) are emitted only when used. See
 //! `tests/c/*.c` for complete examples.
 
+mod batched;
 mod ctx;
 mod expr;
 mod literal;

@@ -31,6 +31,8 @@ pub(crate) enum Helper {
     NoOuterVectorizeMacro,
     ScalarLoopMacro,
     VectorTypes,
+    /// Needs [`Helper::VectorTypes`] before it (the enum order is the emission order).
+    TransposedSums,
 }
 
 impl Helper {
@@ -223,6 +225,52 @@ static inline float sparsile_vsum_f32(sparsile_vf32 v)
 static inline double sparsile_vsum_f64(sparsile_vf64 v)
 {
     return (v[0] + v[2]) + (v[1] + v[3]);
+}
+#endif
+"
+            }
+            Helper::TransposedSums => {
+                "/* The horizontal sums of as many vectors as a vector has lanes, as one vector
+ * (lane l: the sum of the lanes of v[l]): pairs of vectors folded half onto half, then
+ * quarters, then neighbours (a tree of shuffles shared by all the sums), the lanes put
+ * back in order at the end. */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define SPARSILE_FOLD(a, b, ...) (__builtin_shufflevector(a, b, __VA_ARGS__))
+static inline sparsile_vf32 sparsile_tsum_f32(sparsile_vf32 v0, sparsile_vf32 v1, sparsile_vf32 v2, sparsile_vf32 v3,
+                                              sparsile_vf32 v4, sparsile_vf32 v5, sparsile_vf32 v6, sparsile_vf32 v7)
+{
+    /* halves: h01 = [v0 lo + v0 hi, v1 lo + v1 hi], ... */
+    sparsile_vf32 h01 = SPARSILE_FOLD(v0, v1, 0, 1, 2, 3, 8, 9, 10, 11) + SPARSILE_FOLD(v0, v1, 4, 5, 6, 7, 12, 13, 14, 15);
+    sparsile_vf32 h23 = SPARSILE_FOLD(v2, v3, 0, 1, 2, 3, 8, 9, 10, 11) + SPARSILE_FOLD(v2, v3, 4, 5, 6, 7, 12, 13, 14, 15);
+    sparsile_vf32 h45 = SPARSILE_FOLD(v4, v5, 0, 1, 2, 3, 8, 9, 10, 11) + SPARSILE_FOLD(v4, v5, 4, 5, 6, 7, 12, 13, 14, 15);
+    sparsile_vf32 h67 = SPARSILE_FOLD(v6, v7, 0, 1, 2, 3, 8, 9, 10, 11) + SPARSILE_FOLD(v6, v7, 4, 5, 6, 7, 12, 13, 14, 15);
+    /* quarters within each half */
+    sparsile_vf32 q0 = SPARSILE_FOLD(h01, h23, 0, 1, 8, 9, 4, 5, 12, 13) + SPARSILE_FOLD(h01, h23, 2, 3, 10, 11, 6, 7, 14, 15);
+    sparsile_vf32 q1 = SPARSILE_FOLD(h45, h67, 0, 1, 8, 9, 4, 5, 12, 13) + SPARSILE_FOLD(h45, h67, 2, 3, 10, 11, 6, 7, 14, 15);
+    /* neighbours: lane p holds the sum of v[(0, 4, 2, 6, 1, 5, 3, 7)[p]] */
+    sparsile_vf32 t = SPARSILE_FOLD(q0, q1, 0, 8, 2, 10, 4, 12, 6, 14) + SPARSILE_FOLD(q0, q1, 1, 9, 3, 11, 5, 13, 7, 15);
+    return SPARSILE_FOLD(t, t, 0, 4, 2, 6, 1, 5, 3, 7);
+}
+static inline sparsile_vf64 sparsile_tsum_f64(sparsile_vf64 v0, sparsile_vf64 v1, sparsile_vf64 v2, sparsile_vf64 v3)
+{
+    sparsile_vf64 h01 = SPARSILE_FOLD(v0, v1, 0, 1, 4, 5) + SPARSILE_FOLD(v0, v1, 2, 3, 6, 7);
+    sparsile_vf64 h23 = SPARSILE_FOLD(v2, v3, 0, 1, 4, 5) + SPARSILE_FOLD(v2, v3, 2, 3, 6, 7);
+    /* lane p holds the sum of v[(0, 2, 1, 3)[p]] */
+    sparsile_vf64 t = SPARSILE_FOLD(h01, h23, 0, 4, 2, 6) + SPARSILE_FOLD(h01, h23, 1, 5, 3, 7);
+    return SPARSILE_FOLD(t, t, 0, 2, 1, 3);
+}
+#else
+static inline sparsile_vf32 sparsile_tsum_f32(sparsile_vf32 v0, sparsile_vf32 v1, sparsile_vf32 v2, sparsile_vf32 v3,
+                                              sparsile_vf32 v4, sparsile_vf32 v5, sparsile_vf32 v6, sparsile_vf32 v7)
+{
+    sparsile_vf32 t = {sparsile_vsum_f32(v0), sparsile_vsum_f32(v1), sparsile_vsum_f32(v2), sparsile_vsum_f32(v3),
+                       sparsile_vsum_f32(v4), sparsile_vsum_f32(v5), sparsile_vsum_f32(v6), sparsile_vsum_f32(v7)};
+    return t;
+}
+static inline sparsile_vf64 sparsile_tsum_f64(sparsile_vf64 v0, sparsile_vf64 v1, sparsile_vf64 v2, sparsile_vf64 v3)
+{
+    sparsile_vf64 t = {sparsile_vsum_f64(v0), sparsile_vsum_f64(v1), sparsile_vsum_f64(v2), sparsile_vsum_f64(v3)};
+    return t;
 }
 #endif
 "

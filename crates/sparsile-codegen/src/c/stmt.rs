@@ -11,7 +11,7 @@
 //! only. A loop bound that reads memory or a local the body assigns is evaluated once into a
 //! second loop variable (`jp_end`), as the IR requires; a plain bound (`m`, `4 * m`) is
 //! written in the condition. A `vectorized(reassociate)` loop is written by
-//! [`super::reduction`]. Blocks become C scopes headed by their name, and every loop
+//! [`super::reduction`], a `batched` one by [`super::batched`]. Blocks become C scopes headed by their name, and every loop
 //! names the block it came from.
 
 use std::collections::HashSet;
@@ -19,6 +19,7 @@ use std::collections::HashSet;
 use sparsile_ir::loops::{Expr, For, ForKind, Stmt};
 use sparsile_ir::{DType, VarId};
 
+use super::batched::emit_batched_loop;
 use super::ctx::Ctx;
 use super::expr::{emit_as, emit_offset, emit_truth};
 use super::prelude::Helper;
@@ -67,6 +68,7 @@ fn emit_stmt(
             ctx.span = f.span;
             emit_reassociated_loop(ctx, w, f, block)?;
         }
+        Stmt::For(f) if f.kind == ForKind::Batched && emit_batched_loop(ctx, w, f, block)? => {}
         Stmt::For(f) => {
             ctx.span = f.span;
             let header = for_header(ctx, f)?;
@@ -83,7 +85,8 @@ fn emit_stmt(
                 | ForKind::Parallel
                 | ForKind::ParallelDynamic
                 | ForKind::ParallelBalanced { .. }
-                | ForKind::VectorizedReduction { .. } => {}
+                | ForKind::VectorizedReduction { .. }
+                | ForKind::Batched => {}
             }
             w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
             w.indent += 1;
@@ -303,6 +306,7 @@ pub(crate) fn loop_comment(block: Option<&str>, kind: ForKind) -> String {
         ForKind::Vectorized => ", vectorized",
         ForKind::VectorizedReduction { .. } => ", vectorized(reassociate)",
         ForKind::Unrolled => ", unrolled",
+        ForKind::Batched => ", batched",
     };
     match block {
         Some(b) => format!(" /* {}{kind} */", comment_text(b)),

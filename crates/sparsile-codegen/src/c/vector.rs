@@ -238,22 +238,7 @@ pub(crate) fn emit_vector_blocks(
     let block = width * UNROLL;
     let (vty, suffix) = names(ty);
     ctx.helpers.insert(Helper::VectorTypes);
-    let scope = BodyLets {
-        v: f.var,
-        ty,
-        index_lets: f
-            .body
-            .iter()
-            .filter_map(|s| match s {
-                Stmt::Let { var, value, .. }
-                    if ctx.var(*var).is_ok_and(|x| x.ty == VarType::Index) =>
-                {
-                    Some((*var, value))
-                }
-                _ => None,
-            })
-            .collect(),
-    };
+    let scope = body_lets(ctx, f, ty);
     w.line(&format!("if ({bound} - {rest} >= {block}) {{"));
     w.indent += 1;
     let vectors: Vec<Vec<String>> = accs
@@ -281,40 +266,8 @@ pub(crate) fn emit_vector_blocks(
             format!(" + {}", u * width)
         };
         w.line(&format!("const int64_t {v} = {rest}{offset};"));
-        let mut lets: HashMap<VarId, bool> = HashMap::new();
-        for s in &f.body {
-            match s {
-                Stmt::Prefetch { .. } => {}
-                Stmt::Let { var, value, span } => {
-                    ctx.span = *span;
-                    if !ctx.live.contains(var) {
-                        continue;
-                    }
-                    let name = ctx.var_name(*var)?;
-                    match ctx.var(*var)?.ty {
-                        VarType::Index => {
-                            let code = emit_as(ctx, value, Ty::I64)?;
-                            w.line(&format!("const int64_t {name} = {};", code.text));
-                        }
-                        _ => {
-                            let val = vector_value(ctx, value, &scope, &lets)?;
-                            let decl = if val.vector { vty } else { ty.c_name() };
-                            w.line(&format!("const {decl} {name} = {};", val.text));
-                            lets.insert(*var, val.vector);
-                        }
-                    }
-                }
-                Stmt::Store { span, .. } => {
-                    ctx.span = *span;
-                    let k = accumulator_of(accs, s).expect("checked by vectorizable");
-                    let addend = reduction_addend(s).expect("checked by vectorizable");
-                    let val = vector_value(ctx, addend, &scope, &lets)?;
-                    let acc = &vectors[k][u as usize];
-                    w.line(&format!("{acc} = {acc} + {};", paren(&val.text)));
-                }
-                _ => unreachable!("checked by vectorizable"),
-            }
-        }
+        let targets: Vec<String> = vectors.iter().map(|n| n[u as usize].clone()).collect();
+        emit_vector_step(ctx, w, f, accs, &scope, &targets)?;
         w.indent -= 1;
         w.line("}");
     }
@@ -329,6 +282,77 @@ pub(crate) fn emit_vector_blocks(
     }
     w.indent -= 1;
     w.line("}");
+    Ok(())
+}
+
+/// The index `let`s of `f`'s body, for [`emit_vector_step`].
+pub(crate) fn body_lets<'f>(ctx: &Ctx, f: &'f For, ty: Ty) -> BodyLets<'f> {
+    BodyLets {
+        v: f.var,
+        ty,
+        index_lets: f
+            .body
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Let { var, value, .. }
+                    if ctx.var(*var).is_ok_and(|x| x.ty == VarType::Index) =>
+                {
+                    Some((*var, value))
+                }
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+/// One vector step of the body of `f` (checked by [`vectorizable`]): the body's
+/// statements for the lanes starting at the C variable of `f`'s loop variable (declared
+/// by the caller), each reduction into `accs[k]` added to the vector variable
+/// `targets[k]`.
+pub(crate) fn emit_vector_step(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    f: &For,
+    accs: &[Accumulator],
+    scope: &BodyLets,
+    targets: &[String],
+) -> Result<(), CodegenError> {
+    let ty = scope.ty;
+    let (vty, _) = names(ty);
+    let mut lets: HashMap<VarId, bool> = HashMap::new();
+    for s in &f.body {
+        match s {
+            Stmt::Prefetch { .. } => {}
+            Stmt::Let { var, value, span } => {
+                ctx.span = *span;
+                if !ctx.live.contains(var) {
+                    continue;
+                }
+                let name = ctx.var_name(*var)?;
+                match ctx.var(*var)?.ty {
+                    VarType::Index => {
+                        let code = emit_as(ctx, value, Ty::I64)?;
+                        w.line(&format!("const int64_t {name} = {};", code.text));
+                    }
+                    _ => {
+                        let val = vector_value(ctx, value, scope, &lets)?;
+                        let decl = if val.vector { vty } else { ty.c_name() };
+                        w.line(&format!("const {decl} {name} = {};", val.text));
+                        lets.insert(*var, val.vector);
+                    }
+                }
+            }
+            Stmt::Store { span, .. } => {
+                ctx.span = *span;
+                let k = accumulator_of(accs, s).expect("checked by vectorizable");
+                let addend = reduction_addend(s).expect("checked by vectorizable");
+                let val = vector_value(ctx, addend, scope, &lets)?;
+                let acc = &targets[k];
+                w.line(&format!("{acc} = {acc} + {};", paren(&val.text)));
+            }
+            _ => unreachable!("checked by vectorizable"),
+        }
+    }
     Ok(())
 }
 
@@ -393,7 +417,7 @@ fn vector_value(
 }
 
 /// The loop variable, the accumulators' type and the index `let`s of the body.
-struct BodyLets<'a> {
+pub(crate) struct BodyLets<'a> {
     v: VarId,
     ty: Ty,
     index_lets: HashMap<VarId, &'a Expr>,

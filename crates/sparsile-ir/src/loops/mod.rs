@@ -28,6 +28,7 @@
 //!
 //! See `crates/sparsile-ir/tests/` for text-IR examples.
 
+mod batched;
 pub mod builder;
 pub mod display;
 mod expr;
@@ -40,6 +41,7 @@ pub mod verify;
 mod walk;
 mod work;
 
+pub use batched::{batched_shape, BatchedShape};
 pub use builder::FuncBuilder;
 pub use display::{ExprDisplay, StmtDisplay};
 pub use expr::{CmpOp, Expr, LogicOp};

@@ -25,6 +25,12 @@ use crate::Span;
 /// `vectorized(reassociate, scalar_sums=N)`, omitted when 1) is how many independent
 /// partial sums the part of the loop that runs scalar keeps (the iterations after the
 /// vector blocks, and short loops): 1 adds them in order.
+///
+/// [`ForKind::Batched`] (text `batched`) is a serial loop whose body ends its iterations
+/// in one `vectorized(reassociate)` reduction (SDDMM's dot product per non-zero): the
+/// backend may run a group of iterations' reductions side by side and add their vector
+/// lanes together ([`crate::loops::batched_shape`] states the rules that make it the same
+/// computation). Its serial meaning is that of a plain loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ForKind {
     Serial,
@@ -44,6 +50,8 @@ pub enum ForKind {
     VectorizedReduction {
         scalar_sums: u32,
     },
+    /// Text `batched` (see above).
+    Batched,
 }
 
 /// How the iterations of a parallel loop are divided between threads (see [`ForKind`]).
@@ -72,6 +80,7 @@ impl ForKind {
             ForKind::Parallel => "parallel",
             ForKind::Vectorized | ForKind::VectorizedReduction { .. } => "vectorized",
             ForKind::Unrolled => "unrolled",
+            ForKind::Batched => "batched",
             ForKind::ParallelDynamic | ForKind::ParallelBalanced { .. } => "parallel",
         }
     }
@@ -90,7 +99,8 @@ impl ForKind {
             ForKind::Serial
             | ForKind::Vectorized
             | ForKind::VectorizedReduction { .. }
-            | ForKind::Unrolled => None,
+            | ForKind::Unrolled
+            | ForKind::Batched => None,
         }
     }
 

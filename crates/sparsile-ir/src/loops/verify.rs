@@ -29,7 +29,8 @@
 //!   another `parallel` loop; a `vectorized(reassociate)` loop holds no loop and its
 //!   reductions follow the rules of [`local_reductions`](crate::loops::local_reductions)
 //!   (stores not depending on the loop variable are `L[e] = L[e] + …` into
-//!   local buffers); a balanced partition names a flat integer buffer; atomic
+//!   local buffers); a `batched` loop has the shape of
+//!   [`batched_shape`](crate::loops::batched_shape); a balanced partition names a flat integer buffer; atomic
 //!   adds go to float buffers; accesses give one index per axis (`Axes`) or exactly one
 //!   (`Flat`); indices are integers; stored values match the buffer's element type
 //!   (integer or float); no stores to `input` buffers.
@@ -49,6 +50,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::batched::batched_shape;
 use super::expr::Expr;
 use super::func::{BufferKind, BufferLayout, Func, Stage, VarType};
 use super::local_reduction::local_reductions;
@@ -702,6 +704,11 @@ impl<'a> Verifier<'a> {
                         );
                     }
                     self.reassociated(l, &ctx);
+                }
+                if l.kind == ForKind::Batched {
+                    if let Err(e) = batched_shape(self.func, l) {
+                        self.error(e.span, format!("{ctx}: a `batched` loop: {}", e.message));
+                    }
                 }
                 self.stmts(&l.body, scope, in_parallel || l.kind.is_parallel());
                 scope.vars.truncate(len);

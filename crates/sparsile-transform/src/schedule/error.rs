@@ -501,6 +501,18 @@ pub enum ScheduleError {
         span: Span,
     },
     // ---- end of vectorize_reduction ----
+    // ---- batch_reduction (also NotSerial) ----
+    /// The loop's body does not have the shape of a batched loop.
+    #[error("batch_reduction: loop `{var}` in block `{block}` ({loop_span}): statement at {span}: {reason}")]
+    NotBatchable {
+        block: String,
+        var: String,
+        reason: String,
+        /// The offending statement.
+        span: Span,
+        loop_span: Span,
+    },
+    // ---- end of batch_reduction ----
     // ---- absorb_init (also UnknownBuffer, UnknownBlock) ----
     /// No top-level statement before the block writes the buffer.
     #[error("absorb_init: no top-level block before block `{block}` writes `{buffer}`, so there is no init block to absorb")]

@@ -27,6 +27,7 @@
 //! ```
 
 pub mod absorb_init;
+pub mod batch_reduction;
 pub mod bound;
 pub mod cache_read;
 pub mod cache_write;
@@ -53,6 +54,7 @@ pub mod vectorize;
 pub mod vectorize_reduction;
 
 pub use absorb_init::absorb_init;
+pub use batch_reduction::batch_reduction;
 pub use bound::bound;
 pub use cache_read::cache_read;
 pub use cache_write::cache_write;
@@ -170,6 +172,7 @@ impl Schedule {
             } => self.vectorize_reduction(target, *scalar_sums),
             Step::AbsorbInit { block, buffer } => self.absorb_init(block, buffer),
             Step::HoistFactor { target } => self.hoist_factor(target),
+            Step::BatchReduction { target } => self.batch_reduction(target),
         }
     }
 
@@ -310,6 +313,15 @@ impl Schedule {
         self.stage2(step, |f| {
             vectorize_reduction(f, target, scalar_sums).map(|f| (f, ()))
         })
+    }
+
+    /// [`batch_reduction()`]: marks the loop `batched` (the reassociated reductions of a
+    /// group of its iterations summed together).
+    pub fn batch_reduction(&mut self, target: &LoopRef) -> Result<(), ScheduleError> {
+        let step = Step::BatchReduction {
+            target: target.clone(),
+        };
+        self.stage2(step, |f| batch_reduction(f, target).map(|f| (f, ())))
     }
 
     /// [`hoist_factor()`]: takes the factors of the loop's local reductions that are fixed

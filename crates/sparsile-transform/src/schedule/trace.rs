@@ -132,6 +132,11 @@ pub enum Step {
     HoistFactor {
         target: LoopRef,
     },
+    /// Stage II: run the loop's iterations in groups whose reassociated reductions are
+    /// summed together (`batched`).
+    BatchReduction {
+        target: LoopRef,
+    },
 }
 
 impl Step {
@@ -160,6 +165,7 @@ impl Step {
             Step::VectorizeReduction { .. } => "vectorize_reduction",
             Step::AbsorbInit { .. } => "absorb_init",
             Step::HoistFactor { .. } => "hoist_factor",
+            Step::BatchReduction { .. } => "batch_reduction",
         }
     }
 }

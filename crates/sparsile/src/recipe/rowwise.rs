@@ -62,6 +62,11 @@ fn info() -> RecipeInfo {
                 doc: "`on`: a dense innermost reduction into one element per non-zero (SDDMM's k) accumulates in a local started at zero, the sparse value multiplied once after it (hoist_factor), as explicit vector dot products (vectorize_reduction); `off`: the `lanes` split",
             },
             ParamInfo {
+                name: "batch",
+                default: "on",
+                doc: "`on`: with `dot=on`, the non-zeros of a row run in groups of a vector's lanes (8 for f32) whose dot products are summed together by one transposed tree of shuffles (batch_reduction); `off`: one horizontal sum per non-zero",
+            },
+            ParamInfo {
                 name: "cache",
                 default: "on",
                 doc: "`on`: accumulate each output row in a local array (cache_write) started at the init constant where every row is stored (absorb_init); `off`",
@@ -94,7 +99,8 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     prefetch_gathers(sch, name, distance)?;
     let lanes = args.int("lanes", 0, 64)?;
     let dot = args.choice("dot", &["on", "off"])? == "on";
-    let reduced = block_row_reduction(sch, name)? || (dot && dot_reduction(sch, name)?);
+    let batch = args.choice("batch", &["on", "off"])? == "on";
+    let reduced = block_row_reduction(sch, name)? || (dot && dot_reduction(sch, name, batch)?);
     if !reduced && lanes > 1 {
         split_reduction(sch, name, lanes)?;
     }
@@ -238,9 +244,10 @@ fn block_row_reduction(sch: &mut Schedule, recipe: &str) -> Result<bool, RecipeE
 /// (`cache_write` at the loop around), started at the init constant with the init block
 /// gone (`absorb_init`), multiplies the factors fixed across the reduction once after it
 /// (`hoist_factor`), and vectorises the reduction with its sums reassociated: a dot
-/// product of vectors per non-zero. Returns whether it applied; nothing is recorded when
-/// it does not.
-fn dot_reduction(sch: &mut Schedule, recipe: &str) -> Result<bool, RecipeError> {
+/// product of vectors per non-zero. With `batch`, the loop around runs in groups whose dot
+/// products are summed together (`batch_reduction`) where its body allows. Returns
+/// whether it applied; nothing is recorded when it does not.
+fn dot_reduction(sch: &mut Schedule, recipe: &str, batch: bool) -> Result<bool, RecipeError> {
     let Some(main) = main_iteration(sch.program()) else {
         return Ok(false);
     };
@@ -273,6 +280,12 @@ fn dot_reduction(sch: &mut Schedule, recipe: &str) -> Result<bool, RecipeError> 
     }
     if trial.vectorize_reduction(inner, 1).is_err() {
         return Ok(false);
+    }
+    if batch {
+        match trial.batch_reduction(around) {
+            Ok(()) | Err(ScheduleError::NotBatchable { .. } | ScheduleError::NotSerial { .. }) => {}
+            Err(e) => return Err(sched(recipe)(e)),
+        }
     }
     *sch = trial;
     Ok(true)

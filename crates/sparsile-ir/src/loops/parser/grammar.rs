@@ -669,16 +669,16 @@ impl Parser {
         let hi = self.expr()?;
         let mut kind = ForKind::Serial;
         if let Tok::Ident(word) = &self.peek().tok {
-            kind = match word.as_str() {
-                "parallel" => ForKind::Parallel,
-                "vectorized" => ForKind::Vectorized,
-                "unrolled" => ForKind::Unrolled,
-                _ => {
-                    return Err(self.error_expected(
-                        "`{` or a loop kind (`parallel`, `vectorized` or `unrolled`)",
-                    ))
-                }
-            };
+            kind =
+                match word.as_str() {
+                    "parallel" => ForKind::Parallel,
+                    "vectorized" => ForKind::Vectorized,
+                    "unrolled" => ForKind::Unrolled,
+                    "batched" => ForKind::Batched,
+                    _ => return Err(self.error_expected(
+                        "`{` or a loop kind (`parallel`, `vectorized`, `unrolled` or `batched`)",
+                    )),
+                };
             self.bump();
             if kind == ForKind::Parallel && self.eat_punct("(") {
                 kind = self.partition()?;

@@ -1,0 +1,299 @@
+//! The shape of a `batched` loop: iterations run in groups, their reductions reduced
+//! across the group at once.
+//!
+//! Purpose: in SDDMM every non-zero ends in a dot product `acc[0] = acc[0] + X[i, k] *
+//! Y[j, k]` over a short dense range, and summing the vector lanes of each dot product
+//! on its own (a horizontal sum per non-zero) costs as much as the products at K = 32. A
+//! loop marked [`ForKind::Batched`] (text `batched`) around it lets the backend run a
+//! group of iterations' reductions side by side, each in its own vector of partial sums,
+//! and add the lanes of all of them with one transposed tree of shuffles.
+//!
+//! [`batched_shape`] checks the rules that make that reordering the same computation.
+//! The body of the loop is `pre ; R ; post` where
+//! - `R` is the only loop of the body, a `vectorized(reassociate)` loop with exactly one
+//!   reduced element `acc[c]` ([`local_reductions`]), `c` an integer literal;
+//! - `pre` holds only `let`s, prefetches, `if`s around prefetches, and stores to `local`
+//!   buffers whose index and value load no buffer the body stores to (so running `pre`
+//!   again gives the same state), and does not read `acc`;
+//! - `post` holds no loop, and stores to no buffer that `pre` or `R` loads (`acc`
+//!   aside);
+//! - no statement assigns a local (`Assign`).
+//!
+//! The backend may then run `pre(l); R(l)` for every iteration `l` of a group (with
+//! `R(l)` adding into a sum of its own), then, per iteration in order, `pre(l)` again
+//! (prefetches left out), `acc[c] = acc[c] + sum(l)` and `post(l)`: every `post(l)`
+//! sees what it saw in the plain loop, `R` differing only in the order of its additions
+//! (as `vectorized(reassociate)` already allows). The serial meaning of a `batched` loop
+//! is that of a plain loop.
+//!
+//! ```
+//! use sparsile_ir::loops::{batched_shape, Func, Stmt};
+//! let f: Func = "flat func f(m, n) {\n  buffer x: f32[m * 8] input values\n  \
+//!     buffer y: f32[m] output values\n  buffer acc: f32[1] temp local\n  \
+//!     for i in 0..m {\n    acc[0] = 0.0\n    \
+//!     for k in 0..8 vectorized(reassociate) {\n      acc[0] = acc[0] + x[i * 8 + k]\n    }\n    \
+//!     y[i] = acc[0] * 2.0\n  }\n}\n".parse().unwrap();
+//! let Stmt::For(l) = &f.body[0] else { unreachable!() };
+//! let shape = batched_shape(&f, l).unwrap();
+//! assert_eq!(shape.reduction, 1);
+//! assert_eq!(f.buffers[shape.accumulator.buffer].name, "acc");
+//! ```
+
+use std::collections::HashSet;
+
+use super::expr::Expr;
+use super::func::{BufferKind, Func};
+use super::local_reduction::{local_reductions, reduction_addend, LocalReduction, ReductionError};
+use super::stmt::{For, ForKind, Stmt};
+use crate::id::BufferId;
+
+/// Where the parts of a `batched` loop's body are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchedShape {
+    /// The position of the reassociated loop `R` in the body: `pre` is the body before
+    /// it, `post` the body after it.
+    pub reduction: usize,
+    /// The element `R` reduces into.
+    pub accumulator: LocalReduction,
+}
+
+/// Checks the rules of the module docs for the body of `f` (its own kind is not looked
+/// at) and returns its shape, or the first statement that breaks a rule.
+pub fn batched_shape(func: &Func, f: &For) -> Result<BatchedShape, ReductionError> {
+    let err = |span, message: String| Err(ReductionError { span, message });
+    let name = |b: BufferId| {
+        func.buffers
+            .get(b)
+            .map_or_else(|| b.to_string(), |x| x.name.clone())
+    };
+    let loops: Vec<usize> = f
+        .body
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| holds_loop(std::slice::from_ref(*s)))
+        .map(|(k, _)| k)
+        .collect();
+    let r = match loops.as_slice() {
+        [r] => *r,
+        [] => return err(f.span, "the body holds no `vectorized(reassociate)` loop".into()),
+        [_, second, ..] => {
+            return err(
+                f.body[*second].span(),
+                "the body holds more than one loop (it must hold exactly one, a `vectorized(reassociate)` loop)".into(),
+            )
+        }
+    };
+    let Stmt::For(inner) = &f.body[r] else {
+        return err(
+            f.body[r].span(),
+            "the loop of the body sits inside another statement; it must be a statement of the body itself".into(),
+        );
+    };
+    if !matches!(inner.kind, ForKind::VectorizedReduction { .. }) {
+        return err(
+            inner.span,
+            "the loop of the body is not `vectorized(reassociate)` (vectorize_reduction makes it so)".into(),
+        );
+    }
+    if holds_loop(&inner.body) {
+        return err(inner.span, "the reassociated loop is not innermost".into());
+    }
+    let found = local_reductions(func, inner)?;
+    let acc = match found.as_slice() {
+        [one] => one.clone(),
+        _ => return err(
+            inner.span,
+            format!(
+                "the reassociated loop reduces into {} elements; a batched loop needs exactly one",
+                found.len()
+            ),
+        ),
+    };
+    if !matches!(acc.index, Expr::Int(_)) {
+        return err(
+            acc.spans[0],
+            format!(
+                "the reduced element of `{}` must have an integer literal index",
+                name(acc.buffer)
+            ),
+        );
+    }
+    let (pre, post) = (&f.body[..r], &f.body[r + 1..]);
+    let mut assigned = None;
+    Stmt::visit_all(&f.body, &mut |s| {
+        if let (Stmt::Assign { span, .. }, None) = (s, &assigned) {
+            assigned = Some(*span);
+        }
+    });
+    if let Some(span) = assigned {
+        return err(
+            span,
+            "an assignment to a local (a batched loop runs parts of its body again)".into(),
+        );
+    }
+    let body_stored = stored_buffers(&f.body);
+    let post_stored = stored_buffers(post);
+    for s in pre {
+        check_pre(func, s, &body_stored, acc.buffer)?;
+    }
+    // What `pre` and `R` read must not be written by `post`.
+    let mut reads: HashSet<BufferId> = HashSet::new();
+    for s in pre {
+        loads_of_stmt(s, &mut reads);
+    }
+    for s in &inner.body {
+        match reduction_addend(s) {
+            Some(addend) if is_acc_store(s, acc.buffer) => loads_of_expr(addend, &mut reads),
+            _ => loads_of_stmt(s, &mut reads),
+        }
+    }
+    if let Some(b) = post_stored
+        .iter()
+        .find(|b| **b != acc.buffer && reads.contains(b))
+    {
+        let span = first_store_span(post, *b).unwrap_or(f.span);
+        return err(
+            span,
+            format!(
+                "`{}` is stored after the reduction and read before it or in it (a group runs every iteration's reduction first)",
+                name(*b)
+            ),
+        );
+    }
+    Ok(BatchedShape {
+        reduction: r,
+        accumulator: acc,
+    })
+}
+
+/// Checks one statement of `pre` (see the module docs).
+fn check_pre(
+    func: &Func,
+    s: &Stmt,
+    body_stored: &HashSet<BufferId>,
+    acc: BufferId,
+) -> Result<(), ReductionError> {
+    let err = |message: String| {
+        Err(ReductionError {
+            span: s.span(),
+            message,
+        })
+    };
+    let mut reads = HashSet::new();
+    loads_of_stmt(s, &mut reads);
+    if reads.contains(&acc) {
+        return err(format!(
+            "`{}` is read before the reduction into it",
+            func.buffers[acc].name
+        ));
+    }
+    match s {
+        Stmt::Let { .. } | Stmt::Prefetch { .. } => Ok(()),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => {
+            for t in then_body.iter().chain(else_body) {
+                if !matches!(
+                    t,
+                    Stmt::Prefetch { .. } | Stmt::If { .. } | Stmt::Let { .. }
+                ) {
+                    return Err(ReductionError {
+                        span: t.span(),
+                        message: "before the reduction, an `if` may only guard prefetches".into(),
+                    });
+                }
+                check_pre(func, t, body_stored, acc)?;
+            }
+            Ok(())
+        }
+        Stmt::Store { buffer, .. } => {
+            let local = func
+                .buffers
+                .get(*buffer)
+                .is_some_and(|b| b.kind == BufferKind::Local);
+            if !local {
+                return err(format!(
+                    "the store to `{}` before the reduction is not to a local buffer",
+                    func.buffers[*buffer].name
+                ));
+            }
+            if let Some(b) = reads.iter().find(|b| body_stored.contains(b)) {
+                return err(format!(
+                    "the store before the reduction reads `{}`, which the loop writes (it must give the same value when run again)",
+                    func.buffers[*b].name
+                ));
+            }
+            Ok(())
+        }
+        _ => err(
+            "before the reduction, only `let`s, prefetches and stores to local buffers may stand"
+                .into(),
+        ),
+    }
+}
+
+fn is_acc_store(s: &Stmt, acc: BufferId) -> bool {
+    matches!(s, Stmt::Store { buffer, .. } if *buffer == acc)
+}
+
+fn holds_loop(stmts: &[Stmt]) -> bool {
+    let mut found = false;
+    Stmt::visit_all(stmts, &mut |s| found |= matches!(s, Stmt::For(_)));
+    found
+}
+
+fn stored_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
+    let mut out = HashSet::new();
+    Stmt::visit_all(stmts, &mut |s| {
+        if let Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } = s {
+            out.insert(*buffer);
+        }
+    });
+    out
+}
+
+fn first_store_span(stmts: &[Stmt], b: BufferId) -> Option<crate::Span> {
+    let mut out = None;
+    Stmt::visit_all(stmts, &mut |s| {
+        if let Stmt::Store { buffer, span, .. } | Stmt::AtomicAdd { buffer, span, .. } = s {
+            if *buffer == b && out.is_none() {
+                out = Some(*span);
+            }
+        }
+    });
+    out
+}
+
+/// The buffers `s` loads or searches (in every expression it holds, nested statements
+/// included).
+fn loads_of_stmt(s: &Stmt, out: &mut HashSet<BufferId>) {
+    Stmt::visit_all(std::slice::from_ref(s), &mut |t| match t {
+        Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => {
+            for e in indices.iter().chain([value]) {
+                loads_of_expr(e, out);
+            }
+        }
+        Stmt::Prefetch { indices, .. } => {
+            for e in indices {
+                loads_of_expr(e, out);
+            }
+        }
+        Stmt::Let { value, .. } | Stmt::Assign { value, .. } => loads_of_expr(value, out),
+        Stmt::If { cond, .. } => loads_of_expr(cond, out),
+        Stmt::For(l) => {
+            loads_of_expr(&l.lo, out);
+            loads_of_expr(&l.hi, out);
+        }
+        Stmt::Block { .. } => {}
+    });
+}
+
+fn loads_of_expr(e: &Expr, out: &mut HashSet<BufferId>) {
+    e.visit(&mut |x| {
+        if let Expr::Load { buffer, .. } | Expr::Search { buffer, .. } = x {
+            out.insert(*buffer);
+        }
+    });
+}
