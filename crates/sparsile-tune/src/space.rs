@@ -27,7 +27,9 @@ use crate::features::Features;
 use crate::op::Operator;
 
 /// The version of the candidate spaces; bump it when candidates or their meaning change.
-pub const SPACE_VERSION: u32 = 1;
+/// 2: `rowwise` batches SDDMM's dot products (`batch=on`), and `rowwise:batch=off` is an
+/// SDDMM candidate.
+pub const SPACE_VERSION: u32 = 2;
 
 /// The smallest block fill at which a block format is a candidate.
 pub const MIN_BLOCK_FILL: f64 = 0.35;
@@ -139,6 +141,7 @@ pub fn space(
         }
         Operator::Sddmm => {
             push("rowwise");
+            push("rowwise:batch=off");
             push("rowwise:dot=off");
             push("rowwise:partition=static");
             push("rowwise:partition=dynamic");
