@@ -25,7 +25,9 @@
 //! `params[p]` is the value of `Func.params[p]` ([`CSource::param_order`]).
 //!
 //! Phases are the top-level statements of the body with top-level blocks flattened: a
-//! `parallel` loop is a parallel phase, consecutive other statements one serial phase
+//! `parallel` loop is a parallel phase (and a short serial loop with constant bounds
+//! around one parallel loop one parallel phase per iteration, see `phases.rs`),
+//! consecutive other statements one serial phase
 //! (top-level `let`s are evaluated again by later phases that use them). The extent of a
 //! parallel phase is `max(0, hi - lo)` of its loop and work item `t` runs the loop body
 //! with the loop variable `lo + t`; a serial phase has extent 1. Query a phase's extent
@@ -183,7 +185,8 @@ pub struct PhaseInfo {
 /// way the ABI cannot express (see [`CodegenError`]).
 pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
     let mut ctx = Ctx::new(func)?;
-    let (phases, lets) = split(&func.body);
+    let (phases, owned_lets) = split(&func.body);
+    let lets: Vec<&Stmt> = owned_lets.iter().map(|l| l.as_ref()).collect();
     ctx.caller_scratch = shared_scratch(func, &phases);
     let prefix = ctx.global_name(&func.name);
     let mut phase_fns = String::new();

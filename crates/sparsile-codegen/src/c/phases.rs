@@ -10,12 +10,21 @@
 //! local and its value reads no buffer the function writes (otherwise
 //! [`CodegenError::SharedLocal`]).
 //!
+//! A top-level serial loop with constant bounds, at most [`MAX_UNROLLED_PHASES`]
+//! iterations, whose body is one `parallel` loop (a panel loop around the rows: `for ko
+//! in 0..4 { parallel for i … }`) becomes one parallel phase per iteration, each with
+//! the loop variable bound to its value (a top-level `let` the phase evaluates): the
+//! iterations run in order, each one's rows in parallel. Any other loop holding a
+//! parallel loop is a serial phase (the inner loop then runs serially).
+//!
 //! ```text
 //! block spmv.init { parallel for i in 0..m { y[i] = 0 } }   -> phase 0 (parallel over i)
 //! block spmv { parallel for i in 0..m { ... } }             -> phase 1 (parallel over i)
 //! let s = 0.0; for i in 0..m { s = s + y[i] }; out[0] = s   -> phase 2 (serial)
+//! for ko in 0..2 { parallel for i in 0..m { ... } }         -> phases 3, 4 (ko = 0, 1)
 //! ```
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 
 use sparsile_ir::loops::{Expr, For, Stmt};
@@ -49,13 +58,31 @@ impl<'f> Phase<'f> {
     }
 }
 
-/// The phases of `body` and its top-level `let`s (each a `Stmt::Let`).
-pub(crate) fn split(body: &[Stmt]) -> (Vec<Phase<'_>>, Vec<&Stmt>) {
+/// The most iterations of a serial loop around a parallel loop that become one parallel
+/// phase each (see the module docs).
+pub(crate) const MAX_UNROLLED_PHASES: i64 = sparsile_ir::loops::ForKind::MAX_PANEL_ITERATIONS;
+
+/// The parallel loop that is the whole of `stmts` (blocks holding only it looked
+/// through), with the innermost block around it.
+fn sole_parallel_loop<'f>(
+    stmts: &'f [Stmt],
+    block: Option<&'f str>,
+) -> Option<(&'f Stmt, Option<&'f str>)> {
+    match stmts {
+        [s @ Stmt::For(f)] if f.kind.is_parallel() => Some((s, block)),
+        [Stmt::Block { name, body, .. }] => sole_parallel_loop(body, Some(name)),
+        _ => None,
+    }
+}
+
+/// The phases of `body` and its top-level `let`s (each a `Stmt::Let`; the bindings of
+/// unrolled loop variables are made here, the others borrowed).
+pub(crate) fn split(body: &[Stmt]) -> (Vec<Phase<'_>>, Vec<Cow<'_, Stmt>>) {
     fn walk<'f>(
         stmts: &'f [Stmt],
         block: Option<&'f str>,
         phases: &mut Vec<Phase<'f>>,
-        lets: &mut Vec<&'f Stmt>,
+        lets: &mut Vec<Cow<'f, Stmt>>,
     ) {
         for s in stmts {
             match s {
@@ -64,6 +91,29 @@ pub(crate) fn split(body: &[Stmt]) -> (Vec<Phase<'_>>, Vec<&Stmt>) {
                     stmts: vec![(s, block)],
                     lets_before: lets.len(),
                 }),
+                Stmt::For(f)
+                    if matches!(
+                        (&f.lo, &f.hi),
+                        (Expr::Int(lo), Expr::Int(hi)) if (1..=MAX_UNROLLED_PHASES).contains(&(hi - lo))
+                    ) && sole_parallel_loop(&f.body, block).is_some() =>
+                {
+                    let (Expr::Int(lo), Expr::Int(hi)) = (&f.lo, &f.hi) else {
+                        unreachable!("matched above")
+                    };
+                    let (inner, inner_block) =
+                        sole_parallel_loop(&f.body, block).expect("matched above");
+                    for c in *lo..*hi {
+                        lets.push(Cow::Owned(Stmt::Let {
+                            var: f.var,
+                            value: Expr::Int(c),
+                            span: f.span,
+                        }));
+                        phases.push(Phase {
+                            stmts: vec![(inner, inner_block)],
+                            lets_before: lets.len(),
+                        });
+                    }
+                }
                 _ => {
                     let serial_open = phases.last().is_some_and(|p| p.parallel_loop().is_none());
                     if !serial_open {
@@ -78,7 +128,7 @@ pub(crate) fn split(body: &[Stmt]) -> (Vec<Phase<'_>>, Vec<&Stmt>) {
                         .stmts
                         .push((s, block));
                     if let Stmt::Let { .. } = s {
-                        lets.push(s);
+                        lets.push(Cow::Borrowed(s));
                     }
                 }
             }
@@ -237,11 +287,14 @@ pub(crate) fn needed_lets<'f>(
     let assigned = assigned_vars(body);
     let stored = stored_buffers(body);
     let mut needed = Vec::new();
+    // The latest binding of a local is the one in force (an unrolled loop variable has
+    // one per iteration before the phase).
+    let mut bound: HashSet<VarId> = HashSet::new();
     for s in lets.iter().rev() {
         let Stmt::Let { var, value, span } = s else {
             continue;
         };
-        if !uses.read_vars.contains(var) {
+        if !uses.read_vars.contains(var) || !bound.insert(*var) {
             continue;
         }
         let mut value_uses = Uses::default();

@@ -101,13 +101,15 @@ pub fn batched_shape(func: &Func, f: &For) -> Result<BatchedShape, ReductionErro
     let found = local_reductions(func, inner)?;
     let acc = match found.as_slice() {
         [one] => one.clone(),
-        _ => return err(
-            inner.span,
-            format!(
+        _ => {
+            return err(
+                inner.span,
+                format!(
                 "the reassociated loop reduces into {} elements; a batched loop needs exactly one",
                 found.len()
             ),
-        ),
+            )
+        }
     };
     if !matches!(acc.index, Expr::Int(_)) {
         return err(

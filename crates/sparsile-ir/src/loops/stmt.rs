@@ -104,6 +104,11 @@ impl ForKind {
         }
     }
 
+    /// The most iterations of a serial loop with constant bounds around a parallel loop
+    /// (a panel loop: `for ko in 0..4 { parallel for i … }`) that the backend runs as one
+    /// parallel phase each; the `parallel` schedule accepts a loop inside such a loop.
+    pub const MAX_PANEL_ITERATIONS: i64 = 64;
+
     /// The most partial sums a `vectorized(reassociate)` loop keeps in its scalar part.
     pub const MAX_SCALAR_SUMS: u32 = 16;
 

@@ -513,6 +513,17 @@ pub enum ScheduleError {
         loop_span: Span,
     },
     // ---- end of batch_reduction ----
+    // ---- hoist_loop (also UnknownLoop, NotSerial) ----
+    /// The loop cannot move above `above` (the reason names the rule).
+    #[error("hoist_loop: loop `{var}` in block `{block}` cannot move above loop `{above}` ({span}): {reason}")]
+    NotHoistable {
+        block: String,
+        var: String,
+        above: String,
+        reason: String,
+        span: Span,
+    },
+    // ---- end of hoist_loop ----
     // ---- absorb_init (also UnknownBuffer, UnknownBlock) ----
     /// No top-level statement before the block writes the buffer.
     #[error("absorb_init: no top-level block before block `{block}` writes `{buffer}`, so there is no init block to absorb")]

@@ -35,6 +35,7 @@ pub mod decompose_format;
 pub mod error;
 pub mod fuse;
 pub mod hoist_factor;
+pub mod hoist_loop;
 pub mod horizontal_fuse;
 pub mod loop_ref;
 pub mod parallel;
@@ -62,6 +63,7 @@ pub use decompose_format::decompose_format;
 pub use error::ScheduleError;
 pub use fuse::fuse;
 pub use hoist_factor::hoist_factor;
+pub use hoist_loop::hoist_loop;
 pub use horizontal_fuse::horizontal_fuse;
 pub use loop_ref::LoopRef;
 pub use parallel::parallel;
@@ -173,6 +175,7 @@ impl Schedule {
             Step::AbsorbInit { block, buffer } => self.absorb_init(block, buffer),
             Step::HoistFactor { target } => self.hoist_factor(target),
             Step::BatchReduction { target } => self.batch_reduction(target),
+            Step::HoistLoop { target, above } => self.hoist_loop(target, above),
         }
     }
 
@@ -322,6 +325,16 @@ impl Schedule {
             target: target.clone(),
         };
         self.stage2(step, |f| batch_reduction(f, target).map(|f| (f, ())))
+    }
+
+    /// [`hoist_loop()`]: moves the loop (the panel loop of a split dense range) up its
+    /// chain of loops to enclose `above`.
+    pub fn hoist_loop(&mut self, target: &LoopRef, above: &LoopRef) -> Result<(), ScheduleError> {
+        let step = Step::HoistLoop {
+            target: target.clone(),
+            above: above.clone(),
+        };
+        self.stage2(step, |f| hoist_loop(f, target, above).map(|f| (f, ())))
     }
 
     /// [`hoist_factor()`]: takes the factors of the loop's local reductions that are fixed

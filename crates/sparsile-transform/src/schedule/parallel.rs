@@ -9,7 +9,10 @@
 //! - the loop is the outermost loop of a top-level block: no loop, conditional or other
 //!   block encloses it ([`ScheduleError::NotOutermostLoop`]; the kernel ABI hands only
 //!   those loops to the runtime's thread pool — inner parallel loops are not supported
-//!   yet);
+//!   yet), or the whole body of a serial loop with constant bounds of at most
+//!   [`ForKind::MAX_PANEL_ITERATIONS`] iterations that is the outermost loop of a
+//!   top-level block (a panel loop, see `hoist_loop`: each of its iterations becomes
+//!   one parallel phase);
 //! - the loop is serial or already parallel ([`ScheduleError::NotSerial`]);
 //! - no local declared outside the loop is assigned inside it
 //!   ([`ScheduleError::LoopCarriedLocal`]);
@@ -84,7 +87,11 @@ pub fn parallel(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
             span: found.for_.span,
         });
     }
-    if let Some(enclosing) = &found.enclosing_in_block {
+    if let Some(enclosing) = found
+        .enclosing_in_block
+        .as_ref()
+        .filter(|_| !in_panel_loop(func, target))
+    {
         return Err(ScheduleError::NotOutermostLoop {
             primitive: "parallel",
             block: target.block.clone(),
@@ -98,6 +105,24 @@ pub fn parallel(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
     }
     check_independent(func, found.for_, target, "parallel", false)?;
     Ok(with_loop(func, target, |f| f.kind = ForKind::Parallel))
+}
+
+/// Whether `target` is the whole body of a panel loop (see the module docs) that is a
+/// statement of its top-level block.
+pub(crate) fn in_panel_loop(func: &Func, target: &LoopRef) -> bool {
+    func.body.iter().any(|s| match s {
+        Stmt::Block { name, body, .. } if *name == target.block => body.iter().any(|t| match t {
+            Stmt::For(f) => {
+                let panel = f.kind == ForKind::Serial
+                    && matches!((&f.lo, &f.hi), (Expr::Int(lo), Expr::Int(hi))
+                        if (1..=ForKind::MAX_PANEL_ITERATIONS).contains(&(hi - lo)));
+                panel
+                    && matches!(f.body.as_slice(), [Stmt::For(g)] if func.vars[g.var].name == target.var)
+            }
+            _ => false,
+        }),
+        _ => false,
+    })
 }
 
 /// The details of [`ScheduleError::LoopCarriedAccess`]: the loop, and the access of

@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 use sparsile_ir::coord::BinaryOp;
 use sparsile_ir::loops::{BufferLayout, Expr, ForKind, Func, Partition};
 
-use super::parallel::{check_independent, find_loop, not_serial, with_loop};
+use super::parallel::{check_independent, find_loop, in_panel_loop, not_serial, with_loop};
 use super::{LoopRef, ScheduleError};
 
 /// How the iterations of a parallel loop are divided between threads (by name, as a
@@ -101,11 +101,11 @@ pub(crate) fn check_partition(
     primitive: &'static str,
 ) -> Result<ForKind, ScheduleError> {
     let found = find_loop(func, target, primitive)?;
-    if let Some(enclosing) = found
-        .enclosing_outside_block
+    let inside = found
+        .enclosing_in_block
         .as_ref()
-        .or(found.enclosing_in_block.as_ref())
-    {
+        .filter(|_| !in_panel_loop(func, target));
+    if let Some(enclosing) = found.enclosing_outside_block.as_ref().or(inside) {
         return Err(ScheduleError::NotOutermostLoop {
             primitive,
             block: target.block.clone(),

@@ -137,6 +137,11 @@ pub enum Step {
     BatchReduction {
         target: LoopRef,
     },
+    /// Stage II: move the loop up its chain of loops to enclose `above`.
+    HoistLoop {
+        target: LoopRef,
+        above: LoopRef,
+    },
 }
 
 impl Step {
@@ -166,6 +171,7 @@ impl Step {
             Step::AbsorbInit { .. } => "absorb_init",
             Step::HoistFactor { .. } => "hoist_factor",
             Step::BatchReduction { .. } => "batch_reduction",
+            Step::HoistLoop { .. } => "hoist_loop",
         }
     }
 }

@@ -14,6 +14,9 @@
 //! loop that sums into a local after `cache_write` (SpMV) is vectorised with its sums
 //! reassociated (`vectorize_reduction`, parameters `reassociate` and `scalar_sums`).
 //!
+//! SDDMM's dot products of a row run in groups of a vector's lanes whose partial sums are
+//! added together (`batch_reduction`; `batch=off` sums each on its own).
+//!
 //! In SpMV over a `bsr:1xC` matrix, the `C` columns of a block keep one partial sum each
 //! across all the blocks of a row (`rfactor` over the row's blocks), vectorised: with
 //! `C = 32` the index array shrinks 32-fold and the gathers of `x` become contiguous
