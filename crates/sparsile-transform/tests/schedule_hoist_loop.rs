@@ -198,3 +198,29 @@ fn the_step_round_trips_through_json_and_replays() {
         sch.func().unwrap().to_string()
     );
 }
+
+/// Found by the differential fuzzer: `parallel_reduce` on the row loop inside a panel
+/// loop (which `parallel` accepts) panicked placing its merge loops; it is refused.
+#[test]
+fn parallel_reduce_refuses_a_loop_inside_a_panel_loop() {
+    use sparsile_transform::schedule::ReductionStrategy;
+    let case = spmm(4, 4, 8, Rows::Random, 4);
+    let mut sch = panels(&case, 8, 4);
+    sch.parallel(&at("C", "i_2")).unwrap();
+    for strategy in [
+        ReductionStrategy::Atomic,
+        ReductionStrategy::PerThread { copies: 2 },
+    ] {
+        let e = sch.parallel_reduce(&at("C", "i_2"), strategy).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                ScheduleError::NotOutermostLoop {
+                    primitive: "parallel_reduce",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+}

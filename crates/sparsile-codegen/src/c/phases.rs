@@ -249,33 +249,6 @@ impl Uses {
     }
 }
 
-/// The buffers stored anywhere in `stmts`.
-pub(crate) fn stored_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
-    let mut out = HashSet::new();
-    fn walk(stmts: &[Stmt], out: &mut HashSet<BufferId>) {
-        for s in stmts {
-            match s {
-                Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
-                    out.insert(*buffer);
-                }
-                Stmt::For(f) => walk(&f.body, out),
-                Stmt::If {
-                    then_body,
-                    else_body,
-                    ..
-                } => {
-                    walk(then_body, out);
-                    walk(else_body, out);
-                }
-                Stmt::Block { body, .. } => walk(body, out),
-                Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Prefetch { .. } => {}
-            }
-        }
-    }
-    walk(stmts, &mut out);
-    out
-}
-
 /// The top-level `let`s among `lets` that `uses` needs (directly or through other
 /// `let`s), in order; adds what their values use to `uses`.
 pub(crate) fn needed_lets<'f>(
@@ -285,7 +258,7 @@ pub(crate) fn needed_lets<'f>(
     var_name: impl Fn(VarId) -> String,
 ) -> Result<Vec<&'f Stmt>, CodegenError> {
     let assigned = assigned_vars(body);
-    let stored = stored_buffers(body);
+    let stored = Stmt::stored_buffers(body);
     let mut needed = Vec::new();
     // The latest binding of a local is the one in force (an unrolled loop variable has
     // one per iteration before the phase).

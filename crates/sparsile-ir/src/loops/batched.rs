@@ -133,8 +133,8 @@ pub fn batched_shape(func: &Func, f: &For) -> Result<BatchedShape, ReductionErro
             "an assignment to a local (a batched loop runs parts of its body again)".into(),
         );
     }
-    let body_stored = stored_buffers(&f.body);
-    let post_stored = stored_buffers(post);
+    let body_stored = Stmt::stored_buffers(&f.body);
+    let post_stored = Stmt::stored_buffers(post);
     for s in pre {
         check_pre(func, s, &body_stored, acc.buffer)?;
     }
@@ -244,16 +244,6 @@ fn holds_loop(stmts: &[Stmt]) -> bool {
     let mut found = false;
     Stmt::visit_all(stmts, &mut |s| found |= matches!(s, Stmt::For(_)));
     found
-}
-
-fn stored_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
-    let mut out = HashSet::new();
-    Stmt::visit_all(stmts, &mut |s| {
-        if let Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } = s {
-            out.insert(*buffer);
-        }
-    });
-    out
 }
 
 fn first_store_span(stmts: &[Stmt], b: BufferId) -> Option<crate::Span> {

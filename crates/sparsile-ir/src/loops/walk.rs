@@ -2,7 +2,9 @@
 
 use super::expr::Expr;
 use super::stmt::Stmt;
-use crate::id::VarId;
+use std::collections::HashSet;
+
+use crate::id::{BufferId, VarId};
 
 impl Stmt {
     /// Calls `f` on every statement of `stmts` and of the bodies nested in them (loops,
@@ -157,6 +159,17 @@ impl Stmt {
                 },
             })
             .collect()
+    }
+
+    /// The buffers stored or atomically added to anywhere in `stmts`.
+    pub fn stored_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
+        let mut out = HashSet::new();
+        Stmt::visit_all(stmts, &mut |s| {
+            if let Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } = s {
+                out.insert(*buffer);
+            }
+        });
+        out
     }
 
     /// The variables declared anywhere in `stmts` (loop variables and `let`s), in order.

@@ -127,7 +127,7 @@ pub fn hoist_loop(func: &Func, target: &LoopRef, above: &LoopRef) -> Result<Func
             moved.span,
         ));
     };
-    let written = written_buffers(&moved.body);
+    let written = Stmt::stored_buffers(&moved.body);
     for s in &chain_lets {
         if let Stmt::Let { value, span, .. } = s {
             if let Some(b) = loads(value).into_iter().find(|b| written.contains(b)) {
@@ -290,16 +290,6 @@ fn panel_offset(e: &Expr, o: VarId) -> Option<(VarId, i64)> {
         (Expr::Var(t), b) if *t != o => scaled(b).map(|f| (*t, f)),
         _ => None,
     }
-}
-
-fn written_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
-    let mut out = HashSet::new();
-    Stmt::visit_all(stmts, &mut |s| {
-        if let Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } = s {
-            out.insert(*buffer);
-        }
-    });
-    out
 }
 
 fn loads(e: &Expr) -> Vec<BufferId> {

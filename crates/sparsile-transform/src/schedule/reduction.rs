@@ -15,8 +15,9 @@
 //!   copy order. Deterministic for a given `copies`, and free of atomics.
 //!
 //! Preconditions (each violation is its own [`ScheduleError`]):
-//! - what `parallel` requires of the loop's position (outermost loop of a top-level
-//!   block, serial or parallel) and of its locals;
+//! - the loop is the outermost loop of a top-level block (not even inside a panel loop,
+//!   which `parallel` accepts), serial or parallel, and what `parallel` requires of its
+//!   locals;
 //! - every buffer the iterations share is written only by updates `X[e] = X[e] + v`
 //!   (either operand order) whose value `v` does not read `X`, and read nowhere else in
 //!   the loop ([`ScheduleError::NotAReduction`], naming the access);
@@ -41,7 +42,7 @@ use sparsile_ir::{AxisKind, Span};
 
 use super::cache_write::accesses;
 use super::loop_ref::{fresh_index_var, fresh_name, loop_stmt_mut};
-use super::parallel::check_independent;
+use super::parallel::{check_independent, find_loop};
 use super::partition::{check_partition, LoopPartition};
 use super::{LoopRef, ScheduleError};
 use crate::index_expr::{add, mul, sub};
@@ -66,6 +67,18 @@ pub fn parallel_reduce(
     target: &LoopRef,
     strategy: ReductionStrategy,
 ) -> Result<Func, ScheduleError> {
+    // A loop inside a panel loop (which `parallel` accepts) is refused too: the merge
+    // loops of the per-thread copies follow the loop at the top of its block.
+    let found = find_loop(func, target, PRIMITIVE)?;
+    if let Some(enclosing) = &found.enclosing_in_block {
+        return Err(ScheduleError::NotOutermostLoop {
+            primitive: PRIMITIVE,
+            block: target.block.clone(),
+            var: target.var.clone(),
+            enclosing: enclosing.clone(),
+            span: found.for_.span,
+        });
+    }
     check_partition(func, target, &LoopPartition::Static, PRIMITIVE)?;
     if let ReductionStrategy::PerThread { copies } = strategy {
         if copies < 1 {
