@@ -109,6 +109,13 @@ def _wants_grad(*xs: Any) -> bool:
     return torch.is_grad_enabled() and any(is_torch_tensor(x) and x.requires_grad for x in xs)
 
 
+def _autograd(op: str, A: Any, dense: Any, values: Any, threads: Optional[int], recipe: str):
+    """``op`` of :mod:`sparsile.torch`: the differentiable form of an operator."""
+    from . import torch as _st
+
+    return getattr(_st, op)(A, dense, values, threads=threads, recipe=recipe)
+
+
 def _refuse_grad(op: str, instead: str, *xs: Any) -> None:
     if _wants_grad(*xs):
         raise ValueError(
@@ -139,9 +146,7 @@ def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None, r
     """``A @ X`` for a sparse matrix ``A`` and a dense matrix ``X``. ``values`` replaces
     A's stored values (same storage order) without copying them."""
     if _wants_grad(X, values):
-        from . import torch as _st
-
-        return _st.spmm(A, X, values, threads=threads, recipe=recipe)
+        return _autograd("spmm", A, X, values, threads, recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmm")
     return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values, recipe)
@@ -150,9 +155,7 @@ def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None, r
 def spmv(A: Any, x: Any, *, threads: Optional[int] = None, values: Any = None, recipe: str = "auto"):
     """``A @ x`` for a sparse matrix ``A`` and a dense vector ``x``."""
     if _wants_grad(x, values):
-        from . import torch as _st
-
-        return _st.spmv(A, x, values, threads=threads, recipe=recipe)
+        return _autograd("spmv", A, x, values, threads, recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmv")
     return _run(SPMV, {"A": A}, {"x": x}, "y", threads, values, recipe)
@@ -173,9 +176,7 @@ def spmm_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any =
                  recipe: str = "auto"):
     """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n, k)``."""
     if _wants_grad(X, values):
-        from . import torch as _st
-
-        return _st.spmm_batched(A, X, values, threads=threads, recipe=recipe)
+        return _autograd("spmm_batched", A, X, values, threads, recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmm_batched")
     return _run(SPMM_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe)
@@ -185,9 +186,7 @@ def spmv_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any =
                  recipe: str = "auto"):
     """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n)``."""
     if _wants_grad(X, values):
-        from . import torch as _st
-
-        return _st.spmv_batched(A, X, values, threads=threads, recipe=recipe)
+        return _autograd("spmv_batched", A, X, values, threads, recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmv_batched")
     return _run(SPMV_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe)

@@ -10,8 +10,9 @@
 //! local and its value reads no buffer the function writes (otherwise
 //! [`CodegenError::SharedLocal`]).
 //!
-//! A top-level serial loop with constant bounds, at most [`MAX_UNROLLED_PHASES`]
-//! iterations, whose body is one `parallel` loop (a panel loop around the rows: `for ko
+//! A top-level panel loop (serial, constant bounds, at most
+//! [`ForKind::MAX_PANEL_ITERATIONS`](sparsile_ir::loops::ForKind::MAX_PANEL_ITERATIONS)
+//! iterations) whose body is one `parallel` loop (a panel loop around the rows: `for ko
 //! in 0..4 { parallel for i … }`) becomes one parallel phase per iteration, each with
 //! the loop variable bound to its value (a top-level `let` the phase evaluates): the
 //! iterations run in order, each one's rows in parallel. Any other loop holding a
@@ -58,21 +59,28 @@ impl<'f> Phase<'f> {
     }
 }
 
-/// The most iterations of a serial loop around a parallel loop that become one parallel
-/// phase each (see the module docs).
-pub(crate) const MAX_UNROLLED_PHASES: i64 = sparsile_ir::loops::ForKind::MAX_PANEL_ITERATIONS;
-
-/// The parallel loop that is the whole of `stmts` (blocks holding only it looked
-/// through), with the innermost block around it.
-fn sole_parallel_loop<'f>(
-    stmts: &'f [Stmt],
+/// When `s` is a panel loop ([`For::is_panel_loop`]) whose whole body is one parallel
+/// loop (blocks holding only it looked through): the panel loop, the parallel loop and
+/// the innermost block around it.
+fn panel_phases<'f>(
+    s: &'f Stmt,
     block: Option<&'f str>,
-) -> Option<(&'f Stmt, Option<&'f str>)> {
-    match stmts {
-        [s @ Stmt::For(f)] if f.kind.is_parallel() => Some((s, block)),
-        [Stmt::Block { name, body, .. }] => sole_parallel_loop(body, Some(name)),
-        _ => None,
+) -> Option<(&'f For, &'f Stmt, Option<&'f str>)> {
+    fn sole_parallel_loop<'f>(
+        stmts: &'f [Stmt],
+        block: Option<&'f str>,
+    ) -> Option<(&'f Stmt, Option<&'f str>)> {
+        match stmts {
+            [s @ Stmt::For(f)] if f.kind.is_parallel() => Some((s, block)),
+            [Stmt::Block { name, body, .. }] => sole_parallel_loop(body, Some(name)),
+            _ => None,
+        }
     }
+    let Stmt::For(f) = s else { return None };
+    if !f.is_panel_loop() {
+        return None;
+    }
+    sole_parallel_loop(&f.body, block).map(|(inner, inner_block)| (f, inner, inner_block))
 }
 
 /// The phases of `body` and its top-level `let`s (each a `Stmt::Let`; the bindings of
@@ -85,35 +93,32 @@ pub(crate) fn split(body: &[Stmt]) -> (Vec<Phase<'_>>, Vec<Cow<'_, Stmt>>) {
         lets: &mut Vec<Cow<'f, Stmt>>,
     ) {
         for s in stmts {
+            if let Some((f, inner, inner_block)) = panel_phases(s, block) {
+                let Expr::Int(lo) = f.lo else {
+                    unreachable!("a panel loop has constant bounds")
+                };
+                let Expr::Int(hi) = f.hi else {
+                    unreachable!("a panel loop has constant bounds")
+                };
+                for c in lo..hi {
+                    lets.push(Cow::Owned(Stmt::Let {
+                        var: f.var,
+                        value: Expr::Int(c),
+                        span: f.span,
+                    }));
+                    phases.push(Phase {
+                        stmts: vec![(inner, inner_block)],
+                        lets_before: lets.len(),
+                    });
+                }
+                continue;
+            }
             match s {
                 Stmt::Block { name, body, .. } => walk(body, Some(name), phases, lets),
                 Stmt::For(f) if f.kind.is_parallel() => phases.push(Phase {
                     stmts: vec![(s, block)],
                     lets_before: lets.len(),
                 }),
-                Stmt::For(f)
-                    if matches!(
-                        (&f.lo, &f.hi),
-                        (Expr::Int(lo), Expr::Int(hi)) if (1..=MAX_UNROLLED_PHASES).contains(&(hi - lo))
-                    ) && sole_parallel_loop(&f.body, block).is_some() =>
-                {
-                    let (Expr::Int(lo), Expr::Int(hi)) = (&f.lo, &f.hi) else {
-                        unreachable!("matched above")
-                    };
-                    let (inner, inner_block) =
-                        sole_parallel_loop(&f.body, block).expect("matched above");
-                    for c in *lo..*hi {
-                        lets.push(Cow::Owned(Stmt::Let {
-                            var: f.var,
-                            value: Expr::Int(c),
-                            span: f.span,
-                        }));
-                        phases.push(Phase {
-                            stmts: vec![(inner, inner_block)],
-                            lets_before: lets.len(),
-                        });
-                    }
-                }
                 _ => {
                     let serial_open = phases.last().is_some_and(|p| p.parallel_loop().is_none());
                     if !serial_open {

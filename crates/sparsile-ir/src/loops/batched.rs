@@ -139,14 +139,11 @@ pub fn batched_shape(func: &Func, f: &For) -> Result<BatchedShape, ReductionErro
         check_pre(func, s, &body_stored, acc.buffer)?;
     }
     // What `pre` and `R` read must not be written by `post`.
-    let mut reads: HashSet<BufferId> = HashSet::new();
-    for s in pre {
-        loads_of_stmt(s, &mut reads);
-    }
+    let mut reads = Stmt::loaded_buffers(pre);
     for s in &inner.body {
         match reduction_addend(s) {
-            Some(addend) if is_acc_store(s, acc.buffer) => loads_of_expr(addend, &mut reads),
-            _ => loads_of_stmt(s, &mut reads),
+            Some(addend) if is_acc_store(s, acc.buffer) => addend.loaded_buffers(&mut reads),
+            _ => reads.extend(Stmt::loaded_buffers(std::slice::from_ref(s))),
         }
     }
     if let Some(b) = post_stored
@@ -181,8 +178,7 @@ fn check_pre(
             message,
         })
     };
-    let mut reads = HashSet::new();
-    loads_of_stmt(s, &mut reads);
+    let reads = Stmt::loaded_buffers(std::slice::from_ref(s));
     if reads.contains(&acc) {
         return err(format!(
             "`{}` is read before the reduction into it",
@@ -256,36 +252,4 @@ fn first_store_span(stmts: &[Stmt], b: BufferId) -> Option<crate::Span> {
         }
     });
     out
-}
-
-/// The buffers `s` loads or searches (in every expression it holds, nested statements
-/// included).
-fn loads_of_stmt(s: &Stmt, out: &mut HashSet<BufferId>) {
-    Stmt::visit_all(std::slice::from_ref(s), &mut |t| match t {
-        Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => {
-            for e in indices.iter().chain([value]) {
-                loads_of_expr(e, out);
-            }
-        }
-        Stmt::Prefetch { indices, .. } => {
-            for e in indices {
-                loads_of_expr(e, out);
-            }
-        }
-        Stmt::Let { value, .. } | Stmt::Assign { value, .. } => loads_of_expr(value, out),
-        Stmt::If { cond, .. } => loads_of_expr(cond, out),
-        Stmt::For(l) => {
-            loads_of_expr(&l.lo, out);
-            loads_of_expr(&l.hi, out);
-        }
-        Stmt::Block { .. } => {}
-    });
-}
-
-fn loads_of_expr(e: &Expr, out: &mut HashSet<BufferId>) {
-    e.visit(&mut |x| {
-        if let Expr::Load { buffer, .. } | Expr::Search { buffer, .. } = x {
-            out.insert(*buffer);
-        }
-    });
 }

@@ -142,6 +142,15 @@ impl Expr {
         }
     }
 
+    /// Adds to `out` every buffer this expression loads or searches.
+    pub fn loaded_buffers(&self, out: &mut std::collections::HashSet<BufferId>) {
+        self.visit(&mut |x| {
+            if let Expr::Load { buffer, .. } | Expr::Search { buffer, .. } = x {
+                out.insert(*buffer);
+            }
+        });
+    }
+
     /// Calls `f` on this expression and every sub-expression, parents first.
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);

@@ -141,6 +141,18 @@ pub struct For {
     pub span: Span,
 }
 
+impl For {
+    /// Whether this loop can be a panel loop: serial, with integer-constant bounds and 1
+    /// to [`ForKind::MAX_PANEL_ITERATIONS`] iterations. Around a single parallel loop the
+    /// backend runs one parallel phase per iteration, and the `parallel` schedule accepts
+    /// a loop that is the whole body of one.
+    pub fn is_panel_loop(&self) -> bool {
+        self.kind == ForKind::Serial
+            && matches!((&self.lo, &self.hi), (Expr::Int(lo), Expr::Int(hi))
+                if (1..=ForKind::MAX_PANEL_ITERATIONS).contains(&(hi - lo)))
+    }
+}
+
 /// A statement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Stmt {

@@ -161,6 +161,33 @@ impl Stmt {
             .collect()
     }
 
+    /// The expressions this statement holds itself (not those of the statements nested in
+    /// it): a store's indices and value, a prefetch's indices, a `let`'s or assignment's
+    /// value, a conditional's condition, a loop's bounds.
+    pub fn own_exprs(&self) -> Vec<&Expr> {
+        match self {
+            Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => {
+                indices.iter().chain([value]).collect()
+            }
+            Stmt::Prefetch { indices, .. } => indices.iter().collect(),
+            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => vec![value],
+            Stmt::If { cond, .. } => vec![cond],
+            Stmt::For(l) => vec![&l.lo, &l.hi],
+            Stmt::Block { .. } => Vec::new(),
+        }
+    }
+
+    /// The buffers loaded or searched anywhere in `stmts`, nested statements included.
+    pub fn loaded_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
+        let mut out = HashSet::new();
+        Stmt::visit_all(stmts, &mut |s| {
+            s.own_exprs()
+                .into_iter()
+                .for_each(|e| e.loaded_buffers(&mut out))
+        });
+        out
+    }
+
     /// The buffers stored or atomically added to anywhere in `stmts`.
     pub fn stored_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
         let mut out = HashSet::new();

@@ -130,7 +130,9 @@ pub fn hoist_loop(func: &Func, target: &LoopRef, above: &LoopRef) -> Result<Func
     let written = Stmt::stored_buffers(&moved.body);
     for s in &chain_lets {
         if let Stmt::Let { value, span, .. } = s {
-            if let Some(b) = loads(value).into_iter().find(|b| written.contains(b)) {
+            let mut reads = HashSet::new();
+            value.loaded_buffers(&mut reads);
+            if let Some(b) = reads.into_iter().find(|b| written.contains(b)) {
                 return Err(refuse(
                     format!(
                         "the `let` at {span} reads `{}`, which the nest writes",
@@ -222,34 +224,16 @@ fn check_disjoint(
     };
     Stmt::visit_all(&moved.body, &mut |s| {
         let span = s.span();
-        let mut exprs: Vec<&Expr> = Vec::new();
-        match s {
-            Stmt::Store {
-                buffer,
-                indices,
-                value,
-                ..
-            }
-            | Stmt::AtomicAdd {
-                buffer,
-                indices,
-                value,
-                ..
-            } => {
-                check(*buffer, indices, span);
-                exprs.extend(indices.iter());
-                exprs.push(value);
-            }
-            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => exprs.push(value),
-            Stmt::If { cond, .. } => exprs.push(cond),
-            Stmt::For(f) => {
-                exprs.push(&f.lo);
-                exprs.push(&f.hi);
-            }
-            Stmt::Prefetch { indices, .. } => exprs.extend(indices.iter()),
-            Stmt::Block { .. } => {}
+        if let Stmt::Store {
+            buffer, indices, ..
         }
-        for e in exprs {
+        | Stmt::AtomicAdd {
+            buffer, indices, ..
+        } = s
+        {
+            check(*buffer, indices, span);
+        }
+        for e in s.own_exprs() {
             e.visit(&mut |x| match x {
                 Expr::Load { buffer, indices } => check(*buffer, indices, span),
                 Expr::Search { buffer, .. } => check(*buffer, &[], span),
@@ -290,14 +274,4 @@ fn panel_offset(e: &Expr, o: VarId) -> Option<(VarId, i64)> {
         (Expr::Var(t), b) if *t != o => scaled(b).map(|f| (*t, f)),
         _ => None,
     }
-}
-
-fn loads(e: &Expr) -> Vec<BufferId> {
-    let mut out = Vec::new();
-    e.visit(&mut |x| {
-        if let Expr::Load { buffer, .. } | Expr::Search { buffer, .. } = x {
-            out.push(*buffer);
-        }
-    });
-    out
 }

@@ -77,49 +77,48 @@ use super::{LoopRef, ScheduleError};
 
 /// Marks `target` parallel after checking the preconditions in the module docs.
 pub fn parallel(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
-    let found = find_loop(func, target, "parallel")?;
-    if let Some(enclosing) = &found.enclosing_outside_block {
-        return Err(ScheduleError::NotOutermostLoop {
-            primitive: "parallel",
-            block: target.block.clone(),
-            var: target.var.clone(),
-            enclosing: enclosing.clone(),
-            span: found.for_.span,
-        });
-    }
-    if let Some(enclosing) = found
-        .enclosing_in_block
-        .as_ref()
-        .filter(|_| !in_panel_loop(func, target))
-    {
-        return Err(ScheduleError::NotOutermostLoop {
-            primitive: "parallel",
-            block: target.block.clone(),
-            var: target.var.clone(),
-            enclosing: enclosing.clone(),
-            span: found.for_.span,
-        });
-    }
-    if !(found.for_.kind == ForKind::Serial || found.for_.kind.is_parallel()) {
-        return Err(not_serial("parallel", target, found.for_));
-    }
-    check_independent(func, found.for_, target, "parallel", false)?;
+    let f = check_position(func, target, "parallel", true)?;
+    check_independent(func, f, target, "parallel", false)?;
     Ok(with_loop(func, target, |f| f.kind = ForKind::Parallel))
 }
 
-/// Whether `target` is the whole body of a panel loop (see the module docs) that is a
+/// The position rules of the parallel primitives: `target` is serial or parallel and the
+/// outermost loop of a top-level block or, when `panel_ok`, the whole body of a panel
+/// loop that is a statement of its top-level block (see the module docs).
+pub(crate) fn check_position<'f>(
+    func: &'f Func,
+    target: &LoopRef,
+    primitive: &'static str,
+    panel_ok: bool,
+) -> Result<&'f For, ScheduleError> {
+    let found = find_loop(func, target, primitive)?;
+    let inside = found
+        .enclosing_in_block
+        .as_ref()
+        .filter(|_| !(panel_ok && in_panel_loop(func, target)));
+    if let Some(enclosing) = found.enclosing_outside_block.as_ref().or(inside) {
+        return Err(ScheduleError::NotOutermostLoop {
+            primitive,
+            block: target.block.clone(),
+            var: target.var.clone(),
+            enclosing: enclosing.clone(),
+            span: found.for_.span,
+        });
+    }
+    let f = found.for_;
+    if !(f.kind == ForKind::Serial || f.kind.is_parallel()) {
+        return Err(not_serial(primitive, target, f));
+    }
+    Ok(f)
+}
+
+/// Whether `target` is the whole body of a panel loop ([`For::is_panel_loop`]) that is a
 /// statement of its top-level block.
-pub(crate) fn in_panel_loop(func: &Func, target: &LoopRef) -> bool {
+fn in_panel_loop(func: &Func, target: &LoopRef) -> bool {
     func.body.iter().any(|s| match s {
-        Stmt::Block { name, body, .. } if *name == target.block => body.iter().any(|t| match t {
-            Stmt::For(f) => {
-                let panel = f.kind == ForKind::Serial
-                    && matches!((&f.lo, &f.hi), (Expr::Int(lo), Expr::Int(hi))
-                        if (1..=ForKind::MAX_PANEL_ITERATIONS).contains(&(hi - lo)));
-                panel
-                    && matches!(f.body.as_slice(), [Stmt::For(g)] if func.vars[g.var].name == target.var)
-            }
-            _ => false,
+        Stmt::Block { name, body, .. } if *name == target.block => body.iter().any(|t| {
+            matches!(t, Stmt::For(f) if f.is_panel_loop()
+                && matches!(f.body.as_slice(), [Stmt::For(g)] if func.vars[g.var].name == target.var))
         }),
         _ => false,
     })

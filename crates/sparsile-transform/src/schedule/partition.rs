@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 use sparsile_ir::coord::BinaryOp;
 use sparsile_ir::loops::{BufferLayout, Expr, ForKind, Func, Partition};
 
-use super::parallel::{check_independent, find_loop, in_panel_loop, not_serial, with_loop};
+use super::parallel::{check_independent, check_position, find_loop, with_loop};
 use super::{LoopRef, ScheduleError};
 
 /// How the iterations of a parallel loop are divided between threads (by name, as a
@@ -86,38 +86,23 @@ pub(crate) fn parallel_kind(
     partition: &LoopPartition,
     primitive: &'static str,
 ) -> Result<ForKind, ScheduleError> {
-    let kind = check_partition(func, target, partition, primitive)?;
+    let kind = check_partition(func, target, partition, primitive, true)?;
     let found = find_loop(func, target, primitive)?;
     check_independent(func, found.for_, target, primitive, false)?;
     Ok(kind)
 }
 
-/// Checks everything but independence: the loop is outermost and serial or parallel, and
-/// the partition is valid for it. Returns the loop kind to set.
+/// Checks everything but independence: the loop's position ([`check_position`], a loop
+/// inside a panel loop accepted when `panel_ok`), and that the partition is valid for it.
+/// Returns the loop kind to set.
 pub(crate) fn check_partition(
     func: &Func,
     target: &LoopRef,
     partition: &LoopPartition,
     primitive: &'static str,
+    panel_ok: bool,
 ) -> Result<ForKind, ScheduleError> {
-    let found = find_loop(func, target, primitive)?;
-    let inside = found
-        .enclosing_in_block
-        .as_ref()
-        .filter(|_| !in_panel_loop(func, target));
-    if let Some(enclosing) = found.enclosing_outside_block.as_ref().or(inside) {
-        return Err(ScheduleError::NotOutermostLoop {
-            primitive,
-            block: target.block.clone(),
-            var: target.var.clone(),
-            enclosing: enclosing.clone(),
-            span: found.for_.span,
-        });
-    }
-    let f = found.for_;
-    if !(f.kind == ForKind::Serial || f.kind.is_parallel()) {
-        return Err(not_serial(primitive, target, f));
-    }
+    let f = check_position(func, target, primitive, panel_ok)?;
     let partition = match partition {
         LoopPartition::Static => Partition::Static,
         LoopPartition::Dynamic => Partition::Dynamic,

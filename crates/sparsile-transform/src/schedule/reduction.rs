@@ -42,7 +42,7 @@ use sparsile_ir::{AxisKind, Span};
 
 use super::cache_write::accesses;
 use super::loop_ref::{fresh_index_var, fresh_name, loop_stmt_mut};
-use super::parallel::{check_independent, find_loop};
+use super::parallel::check_independent;
 use super::partition::{check_partition, LoopPartition};
 use super::{LoopRef, ScheduleError};
 use crate::index_expr::{add, mul, sub};
@@ -67,19 +67,9 @@ pub fn parallel_reduce(
     target: &LoopRef,
     strategy: ReductionStrategy,
 ) -> Result<Func, ScheduleError> {
-    // A loop inside a panel loop (which `parallel` accepts) is refused too: the merge
-    // loops of the per-thread copies follow the loop at the top of its block.
-    let found = find_loop(func, target, PRIMITIVE)?;
-    if let Some(enclosing) = &found.enclosing_in_block {
-        return Err(ScheduleError::NotOutermostLoop {
-            primitive: PRIMITIVE,
-            block: target.block.clone(),
-            var: target.var.clone(),
-            enclosing: enclosing.clone(),
-            span: found.for_.span,
-        });
-    }
-    check_partition(func, target, &LoopPartition::Static, PRIMITIVE)?;
+    // Not inside a panel loop (which `parallel` accepts): the merge loops of the
+    // per-thread copies follow the loop at the top of its block.
+    check_partition(func, target, &LoopPartition::Static, PRIMITIVE, false)?;
     if let ReductionStrategy::PerThread { copies } = strategy {
         if copies < 1 {
             return Err(ScheduleError::BadFactor {
