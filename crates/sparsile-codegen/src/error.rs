@@ -9,6 +9,8 @@ use thiserror::Error;
 pub enum CodegenError {
     #[error("function `{func}` is a stage-II (pos) function; the C backend emits stage III (flat) functions only")]
     NotFlat { func: String },
+    #[error("{}{what}: the C backend emits CPU functions; GPU functions (with launches) go to the CUDA backend", at(.span))]
+    GpuNode { what: String, span: Span },
     #[error("{}buffer `{buffer}` has element type {dtype}: the C backend computes in f32/f64 only (f16/bf16 buffers are not compiled)", at(.span))]
     HalfPrecisionBuffer {
         buffer: String,

@@ -18,11 +18,11 @@ fn reports_line_and_column() {
         ("loop func f() {\n}\n", "line 1, column 1: expected `pos` or `flat`, found `loop`"),
         (
             "flat func f(n) {\n  buffer X: f32[n] output vals\n}\n",
-            "line 2, column 27: expected a buffer kind (`values`, `indptr(..)`, `indices(..)`, `scratch` or `local`), found `vals`",
+            "line 2, column 27: expected a buffer kind (`values`, `indptr(..)`, `indices(..)`, `scratch`, `local` or `shared`), found `vals`",
         ),
         (
             "flat func f(n) {\n  buffer X: f32[n] output\n}\n",
-            "line 3, column 1: expected a buffer kind (`values`, `indptr(..)`, `indices(..)`, `scratch` or `local`), found `}`",
+            "line 3, column 1: expected a buffer kind (`values`, `indptr(..)`, `indices(..)`, `scratch`, `local` or `shared`), found `}`",
         ),
         (
             "flat func f(n) {\n  buffer P: i32[n] input indptr(A, x)\n}\n",
@@ -45,7 +45,7 @@ fn statement_errors() {
         ("  for i in 0 n {\n  }\n", "line 3, column 14: expected `..`, found `n`"),
         (
             "  for i in 0..n sequential {\n  }\n",
-            "line 3, column 17: expected `{` or a loop kind (`parallel`, `vectorized`, `unrolled` or `batched`), found `sequential`",
+            "line 3, column 17: expected `{` or a loop kind (`parallel`, `vectorized`, `unrolled`, `batched` or `bind`), found `sequential`",
         ),
         ("  for n in 0..n {\n  }\n", "line 3, column 7: variable `n` has the name of a parameter"),
         (
@@ -71,8 +71,27 @@ fn statement_errors() {
         ("  block a. {\n  }\n", "line 3, column 12: expected a block name part, found `{`"),
         ("  X[0] = 1.0\n  buffer Z: f32[n] temp values\n", "line 4, column 3: `buffer` declarations must come before the statements"),
         ("  3 = 4\n", "line 3, column 3: expected a statement or `}`, found `3`"),
-        ("  n\n", "line 3, column 3: expected a statement (`for`, `if`, `let`, `block`, `x = ...` or `buffer[...] = ...`) or `}`, found `n`"),
+        ("  n\n", "line 3, column 3: expected a statement (`for`, `if`, `let`, `block`, `launch`, `sync_threads`, `sync_warp`, `x = ...` or `buffer[...] = ...`) or `}`, found `n`"),
         ("  for i in 0..n {\n  }\n  i = 1\n", "line 5, column 3: unknown variable `i`"),
+        (
+            "  for i in 0..n bind(blockIdx.w) {\n  }\n",
+            "line 3, column 22: expected a GPU axis (`blockIdx.x`, `threadIdx.y`, ...), found `blockIdx.w`",
+        ),
+        ("  for i in 0..n bind blockIdx.x {\n  }\n", "line 3, column 22: expected `(`, found `blockIdx`"),
+        ("  launch {\n  }\n", "line 3, column 10: expected a launch name, found `{`"),
+        (
+            "  let s: f32 = warp_sum(1.0)\n",
+            "line 3, column 28: expected `,`, found `)`",
+        ),
+        (
+            "  let s: f32 = warp_sum(1.0, n)\n",
+            "line 3, column 30: expected the lanes of each group (an integer), found `n`",
+        ),
+        (
+            "  let s: f32 = warp_segment_sum(1.0, 32)\n",
+            "line 3, column 40: expected `,`, found `)`",
+        ),
+        ("  let warp_sum: f32 = 1.0\n", "line 3, column 7: expected a variable name, found `warp_sum`"),
     ];
     let mut failures = Vec::new();
     for (body, expected) in cases {

@@ -50,13 +50,16 @@ impl Env<'_> {
         for s in stmts {
             n += match s {
                 Stmt::Store { .. } | Stmt::AtomicAdd { .. } | Stmt::Assign { .. } => 1,
-                Stmt::Let { .. } | Stmt::Prefetch { .. } => 0,
+                Stmt::Let { .. }
+                | Stmt::Prefetch { .. }
+                | Stmt::Barrier { .. }
+                | Stmt::WarpReduce { .. } => 0,
                 Stmt::If {
                     then_body,
                     else_body,
                     ..
                 } => self.count(then_body) + self.count(else_body),
-                Stmt::Block { body, .. } => self.count(body),
+                Stmt::Block { body, .. } | Stmt::Launch { body, .. } => self.count(body),
                 Stmt::For(f) => self.count_loop(f),
             };
         }

@@ -116,7 +116,12 @@ fn walk(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Expr)) {
                 expr(value, f);
             }
             Stmt::Prefetch { indices, .. } => indices.iter_mut().for_each(|i| expr(i, f)),
-            Stmt::Block { body, .. } => walk(body, f),
+            Stmt::WarpReduce { value, key, .. } => {
+                expr(value, f);
+                key.iter_mut().for_each(|k| expr(k, f));
+            }
+            Stmt::Barrier { .. } => {}
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => walk(body, f),
         }
     }
 }

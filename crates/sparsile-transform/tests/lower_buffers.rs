@@ -157,7 +157,12 @@ fn every_buffer_becomes_flat() {
                     assert_eq!(indices.len(), 1);
                     indices.iter().for_each(check);
                 }
-                Stmt::Block { body, .. } => walk(body),
+                Stmt::Block { body, .. } | Stmt::Launch { body, .. } => walk(body),
+                Stmt::WarpReduce { value, key, .. } => {
+                    check(value);
+                    key.iter().for_each(check);
+                }
+                Stmt::Barrier { .. } => {}
             }
         }
     }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use sparsile_ir::loops::{Buffer, BufferLayout, Func, Stage, Var, VarType};
+use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
 use sparsile_ir::{BufferId, DType, ParamId, Span, VarId};
 
 use super::names::Names;
@@ -44,6 +44,12 @@ impl<'f> Ctx<'f> {
             });
         }
         for b in func.buffers.values() {
+            if b.kind == BufferKind::Shared {
+                return Err(CodegenError::GpuNode {
+                    what: format!("shared buffer `{}`", b.name),
+                    span: b.span,
+                });
+            }
             if matches!(b.dtype, DType::F16 | DType::BF16) {
                 return Err(CodegenError::HalfPrecisionBuffer {
                     buffer: b.name.clone(),

@@ -249,7 +249,17 @@ impl Uses {
                 self.buffers.insert(*buffer);
                 indices.iter().for_each(|i| self.expr(i));
             }
-            Stmt::Block { body, .. } => self.stmts(body),
+            Stmt::WarpReduce { var, .. }
+                if self.live.as_ref().is_some_and(|l| !l.contains(var)) => {}
+            Stmt::WarpReduce {
+                var, value, key, ..
+            } => {
+                self.vars.insert(*var);
+                self.expr(value);
+                key.iter().for_each(|k| self.expr(k));
+            }
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => self.stmts(body),
+            Stmt::Barrier { .. } => {}
         }
     }
 }

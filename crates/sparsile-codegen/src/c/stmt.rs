@@ -87,6 +87,12 @@ fn emit_stmt(
                 | ForKind::ParallelBalanced { .. }
                 | ForKind::VectorizedReduction { .. }
                 | ForKind::Batched => {}
+                ForKind::Bound(axis) => {
+                    return Err(CodegenError::GpuNode {
+                        what: format!("a loop bound to `{axis}`"),
+                        span: f.span,
+                    })
+                }
             }
             w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
             w.indent += 1;
@@ -217,6 +223,16 @@ fn emit_stmt(
             w.indent -= 1;
             w.line("}");
         }
+        Stmt::Launch { span, .. } | Stmt::Barrier { span, .. } | Stmt::WarpReduce { span, .. } => {
+            return Err(CodegenError::GpuNode {
+                what: match s {
+                    Stmt::Launch { name, .. } => format!("launch `{name}`"),
+                    Stmt::Barrier { scope, .. } => format!("`{}`", scope.keyword()),
+                    _ => "a warp reduction".to_string(),
+                },
+                span: *span,
+            })
+        }
     }
     Ok(())
 }
@@ -285,11 +301,13 @@ pub(crate) fn assigned_vars(stmts: &[Stmt]) -> HashSet<VarId> {
                     walk(then_body, out);
                     walk(else_body, out);
                 }
-                Stmt::Block { body, .. } => walk(body, out),
+                Stmt::Block { body, .. } | Stmt::Launch { body, .. } => walk(body, out),
                 Stmt::Let { .. }
                 | Stmt::Store { .. }
                 | Stmt::Prefetch { .. }
-                | Stmt::AtomicAdd { .. } => {}
+                | Stmt::AtomicAdd { .. }
+                | Stmt::Barrier { .. }
+                | Stmt::WarpReduce { .. } => {}
             }
         }
     }
@@ -307,6 +325,7 @@ pub(crate) fn loop_comment(block: Option<&str>, kind: ForKind) -> String {
         ForKind::VectorizedReduction { .. } => ", vectorized(reassociate)",
         ForKind::Unrolled => ", unrolled",
         ForKind::Batched => ", batched",
+        ForKind::Bound(_) => ", bound",
     };
     match block {
         Some(b) => format!(" /* {}{kind} */", comment_text(b)),

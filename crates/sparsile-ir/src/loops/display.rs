@@ -140,6 +140,7 @@ fn write_buffer(f: &mut Formatter<'_>, names: Names<'_>, b: &Buffer) -> fmt::Res
         BufferKind::Indices { tensor, axis } => write!(f, "indices({tensor}, {axis})")?,
         BufferKind::Scratch => f.write_str("scratch")?,
         BufferKind::Local => f.write_str("local")?,
+        BufferKind::Shared => f.write_str("shared")?,
     }
     f.write_str("\n")
 }
@@ -178,6 +179,7 @@ fn write_stmt(f: &mut Formatter<'_>, names: Names<'_>, stmt: &Stmt, depth: usize
                 ForKind::ParallelBalanced { indptr } => {
                     write!(f, " parallel(balanced {})", names.buffer(indptr))?
                 }
+                ForKind::Bound(axis) => write!(f, " bind({axis})")?,
                 kind => write!(f, " {}", kind.name())?,
             }
             f.write_str(" {\n")?;
@@ -252,6 +254,34 @@ fn write_stmt(f: &mut Formatter<'_>, names: Names<'_>, stmt: &Stmt, depth: usize
             write_body(f, names, body, depth + 1)?;
             indent(f, depth)?;
             f.write_str("}\n")
+        }
+        Stmt::Launch { name, body, .. } => {
+            writeln!(f, "launch {name} {{")?;
+            write_body(f, names, body, depth + 1)?;
+            indent(f, depth)?;
+            f.write_str("}\n")
+        }
+        Stmt::Barrier { scope, .. } => writeln!(f, "{}", scope.keyword()),
+        Stmt::WarpReduce {
+            var,
+            op,
+            value,
+            key,
+            lanes,
+            ..
+        } => {
+            let ty = names.0.vars.get(*var).map_or("?", |v| var_type_name(v.ty));
+            write!(f, "let {}: {ty} = ", names.var(*var))?;
+            match key {
+                None => write!(f, "{}(", op.function())?,
+                Some(_) => write!(f, "{}(", super::gpu::WARP_SEGMENT_SUM)?,
+            }
+            write_expr(f, names, value)?;
+            if let Some(key) = key {
+                f.write_str(", ")?;
+                write_expr(f, names, key)?;
+            }
+            writeln!(f, ", {lanes})")
         }
     }
 }

@@ -52,8 +52,11 @@ pub enum BufferKind {
     /// to each iteration of the innermost enclosing parallel loop (to the whole function
     /// outside parallel loops); its contents are undefined when an iteration starts, so
     /// an iteration writes what it reads first. Compiled code keeps it on the stack
-    /// (text `local`).
+    /// (text `local`). In a GPU launch it is private to each thread.
     Local,
+    /// GPU only: an array of constant length held once per block of a launch, shared by
+    /// its threads and undefined when the launch starts (text `shared`).
+    Shared,
 }
 
 /// A buffer of a loop-level function.

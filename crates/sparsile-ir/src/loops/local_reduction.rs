@@ -156,10 +156,7 @@ pub fn local_reductions(func: &Func, f: &For) -> Result<Vec<LocalReduction>, Red
             Stmt::Prefetch {
                 buffer, indices, ..
             } => (Some(*buffer), indices.iter().collect()),
-            Stmt::For(l) => (None, vec![&l.lo, &l.hi]),
-            Stmt::If { cond, .. } => (None, vec![cond]),
-            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => (None, vec![value]),
-            Stmt::Block { .. } => (None, Vec::new()),
+            other => (None, other.own_exprs()),
         };
         let mut touched = target.filter(|b| reduced.contains(b));
         for e in operands {

@@ -33,11 +33,13 @@ pub mod builder;
 pub mod display;
 mod expr;
 mod func;
+pub mod gpu;
 mod local_reduction;
 pub mod parser;
 mod stmt;
 mod substitute;
 pub mod verify;
+mod verify_gpu;
 mod walk;
 mod work;
 
@@ -46,6 +48,9 @@ pub use builder::FuncBuilder;
 pub use display::{ExprDisplay, StmtDisplay};
 pub use expr::{CmpOp, Expr, LogicOp};
 pub use func::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
+pub use gpu::{
+    constant_extent, is_gpu_body, launch_shape, BarrierScope, GpuAxis, GpuDim, LaunchShape, WarpOp,
+};
 pub use local_reduction::{
     local_reductions, reduction_addend, update_addend, LocalReduction, ReductionError,
 };

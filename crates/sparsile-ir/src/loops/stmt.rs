@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::expr::Expr;
+use super::gpu::{BarrierScope, GpuAxis, WarpOp};
 use crate::id::{BufferId, VarId};
 use crate::Span;
 
@@ -52,6 +53,10 @@ pub enum ForKind {
     },
     /// Text `batched` (see above).
     Batched,
+    /// Text `bind(blockIdx.x)`, `bind(threadIdx.y)`, …: a loop of a GPU launch whose
+    /// iterations are spread over the blocks of the grid or the threads of a block
+    /// (see [`crate::loops::gpu`]).
+    Bound(GpuAxis),
 }
 
 /// How the iterations of a parallel loop are divided between threads (see [`ForKind`]).
@@ -81,6 +86,7 @@ impl ForKind {
             ForKind::Vectorized | ForKind::VectorizedReduction { .. } => "vectorized",
             ForKind::Unrolled => "unrolled",
             ForKind::Batched => "batched",
+            ForKind::Bound(_) => "bind",
             ForKind::ParallelDynamic | ForKind::ParallelBalanced { .. } => "parallel",
         }
     }
@@ -100,7 +106,8 @@ impl ForKind {
             | ForKind::Vectorized
             | ForKind::VectorizedReduction { .. }
             | ForKind::Unrolled
-            | ForKind::Batched => None,
+            | ForKind::Batched
+            | ForKind::Bound(_) => None,
         }
     }
 
@@ -111,6 +118,14 @@ impl ForKind {
 
     /// The most partial sums a `vectorized(reassociate)` loop keeps in its scalar part.
     pub const MAX_SCALAR_SUMS: u32 = 16;
+
+    /// The GPU axis of a bound loop.
+    pub fn gpu_axis(self) -> Option<GpuAxis> {
+        match self {
+            ForKind::Bound(axis) => Some(axis),
+            _ => None,
+        }
+    }
 
     /// Whether the loop is vectorized (with or without reassociated reductions).
     pub fn is_vectorized(self) -> bool {
@@ -206,6 +221,30 @@ pub enum Stmt {
         body: Vec<Stmt>,
         span: Span,
     },
+    /// `launch NAME { … }`: one GPU kernel launch (see [`crate::loops::gpu`]); only at
+    /// the top level of a function body.
+    Launch {
+        name: String,
+        body: Vec<Stmt>,
+        span: Span,
+    },
+    /// `sync_threads` or `sync_warp`: a barrier inside a launch.
+    Barrier {
+        scope: BarrierScope,
+        span: Span,
+    },
+    /// `let var: T = warp_sum(value, lanes)` (`warp_max`, `warp_min`), or with `key`
+    /// `let var: T = warp_segment_sum(value, key, lanes)`: declares `var` like a `let`,
+    /// with the reduction of `value` over aligned groups of `lanes` lanes of the warp
+    /// (see [`crate::loops::gpu`]).
+    WarpReduce {
+        var: VarId,
+        op: WarpOp,
+        value: Expr,
+        key: Option<Expr>,
+        lanes: u32,
+        span: Span,
+    },
 }
 
 impl Stmt {
@@ -219,7 +258,10 @@ impl Stmt {
             | Stmt::Store { span, .. }
             | Stmt::Prefetch { span, .. }
             | Stmt::AtomicAdd { span, .. }
-            | Stmt::Block { span, .. } => *span,
+            | Stmt::Block { span, .. }
+            | Stmt::Launch { span, .. }
+            | Stmt::Barrier { span, .. }
+            | Stmt::WarpReduce { span, .. } => *span,
         }
     }
 }

@@ -251,6 +251,7 @@ pub fn verify(func: &Func) -> Result<(), Vec<VerifyError>> {
     let mut scope = Scope::default();
     v.stmts(&func.body, &mut scope, false);
     v.declarations();
+    v.errors.extend(super::verify_gpu::verify_gpu(func));
     if v.errors.is_empty() {
         Ok(())
     } else {
@@ -442,12 +443,17 @@ impl<'a> Verifier<'a> {
             }
             match &b.kind {
                 BufferKind::Values => {}
-                BufferKind::Local => {
+                BufferKind::Local | BufferKind::Shared => {
+                    let word = if b.kind == BufferKind::Local {
+                        "local"
+                    } else {
+                        "shared"
+                    };
                     if b.role != BufferRole::Temp {
                         self.error(
                             b.span,
                             at(format!(
-                                "a local buffer must be `temp`, not `{}`",
+                                "a {word} buffer must be `temp`, not `{}`",
                                 b.role.name()
                             )),
                         );
@@ -456,10 +462,9 @@ impl<'a> Verifier<'a> {
                     if !constant {
                         self.error(
                             b.span,
-                            at(
-                                "a local buffer is flat with a constant length of at least 1"
-                                    .to_string(),
-                            ),
+                            at(format!(
+                                "a {word} buffer is flat with a constant length of at least 1"
+                            )),
                         );
                     }
                 }
@@ -839,6 +844,52 @@ impl<'a> Verifier<'a> {
                     indices: indices.clone(),
                 };
                 self.expr(&access, scope, *span, &ctx);
+            }
+            Stmt::Launch { name, body, span } => {
+                if !is_valid_name(name) {
+                    self.error(
+                        *span,
+                        format!("launch `{name}`: the name is not a valid name"),
+                    );
+                }
+                self.stmts(body, scope, in_parallel);
+            }
+            Stmt::Barrier { .. } => {}
+            Stmt::WarpReduce {
+                var,
+                op,
+                value,
+                key,
+                lanes,
+                span,
+            } => {
+                let ctx = format!("warp reduction into `{}`", self.var_name(*var));
+                let k = self.expr(value, scope, *span, &ctx);
+                if let (Some(k), Some(want)) = (k, self.var_kind(*var)) {
+                    if k != want {
+                        self.error(
+                            *span,
+                            format!(
+                                "{ctx}: the value is {} but the variable holds {}",
+                                kind_with_article(k),
+                                kind_with_article(want)
+                            ),
+                        );
+                    }
+                }
+                if let Some(key) = key {
+                    self.expect_int(key, scope, *span, &format!("{ctx}: the segment key"));
+                    if *op != super::gpu::WarpOp::Sum {
+                        self.error(*span, format!("{ctx}: only sums are segmented"));
+                    }
+                }
+                if !(1..=super::gpu::WARP_SIZE).contains(lanes) || !lanes.is_power_of_two() {
+                    self.error(
+                        *span,
+                        format!("{ctx}: groups of {lanes} lanes (a power of two from 1 to 32)"),
+                    );
+                }
+                self.declare(*var, true, *span, scope, &ctx);
             }
             Stmt::Block { name, body, span } => {
                 if !is_valid_block_name(name) {

@@ -32,19 +32,22 @@ impl Stmt {
                     Stmt::visit_all(then_body, f);
                     Stmt::visit_all(else_body, f);
                 }
-                Stmt::Block { body, .. } => Stmt::visit_all(body, f),
+                Stmt::Block { body, .. } | Stmt::Launch { body, .. } => Stmt::visit_all(body, f),
                 Stmt::Let { .. }
                 | Stmt::Assign { .. }
                 | Stmt::Store { .. }
                 | Stmt::AtomicAdd { .. }
-                | Stmt::Prefetch { .. } => {}
+                | Stmt::Prefetch { .. }
+                | Stmt::Barrier { .. }
+                | Stmt::WarpReduce { .. } => {}
             }
         }
     }
 
     /// `stmts` rebuilt with every statement that holds no body (`let`, assignment,
-    /// store, atomic add, prefetch) — nested ones included — replaced by `f`'s answer,
-    /// or kept when `f` answers `None`. Loops, conditionals and blocks keep their shape.
+    /// store, atomic add, prefetch, barrier, warp reduction) — nested ones included —
+    /// replaced by `f`'s answer, or kept when `f` answers `None`. Loops, conditionals,
+    /// blocks and launches keep their shape.
     pub fn map_leaves(stmts: &[Stmt], f: &mut impl FnMut(&Stmt) -> Option<Stmt>) -> Vec<Stmt> {
         stmts
             .iter()
@@ -65,6 +68,11 @@ impl Stmt {
                     span: *span,
                 },
                 Stmt::Block { name, body, span } => Stmt::Block {
+                    name: name.clone(),
+                    body: Stmt::map_leaves(body, f),
+                    span: *span,
+                },
+                Stmt::Launch { name, body, span } => Stmt::Launch {
                     name: name.clone(),
                     body: Stmt::map_leaves(body, f),
                     span: *span,
@@ -116,6 +124,30 @@ impl Stmt {
                     body: Stmt::map_exprs(body, f),
                     span: *span,
                 },
+                Stmt::Launch { name, body, span } => Stmt::Launch {
+                    name: name.clone(),
+                    body: Stmt::map_exprs(body, f),
+                    span: *span,
+                },
+                Stmt::Barrier { scope, span } => Stmt::Barrier {
+                    scope: *scope,
+                    span: *span,
+                },
+                Stmt::WarpReduce {
+                    var,
+                    op,
+                    value,
+                    key,
+                    lanes,
+                    span,
+                } => Stmt::WarpReduce {
+                    var: *var,
+                    op: *op,
+                    value: f(value),
+                    key: key.as_ref().map(&mut *f),
+                    lanes: *lanes,
+                    span: *span,
+                },
                 Stmt::Let { var, value, span } => Stmt::Let {
                     var: *var,
                     value: f(value),
@@ -163,7 +195,7 @@ impl Stmt {
 
     /// The expressions this statement holds itself (not those of the statements nested in
     /// it): a store's indices and value, a prefetch's indices, a `let`'s or assignment's
-    /// value, a conditional's condition, a loop's bounds.
+    /// value, a warp reduction's value and key, a conditional's condition, a loop's bounds.
     pub fn own_exprs(&self) -> Vec<&Expr> {
         match self {
             Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => {
@@ -173,7 +205,8 @@ impl Stmt {
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } => vec![value],
             Stmt::If { cond, .. } => vec![cond],
             Stmt::For(l) => vec![&l.lo, &l.hi],
-            Stmt::Block { .. } => Vec::new(),
+            Stmt::WarpReduce { value, key, .. } => [value].into_iter().chain(key).collect(),
+            Stmt::Block { .. } | Stmt::Launch { .. } | Stmt::Barrier { .. } => Vec::new(),
         }
     }
 
@@ -199,12 +232,13 @@ impl Stmt {
         out
     }
 
-    /// The variables declared anywhere in `stmts` (loop variables and `let`s), in order.
+    /// The variables declared anywhere in `stmts` (loop variables, `let`s and warp
+    /// reductions), in order.
     pub fn declared_vars(stmts: &[Stmt]) -> Vec<VarId> {
         let mut out = Vec::new();
         Stmt::visit_all(stmts, &mut |s| match s {
             Stmt::For(l) => out.push(l.var),
-            Stmt::Let { var, .. } => out.push(*var),
+            Stmt::Let { var, .. } | Stmt::WarpReduce { var, .. } => out.push(*var),
             _ => {}
         });
         out

@@ -94,7 +94,10 @@ impl Estimator {
         for s in stmts {
             match s {
                 Stmt::Store { .. } | Stmt::AtomicAdd { .. } | Stmt::Assign { .. } => leaves += 1,
-                Stmt::Let { .. } | Stmt::Prefetch { .. } => {}
+                Stmt::Let { .. }
+                | Stmt::Prefetch { .. }
+                | Stmt::Barrier { .. }
+                | Stmt::WarpReduce { .. } => {}
                 Stmt::If {
                     then_body,
                     else_body,
@@ -103,7 +106,9 @@ impl Estimator {
                     nested = add(nested, self.body(then_body, total, inner)?);
                     nested = add(nested, self.body(else_body, total, inner)?);
                 }
-                Stmt::Block { body, .. } => nested = add(nested, self.body(body, total, inner)?),
+                Stmt::Block { body, .. } | Stmt::Launch { body, .. } => {
+                    nested = add(nested, self.body(body, total, inner)?)
+                }
                 Stmt::For(g) => {
                     let g_total = self.loop_total(g, total, inner)?;
                     nested = add(nested, self.body(&g.body, &g_total, Some(g.var))?);

@@ -27,6 +27,11 @@ pub enum FlatInterpError {
         errors: Vec<sparsile_ir::loops::VerifyError>,
     },
 
+    /// The function is a GPU function, or holds a GPU node outside one; this interpreter
+    /// runs CPU functions (the SIMT interpreter runs GPU functions).
+    #[error("{what} at {at}: this interpreter runs CPU functions; run GPU functions (with launches) with the SIMT interpreter")]
+    GpuNode { what: String, at: Span },
+
     // ---- the function against the program -------------------------------------------
     #[error("function `{func}` refers to {what} {id}, which it does not declare")]
     UnknownId {

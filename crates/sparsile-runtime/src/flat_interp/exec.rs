@@ -176,11 +176,29 @@ impl<'f, 'i> Exec<'f, 'i> {
                 self.at = *span;
                 self.run(body)
             }
+            Stmt::Launch { span, .. } => Err(FlatInterpError::GpuNode {
+                what: "a launch".to_string(),
+                at: *span,
+            }),
+            Stmt::Barrier { scope, span } => Err(FlatInterpError::GpuNode {
+                what: format!("`{}`", scope.keyword()),
+                at: *span,
+            }),
+            Stmt::WarpReduce { span, .. } => Err(FlatInterpError::GpuNode {
+                what: "a warp reduction".to_string(),
+                at: *span,
+            }),
         }
     }
 
     fn for_loop(&mut self, f: &For) -> Result<(), FlatInterpError> {
         let name = &self.func.vars[f.var].name;
+        if let ForKind::Bound(axis) = f.kind {
+            return Err(FlatInterpError::GpuNode {
+                what: format!("loop `{name}` bound to `{axis}`"),
+                at: f.span,
+            });
+        }
         let lo = self.eval_int(&f.lo, || format!("the start of the loop over `{name}`"))?;
         let hi = self.eval_int(&f.hi, || format!("the end of the loop over `{name}`"))?;
         if let ForKind::ParallelBalanced { indptr } = f.kind {

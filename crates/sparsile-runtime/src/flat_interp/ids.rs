@@ -97,6 +97,14 @@ impl Checker<'_> {
                     self.var(*var);
                     self.expr(value);
                 }
+                Stmt::WarpReduce {
+                    var, value, key, ..
+                } => {
+                    self.var(*var);
+                    self.expr(value);
+                    key.iter().for_each(|k| self.expr(k));
+                }
+                Stmt::Barrier { .. } => {}
                 Stmt::Store {
                     buffer,
                     indices,
@@ -119,7 +127,7 @@ impl Checker<'_> {
                     self.buffer(*buffer);
                     indices.iter().for_each(|e| self.expr(e));
                 }
-                Stmt::Block { body, .. } => self.stmts(body),
+                Stmt::Block { body, .. } | Stmt::Launch { body, .. } => self.stmts(body),
             }
         }
     }

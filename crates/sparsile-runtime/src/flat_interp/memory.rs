@@ -86,6 +86,12 @@ pub(crate) fn bind_buffers<'i>(
             BufferKind::Indices { tensor, axis } => {
                 structure_mem(program, bound, buf, tensor, *axis, "indices")?
             }
+            BufferKind::Shared => {
+                return Err(FlatInterpError::GpuNode {
+                    what: format!("shared buffer `{}`", buf.name),
+                    at: buf.span,
+                })
+            }
             BufferKind::Scratch | BufferKind::Local => {
                 if !matches!(buf.layout, BufferLayout::Flat(_)) {
                     return Err(FlatInterpError::LayoutMismatch {

@@ -101,7 +101,7 @@ use std::collections::HashMap;
 
 use sparsile_formats::{SparseTensor, Values};
 use sparsile_ir::coord::{BufferRole, Program};
-use sparsile_ir::loops::{BufferLayout, Func};
+use sparsile_ir::loops::{BufferLayout, Func, Stmt};
 use sparsile_ir::{DType, IdVec, ParamId};
 
 pub use error::FlatInterpError;
@@ -160,6 +160,12 @@ pub fn run_with(
             .map_err(|errors| FlatInterpError::InvalidFunc { errors })?;
     }
     ids::check_ids(func)?;
+    if let Some(launch) = func.body.iter().find(|s| matches!(s, Stmt::Launch { .. })) {
+        return Err(FlatInterpError::GpuNode {
+            what: format!("function `{}` has a launch", func.name),
+            at: launch.span(),
+        });
+    }
     let bound = program_binding::bind_program(program, inputs, options)?;
     let mut params = IdVec::<ParamId, i64>::new();
     for param in func.params.values() {

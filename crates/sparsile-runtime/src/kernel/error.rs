@@ -30,6 +30,9 @@ pub enum KernelError {
         program_dtype: String,
     },
 
+    #[error("buffer `{buffer}` is a shared (GPU) buffer, which CPU kernels do not have")]
+    SharedBuffer { buffer: String },
+
     #[error("buffer `{buffer}` has element type {dtype}, which compiled kernels do not support (use f32 or f64, or the interpreter)")]
     UnsupportedDType { buffer: String, dtype: String },
 

@@ -146,6 +146,11 @@ pub(crate) fn plan(program: &Program, func: &Func) -> Result<Plan, KernelError> 
                 }
             }
             BufferKind::Local => Slot::Scratch,
+            BufferKind::Shared => {
+                return Err(KernelError::SharedBuffer {
+                    buffer: fb.name.clone(),
+                })
+            }
             BufferKind::Scratch => Slot::Memory { dtype: fb.dtype },
         };
         let len = match &fb.layout {

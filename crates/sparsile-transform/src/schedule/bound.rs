@@ -161,14 +161,17 @@ fn modified(stmts: &[Stmt], stores: &mut HashSet<BufferId>, assigns: &mut HashSe
                 modified(then_body, stores, assigns);
                 modified(else_body, stores, assigns);
             }
-            Stmt::Block { body, .. } => modified(body, stores, assigns),
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => modified(body, stores, assigns),
             Stmt::Assign { var, .. } => {
                 assigns.insert(*var);
             }
             Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
                 stores.insert(*buffer);
             }
-            Stmt::Let { .. } | Stmt::Prefetch { .. } => {}
+            Stmt::Let { .. }
+            | Stmt::Prefetch { .. }
+            | Stmt::Barrier { .. }
+            | Stmt::WarpReduce { .. } => {}
         }
     }
 }

@@ -195,14 +195,14 @@ impl Body {
                     self.walk(then_body);
                     self.walk(else_body);
                 }
-                Stmt::Let { var, .. } | Stmt::Assign { var, .. } => {
+                Stmt::Let { var, .. } | Stmt::Assign { var, .. } | Stmt::WarpReduce { var, .. } => {
                     self.inner_vars.insert(*var);
                 }
                 Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
                     self.stores.insert(*buffer);
                 }
-                Stmt::Prefetch { .. } => {}
-                Stmt::Block { body, .. } => self.walk(body),
+                Stmt::Prefetch { .. } | Stmt::Barrier { .. } => {}
+                Stmt::Block { body, .. } | Stmt::Launch { body, .. } => self.walk(body),
             }
         }
     }
@@ -685,7 +685,14 @@ pub(crate) fn accesses(stmts: &[Stmt], buffer: BufferId) -> Vec<(Option<Vec<Expr
                 Stmt::Prefetch { indices, span, .. } => {
                     indices.iter().for_each(|e| expr(e, buffer, *span, out));
                 }
-                Stmt::Block { body, .. } => walk(body, buffer, out),
+                Stmt::WarpReduce {
+                    value, key, span, ..
+                } => [value]
+                    .into_iter()
+                    .chain(key)
+                    .for_each(|e| expr(e, buffer, *span, out)),
+                Stmt::Barrier { .. } => {}
+                Stmt::Block { body, .. } | Stmt::Launch { body, .. } => walk(body, buffer, out),
             }
         }
     }

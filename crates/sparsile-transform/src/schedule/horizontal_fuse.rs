@@ -287,7 +287,14 @@ impl Uses {
                     self.stmts(else_body, plain_writes);
                 }
                 Stmt::Let { value, .. } | Stmt::Assign { value, .. } => self.expr(value),
-                Stmt::Block { body, .. } => self.stmts(body, plain_writes),
+                Stmt::WarpReduce { value, key, .. } => {
+                    self.expr(value);
+                    key.iter().for_each(|k| self.expr(k));
+                }
+                Stmt::Barrier { .. } => {}
+                Stmt::Block { body, .. } | Stmt::Launch { body, .. } => {
+                    self.stmts(body, plain_writes)
+                }
                 Stmt::Store {
                     buffer,
                     indices,

@@ -206,8 +206,11 @@ pub fn bounds_invariant(f: &For) -> bool {
                     written(then_body, bufs, vars);
                     written(else_body, bufs, vars);
                 }
-                Stmt::Block { body, .. } => written(body, bufs, vars),
-                Stmt::Let { .. } | Stmt::Prefetch { .. } => {}
+                Stmt::Block { body, .. } | Stmt::Launch { body, .. } => written(body, bufs, vars),
+                Stmt::Let { .. }
+                | Stmt::Prefetch { .. }
+                | Stmt::Barrier { .. }
+                | Stmt::WarpReduce { .. } => {}
             }
         }
     }
@@ -233,7 +236,7 @@ pub(crate) fn contains_loop(stmts: &[Stmt], var: VarId) -> bool {
             else_body,
             ..
         } => contains_loop(then_body, var) || contains_loop(else_body, var),
-        Stmt::Block { body, .. } => contains_loop(body, var),
+        Stmt::Block { body, .. } | Stmt::Launch { body, .. } => contains_loop(body, var),
         _ => false,
     })
 }

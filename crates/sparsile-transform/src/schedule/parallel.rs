@@ -229,11 +229,21 @@ pub(crate) fn find_loop<'a>(
                         return Some(r);
                     }
                 }
+                // A launch only groups blocks (at the top level).
+                Stmt::Launch { body, .. } => {
+                    if let Some(r) =
+                        walk(func, body, target, block, outside.clone(), inside.clone())
+                    {
+                        return Some(r);
+                    }
+                }
                 Stmt::Let { .. }
                 | Stmt::Assign { .. }
                 | Stmt::Store { .. }
                 | Stmt::Prefetch { .. }
-                | Stmt::AtomicAdd { .. } => {}
+                | Stmt::AtomicAdd { .. }
+                | Stmt::Barrier { .. }
+                | Stmt::WarpReduce { .. } => {}
             }
         }
         None
@@ -283,11 +293,14 @@ pub(crate) fn with_loop(func: &Func, target: &LoopRef, edit: impl FnOnce(&mut Fo
                     let name = name.clone();
                     walk(vars, body, target, Some(&name), edit);
                 }
+                Stmt::Launch { body, .. } => walk(vars, body, target, block, edit),
                 Stmt::Let { .. }
                 | Stmt::Assign { .. }
                 | Stmt::Store { .. }
                 | Stmt::Prefetch { .. }
-                | Stmt::AtomicAdd { .. } => {}
+                | Stmt::AtomicAdd { .. }
+                | Stmt::Barrier { .. }
+                | Stmt::WarpReduce { .. } => {}
             }
         }
     }
@@ -457,7 +470,22 @@ fn collect_stmts(stmts: &[Stmt], b: &mut Body) {
             Stmt::Prefetch { indices, span, .. } => {
                 indices.iter().for_each(|e| collect_expr(e, *span, b));
             }
-            Stmt::Block { body, .. } => collect_stmts(body, b),
+            Stmt::WarpReduce {
+                var,
+                value,
+                key,
+                span,
+                ..
+            } => {
+                b.variant.insert(*var);
+                b.declared.insert(*var);
+                [value]
+                    .into_iter()
+                    .chain(key)
+                    .for_each(|e| collect_expr(e, *span, b));
+            }
+            Stmt::Barrier { .. } => {}
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => collect_stmts(body, b),
         }
     }
 }

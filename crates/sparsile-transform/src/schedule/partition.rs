@@ -162,13 +162,10 @@ fn each_iteration_expr(stmts: &[sparsile_ir::loops::Stmt], visit: &mut impl FnMu
                 f.hi.visit(visit);
             }
             Stmt::If { cond, .. } => cond.visit(visit),
-            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => value.visit(visit),
-            Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => {
-                indices.iter().for_each(|e| e.visit(visit));
-                value.visit(visit);
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => {
+                each_iteration_expr(body, visit)
             }
-            Stmt::Prefetch { indices, .. } => indices.iter().for_each(|e| e.visit(visit)),
-            Stmt::Block { body, .. } => each_iteration_expr(body, visit),
+            other => other.own_exprs().into_iter().for_each(|e| e.visit(visit)),
         }
     }
 }

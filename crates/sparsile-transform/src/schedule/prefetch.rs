@@ -316,7 +316,14 @@ fn find_load(
                 conds.pop();
                 r.or_else(|| find_load(else_body, buf, conds, loops))
             }
-            Stmt::Block { body, .. } => find_load(body, buf, conds, loops),
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => {
+                find_load(body, buf, conds, loops)
+            }
+            Stmt::WarpReduce { value, key, .. } => [value]
+                .into_iter()
+                .chain(key)
+                .find_map(|e| in_expr(e, buf, conds, loops)),
+            Stmt::Barrier { .. } => None,
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } => {
                 in_expr(value, buf, conds, loops)
             }

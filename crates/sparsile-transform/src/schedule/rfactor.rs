@@ -275,7 +275,9 @@ fn collect_updates(
                 collect_updates(then_body, in_inner, inner, found, outside);
                 collect_updates(else_body, in_inner, inner, found, outside);
             }
-            Stmt::Block { body, .. } => collect_updates(body, in_inner, inner, found, outside),
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => {
+                collect_updates(body, in_inner, inner, found, outside)
+            }
             Stmt::Store {
                 buffer,
                 indices,
@@ -295,7 +297,11 @@ fn collect_updates(
                     *outside = Some(*span);
                 }
             }
-            Stmt::Let { .. } | Stmt::Assign { .. } | Stmt::Prefetch { .. } => {}
+            Stmt::Let { .. }
+            | Stmt::Assign { .. }
+            | Stmt::Prefetch { .. }
+            | Stmt::Barrier { .. }
+            | Stmt::WarpReduce { .. } => {}
         }
     }
 }

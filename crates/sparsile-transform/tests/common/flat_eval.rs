@@ -149,6 +149,9 @@ impl<'f> Machine<'f> {
                 self.bufs[b][off as usize] += v;
             }
             Stmt::Block { body, .. } => self.stmts(body),
+            Stmt::Launch { .. } | Stmt::Barrier { .. } | Stmt::WarpReduce { .. } => {
+                panic!("this test evaluator runs CPU functions only")
+            }
         }
     }
 

@@ -254,6 +254,7 @@ pub fn run_flat(
             }
             BufferKind::Scratch => vec![0.0; len],
             BufferKind::Local => vec![f64::NAN; len],
+            BufferKind::Shared => panic!("this test evaluator runs CPU functions only"),
         };
         assert_eq!(data.len(), len, "buffer {}: length formula", b.name);
         machine.bufs[id.0 as usize] = data;

@@ -146,13 +146,9 @@ fn walk_loads(
                 walk_loads(then_body, inner, loads);
                 walk_loads(else_body, inner, loads);
             }
-            Stmt::Block { body, .. } => walk_loads(body, inner, loads),
-            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => visit(value, loads),
-            Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => {
-                indices.iter().for_each(|e| visit(e, loads));
-                visit(value, loads);
-            }
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => walk_loads(body, inner, loads),
             Stmt::Prefetch { .. } => {}
+            other => other.own_exprs().into_iter().for_each(|e| visit(e, loads)),
         }
     }
 }

@@ -8,6 +8,7 @@ use crate::coord::{AxisDecl, AxisStructure, BinaryOp, BufferRole, Extent, Param,
 use crate::id::{AxisId, VarId};
 use crate::loops::expr::{CmpOp, Expr, LogicOp};
 use crate::loops::func::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
+use crate::loops::gpu::{BarrierScope, GpuAxis, GpuDim, WarpOp, WARP_SEGMENT_SUM};
 use crate::loops::stmt::{For, ForKind, Stmt};
 use crate::{AxisKind, DType, IndexType, Span};
 
@@ -426,12 +427,13 @@ impl Parser {
             }
         };
         let kind_expected =
-            "a buffer kind (`values`, `indptr(..)`, `indices(..)`, `scratch` or `local`)";
+            "a buffer kind (`values`, `indptr(..)`, `indices(..)`, `scratch`, `local` or `shared`)";
         let (kind_name, kind_span) = self.expect_word(kind_expected)?;
         let kind = match kind_name.as_str() {
             "values" => BufferKind::Values,
             "scratch" => BufferKind::Scratch,
             "local" => BufferKind::Local,
+            "shared" => BufferKind::Shared,
             "indptr" | "indices" => {
                 self.expect_punct("(")?;
                 let (tensor, _) = self.expect_name("a tensor name")?;
@@ -541,12 +543,44 @@ impl Parser {
                     })?)
                 };
                 self.expect_punct("=")?;
+                if let Some(warp) = self.warp_call()? {
+                    let var = self.declare(name, nspan, ty)?;
+                    let (op, value, key, lanes) = warp;
+                    return Ok(Stmt::WarpReduce {
+                        var,
+                        op,
+                        value,
+                        key,
+                        lanes,
+                        span: start.join(self.prev_span()),
+                    });
+                }
                 // The value is evaluated before the local exists.
                 let value = self.expr()?;
                 let var = self.declare(name, nspan, ty)?;
                 Ok(Stmt::Let {
                     var,
                     value,
+                    span: start.join(self.prev_span()),
+                })
+            }
+            "sync_threads" | "sync_warp" => {
+                self.bump();
+                let scope = if word == "sync_threads" {
+                    BarrierScope::Block
+                } else {
+                    BarrierScope::Warp
+                };
+                Ok(Stmt::Barrier { scope, span: start })
+            }
+            "launch" => {
+                self.bump();
+                let (name, _) = self.expect_name("a launch name")?;
+                self.expect_punct("{")?;
+                let body = self.stmts_until_close()?;
+                Ok(Stmt::Launch {
+                    name,
+                    body,
                     span: start.join(self.prev_span()),
                 })
             }
@@ -632,7 +666,7 @@ impl Parser {
                 })
             }
             _ => Err(self.error_expected(
-                "a statement (`for`, `if`, `let`, `block`, `x = ...` or `buffer[...] = ...`) or `}`",
+                "a statement (`for`, `if`, `let`, `block`, `launch`, `sync_threads`, `sync_warp`, `x = ...` or `buffer[...] = ...`) or `}`",
             )),
         }
     }
@@ -675,11 +709,15 @@ impl Parser {
                     "vectorized" => ForKind::Vectorized,
                     "unrolled" => ForKind::Unrolled,
                     "batched" => ForKind::Batched,
+                    "bind" => ForKind::Bound(GpuAxis::Block(GpuDim::X)),
                     _ => return Err(self.error_expected(
-                        "`{` or a loop kind (`parallel`, `vectorized`, `unrolled` or `batched`)",
+                        "`{` or a loop kind (`parallel`, `vectorized`, `unrolled`, `batched` or `bind`)",
                     )),
                 };
             self.bump();
+            if kind.gpu_axis().is_some() {
+                kind = ForKind::Bound(self.gpu_axis()?);
+            }
             if kind == ForKind::Parallel && self.eat_punct("(") {
                 kind = self.partition()?;
                 self.expect_punct(")")?;
@@ -713,6 +751,58 @@ impl Parser {
             body,
             span: start.join(self.prev_span()),
         }))
+    }
+
+    /// `(blockIdx.x)` … `(threadIdx.z)` after `bind`.
+    fn gpu_axis(&mut self) -> PResult<GpuAxis> {
+        let expected = "a GPU axis (`blockIdx.x`, `threadIdx.y`, ...)";
+        self.expect_punct("(")?;
+        let (kind, span) = self.expect_word(expected)?;
+        self.expect_punct(".")?;
+        let (dim, _) = self.expect_word(expected)?;
+        let axis = GpuAxis::parse(&format!("{kind}.{dim}")).ok_or_else(|| {
+            ParseError::new(
+                span.join(self.prev_span()),
+                format!("expected {expected}, found `{kind}.{dim}`"),
+            )
+        })?;
+        self.expect_punct(")")?;
+        Ok(axis)
+    }
+
+    /// A warp reduction after `let x: T =`, or `None` when the value is an expression.
+    #[allow(clippy::type_complexity)]
+    fn warp_call(&mut self) -> PResult<Option<(WarpOp, Expr, Option<Expr>, u32)>> {
+        let Tok::Ident(word) = &self.peek().tok else {
+            return Ok(None);
+        };
+        let op = WarpOp::ALL.into_iter().find(|op| op.function() == word);
+        let segmented = word == WARP_SEGMENT_SUM;
+        if op.is_none() && !segmented {
+            return Ok(None);
+        }
+        self.bump();
+        self.expect_punct("(")?;
+        let value = self.expr()?;
+        self.expect_punct(",")?;
+        let key = if segmented {
+            let key = self.expr()?;
+            self.expect_punct(",")?;
+            Some(key)
+        } else {
+            None
+        };
+        let lanes = match self.peek().tok.clone() {
+            Tok::Int(d) => {
+                let span = self.bump().span;
+                d.parse::<u32>().map_err(|_| {
+                    ParseError::new(span, format!("`{d}` is too large for a lane count"))
+                })?
+            }
+            _ => return Err(self.error_expected("the lanes of each group (an integer)")),
+        };
+        self.expect_punct(")")?;
+        Ok(Some((op.unwrap_or(WarpOp::Sum), value, key, lanes)))
     }
 
     /// The partition inside `parallel(...)`: `dynamic` or `balanced INDPTR`.

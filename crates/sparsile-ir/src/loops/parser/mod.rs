@@ -16,18 +16,27 @@
 //! layout    = [ IDENT { "," IDENT } ]    (* axes: when the first word names an axis *)
 //!           | expr ;                     (* flat: the length, over parameters *)
 //! ROLE      = "input" | "output" | "temp" ;
-//! KIND      = "values" | "scratch" | "local" | ( "indptr" | "indices" ) "(" IDENT "," INT ")" ;
-//! stmt      = for | if | let | assign | store | atomic | block ;
+//! KIND      = "values" | "scratch" | "local" | "shared"
+//!           | ( "indptr" | "indices" ) "(" IDENT "," INT ")" ;
+//! stmt      = for | if | let | warp | assign | store | atomic | block | launch | barrier ;
 //! for       = "for" IDENT "in" expr ".." expr [ FORKIND ] "{" { stmt } "}" ;
-//! FORKIND   = "parallel" [ "(" PARTITION ")" ] | "vectorized" [ "(" "reassociate" ")" ]
-//!           | "unrolled" ;   (* none: serial *)
+//! FORKIND   = "parallel" [ "(" PARTITION ")" ]
+//!           | "vectorized" [ "(" "reassociate" [ "," "scalar_sums" "=" INT ] ")" ]
+//!           | "unrolled" | "batched"
+//!           | "bind" "(" ( "blockIdx" | "threadIdx" ) "." ( "x" | "y" | "z" ) ")" ;
+//!             (* none: serial *)
 //! PARTITION = "dynamic" | "balanced" IDENT ;   (* IDENT: a flat integer buffer *)
 //! if        = "if" expr "{" { stmt } "}" [ "else" "{" { stmt } "}" ] ;
 //! let       = "let" IDENT ":" ( "idx" | DTYPE ) "=" expr ;
 //! assign    = IDENT "=" expr ;
 //! store     = IDENT "[" [ expr { "," expr } ] "]" "=" expr ;
 //! atomic    = "atomic" IDENT "[" [ expr { "," expr } ] "]" "+" "=" expr ;  (* printed `+=` *)
+//! warp      = "let" IDENT ":" ( "idx" | DTYPE ) "="
+//!             ( ( "warp_sum" | "warp_max" | "warp_min" ) "(" expr "," INT ")"
+//!             | "warp_segment_sum" "(" expr "," expr "," INT ")" ) ;
 //! block     = "block" IDENT { "." IDENT } "{" { stmt } "}" ;
+//! launch    = "launch" IDENT "{" { stmt } "}" ;
+//! barrier   = "sync_threads" | "sync_warp" ;
 //! expr      = conj { "||" conj } ;                     (* left associative *)
 //! conj      = cmp { "&&" cmp } ;                       (* left associative *)
 //! cmp       = sum [ ( "<" | "<=" | "==" | "!=" | ">=" | ">" ) sum ] ;  (* no chains *)
@@ -111,6 +120,13 @@ pub const RESERVED: &[&str] = &[
     "prefetch",
     "inf",
     "nan",
+    "launch",
+    "sync_threads",
+    "sync_warp",
+    "warp_sum",
+    "warp_max",
+    "warp_min",
+    "warp_segment_sum",
 ];
 
 /// Whether `name` can be printed as a name: an identifier that is not reserved.
@@ -175,8 +191,10 @@ fn clear_stmt_spans(stmts: &mut [Stmt]) {
             | Stmt::Assign { span, .. }
             | Stmt::Store { span, .. }
             | Stmt::Prefetch { span, .. }
-            | Stmt::AtomicAdd { span, .. } => *span = Span::default(),
-            Stmt::Block { body, span, .. } => {
+            | Stmt::AtomicAdd { span, .. }
+            | Stmt::Barrier { span, .. }
+            | Stmt::WarpReduce { span, .. } => *span = Span::default(),
+            Stmt::Block { body, span, .. } | Stmt::Launch { body, span, .. } => {
                 *span = Span::default();
                 clear_stmt_spans(body);
             }
