@@ -158,6 +158,65 @@ fn loops(func: &Func) -> Vec<(LoopRef, Option<LoopRef>)> {
     out
 }
 
+/// Every loop directly below `f` in its body after `let`s: `(f, that loop)` pairs that
+/// `reorder` can swap when the inner bounds do not read `f`'s variable.
+fn pairs_across_lets(func: &Func) -> Vec<(LoopRef, LoopRef)> {
+    let mut out = Vec::new();
+    fn walk(func: &Func, block: &str, stmts: &[Stmt], out: &mut Vec<(LoopRef, LoopRef)>) {
+        for s in stmts {
+            match s {
+                Stmt::Block { name, body, .. } => walk(func, name, body, out),
+                Stmt::For(f) => {
+                    let rest: Vec<&Stmt> = f
+                        .body
+                        .iter()
+                        .skip_while(|s| matches!(s, Stmt::Let { .. }))
+                        .collect();
+                    if let [Stmt::For(g)] = rest.as_slice() {
+                        if f.body.len() > 1 {
+                            out.push((
+                                LoopRef::new(block, func.vars[f.var].name.clone()),
+                                LoopRef::new(block, func.vars[g.var].name.clone()),
+                            ));
+                        }
+                    }
+                    walk(func, block, &f.body, out);
+                }
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    walk(func, block, then_body, out);
+                    walk(func, block, else_body, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    walk(func, "", &func.body, &mut out);
+    out
+}
+
+#[test]
+fn reorder_moves_coordinate_lets_with_their_loops() {
+    // SpMM's and SDDMM's dense loop sits below `let j = indices[j_p]`: moving it above
+    // the position loop carries the `let` down into the new innermost body.
+    let mut swapped = 0;
+    for c in cases(3) {
+        let mut sch = Schedule::new(&c.program);
+        let func = sch.func_or_lower().unwrap().clone();
+        for (outer, inner) in pairs_across_lets(&func) {
+            let mut s2 = sch.clone();
+            if s2.reorder(&[inner.clone(), outer.clone()]).is_ok() {
+                check_func(&c, s2.func().unwrap());
+                swapped += 1;
+            }
+        }
+    }
+    assert!(swapped >= 4, "only {swapped} nests reordered across lets");
+}
+
 /// Applies one legal step chosen by `(kind, pick, factor)`.
 fn random_step(sch: &mut Schedule, kind: u8, pick: usize, factor: i64) {
     let all = loops(sch.func().unwrap());

@@ -23,8 +23,10 @@
 //!   / `blockIdx.z`; its `x` extent is the *sum* of the extents of the loops bound to
 //!   `blockIdx.x`: several such loops side by side at the top of a launch share the grid,
 //!   each taking the next range of block numbers (horizontal fusion: one launch runs
-//!   several independent pieces of work). Block-bound loops have bounds over parameters
-//!   only, and each one's body is either the next block-bound loop alone or holds none.
+//!   several independent pieces of work). Block-bound loops have bounds over parameters,
+//!   literals and elements of input buffers at such indices (`indptr[0]..indptr[m]`: the
+//!   grid is sized on the host before the launch, see [`grid_readable`]), and each one's
+//!   body is either the next block-bound loop alone or holds none.
 //! - Every thread of every block runs the launch body. A loop bound to `blockIdx.d` runs
 //!   one iteration, `v = lo + blockIdx.d - first` (its range of block numbers starting at
 //!   `first`), in the blocks of its range and none in the others; a loop bound to
@@ -110,7 +112,9 @@ impl GpuDim {
 }
 
 /// What a bound loop is spread over: the blocks of the grid or the threads of a block.
+/// Serialised as its text (`"threadIdx.x"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum GpuAxis {
     /// Text `blockIdx.x` (`.y`, `.z`).
     Block(GpuDim),
@@ -147,6 +151,21 @@ impl fmt::Display for GpuAxis {
             GpuAxis::Block(d) => write!(f, "blockIdx.{}", d.name()),
             GpuAxis::Thread(d) => write!(f, "threadIdx.{}", d.name()),
         }
+    }
+}
+
+impl From<GpuAxis> for String {
+    fn from(axis: GpuAxis) -> String {
+        axis.to_string()
+    }
+}
+
+impl TryFrom<String> for GpuAxis {
+    type Error = String;
+    fn try_from(text: String) -> Result<GpuAxis, String> {
+        GpuAxis::parse(&text).ok_or_else(|| {
+            format!("`{text}` is not a GPU axis (blockIdx.x/y/z or threadIdx.x/y/z)")
+        })
     }
 }
 
@@ -425,6 +444,23 @@ fn threads(body: &[Stmt], block: &mut [i64; 3], errors: &mut Vec<ShapeError>) {
         }
     }
     walk(body, [false; 3], block, errors);
+}
+
+/// Whether a grid extent can be computed before a launch from `e`: it reads integer
+/// literals, parameters, and elements of input buffers at indices that are such
+/// expressions themselves (inputs are on the host and no launch writes them).
+pub fn grid_readable(func: &super::Func, e: &Expr) -> bool {
+    match e {
+        Expr::Int(_) | Expr::Param(_) => true,
+        Expr::Binary { lhs, rhs, .. } => grid_readable(func, lhs) && grid_readable(func, rhs),
+        Expr::Load { buffer, indices } => {
+            func.buffers
+                .get(*buffer)
+                .is_some_and(|b| b.role == crate::coord::BufferRole::Input && b.dtype.is_int())
+                && indices.iter().all(|i| grid_readable(func, i))
+        }
+        _ => false,
+    }
 }
 
 /// Whether `func`'s body holds a launch (it is a GPU function).

@@ -49,7 +49,9 @@ pub use display::{ExprDisplay, StmtDisplay};
 pub use expr::{CmpOp, Expr, LogicOp};
 pub use func::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
 pub use gpu::{
-    constant_extent, is_gpu_body, launch_shape, BarrierScope, GpuAxis, GpuDim, LaunchShape, WarpOp,
+    constant_extent, grid_readable, is_gpu_body, launch_shape, launch_shape_all, part_extent,
+    BarrierScope, GpuAxis, GpuDim, GridPart, LaunchShape, ShapeError, WarpOp, MAX_BLOCK_THREADS,
+    MAX_GRID_X, MAX_GRID_YZ, MAX_SHARED_BYTES, WARP_SIZE,
 };
 pub use local_reduction::{
     local_reductions, reduction_addend, update_addend, LocalReduction, ReductionError,

@@ -4,7 +4,8 @@
 //! - every top-level statement is a launch, no launch is nested, launch names are unique;
 //! - each launch has a well-formed shape ([`super::launch_shape`]): thread-bound loops with
 //!   literal bounds, at most 1,024 threads per block, block-bound loops at the top of the
-//!   launch, nested alone, with bounds over parameters and literals only;
+//!   launch, nested alone, with bounds over parameters, literals and input buffers read
+//!   at such indices (see [`super::gpu::grid_readable`]);
 //! - launches hold only serial, unrolled and bound loops (no `parallel`, `vectorized` or
 //!   `batched` loop: a GPU spreads work by binding loops);
 //! - `sync_threads` is reached by every thread of the block: it is under no condition,
@@ -27,8 +28,8 @@ use std::collections::{HashMap, HashSet};
 use super::expr::Expr;
 use super::func::{BufferKind, BufferLayout, Func};
 use super::gpu::{
-    constant_extent, is_gpu_body, launch_shape_all, BarrierScope, GpuAxis, LaunchShape,
-    MAX_SHARED_BYTES, WARP_SIZE,
+    constant_extent, grid_readable, is_gpu_body, launch_shape_all, BarrierScope, GpuAxis,
+    LaunchShape, MAX_SHARED_BYTES, WARP_SIZE,
 };
 use super::stmt::{For, ForKind, Stmt};
 use crate::coord::VerifyError;
@@ -66,10 +67,10 @@ pub(super) fn verify_gpu(func: &Func) -> Vec<VerifyError> {
             err(at, format!("{ctx}: {}", e.message));
         }
         for part in &shape.grid_x {
-            grid_bounds(&part.lo, &part.hi, *span, &ctx, &mut err);
+            grid_bounds(func, &part.lo, &part.hi, *span, &ctx, &mut err);
         }
         for (lo, hi) in shape.grid_yz.iter().flatten() {
-            grid_bounds(lo, hi, *span, &ctx, &mut err);
+            grid_bounds(func, lo, hi, *span, &ctx, &mut err);
         }
         loop_kinds(body, &ctx, &mut err);
         barriers(body, &shape, &ctx, &mut err);
@@ -113,24 +114,21 @@ fn cpu_function(func: &Func, err: &mut impl FnMut(Span, String)) {
     }
 }
 
-/// Grid extents are computed before the launch: they read parameters and literals only.
-fn grid_bounds(lo: &Expr, hi: &Expr, span: Span, ctx: &str, err: &mut impl FnMut(Span, String)) {
-    for e in [lo, hi] {
-        let mut ok = true;
-        e.visit(&mut |x| {
-            if !matches!(x, Expr::Int(_) | Expr::Param(_) | Expr::Binary { .. }) {
-                ok = false;
-            }
-        });
-        if !ok {
-            err(
-                span,
-                format!(
-                    "{ctx}: the bounds of a block-bound loop read parameters and literals only"
-                ),
-            );
-            return;
-        }
+/// Grid extents are computed before the launch: they read parameters, literals and
+/// elements of input buffers at such indices ([`grid_readable`]).
+fn grid_bounds(
+    func: &Func,
+    lo: &Expr,
+    hi: &Expr,
+    span: Span,
+    ctx: &str,
+    err: &mut impl FnMut(Span, String),
+) {
+    if !grid_readable(func, lo) || !grid_readable(func, hi) {
+        err(
+            span,
+            format!("{ctx}: the bounds of a block-bound loop read parameters, literals and input buffers at such indices only"),
+        );
     }
 }
 

@@ -121,7 +121,7 @@ fn adds_atomically(stmts: &[Stmt], buffer: BufferId) -> bool {
             else_body,
             ..
         } => adds_atomically(then_body, buffer) || adds_atomically(else_body, buffer),
-        Stmt::Block { body, .. } => adds_atomically(body, buffer),
+        Stmt::Block { body, .. } | Stmt::Launch { body, .. } => adds_atomically(body, buffer),
         _ => false,
     })
 }
@@ -257,7 +257,7 @@ fn positions_of(func: &Func, e: &Expr, axis: sparsile_ir::id::AxisId) -> bool {
                 else_body,
                 ..
             } => walk(then_body, v, ok) || walk(else_body, v, ok),
-            Stmt::Block { body, .. } => walk(body, v, ok),
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => walk(body, v, ok),
             _ => false,
         })
     }

@@ -513,6 +513,19 @@ pub enum ScheduleError {
         loop_span: Span,
     },
     // ---- end of batch_reduction ----
+    // ---- bind (also UnknownLoop, NotSerial, LoopCarriedLocal, LoopCarriedAccess) ----
+    /// The loop cannot be bound to this GPU axis (the reason names the rule).
+    #[error(
+        "bind: loop `{var}` in block `{block}` ({span}) cannot be bound to `{axis}`: {reason}"
+    )]
+    NotBindable {
+        block: String,
+        var: String,
+        axis: String,
+        reason: String,
+        span: Span,
+    },
+
     // ---- hoist_loop (also UnknownLoop, NotSerial) ----
     /// The loop cannot move above `above` (the reason names the rule).
     #[error("hoist_loop: loop `{var}` in block `{block}` cannot move above loop `{above}` ({span}): {reason}")]

@@ -52,6 +52,11 @@ pub fn block_body_mut<'a>(stmts: &'a mut [Stmt], name: &str) -> Option<&'a mut V
                     return Some(b);
                 }
             }
+            Stmt::Launch { body, .. } => {
+                if let Some(b) = block_body_mut(body, name) {
+                    return Some(b);
+                }
+            }
             Stmt::If {
                 then_body,
                 else_body,
@@ -266,7 +271,7 @@ pub(crate) fn parent_list_mut(
                     parent_list_mut(else_body, var)
                 }
             }
-            Stmt::Block { body, .. } => parent_list_mut(body, var),
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => parent_list_mut(body, var),
             _ => None,
         };
         if found.is_some() {

@@ -28,6 +28,7 @@
 
 pub mod absorb_init;
 pub mod batch_reduction;
+pub mod bind;
 pub mod bound;
 pub mod cache_read;
 pub mod cache_write;
@@ -53,9 +54,11 @@ pub mod trace;
 pub mod unroll;
 pub mod vectorize;
 pub mod vectorize_reduction;
+pub mod warp_reduce;
 
 pub use absorb_init::absorb_init;
 pub use batch_reduction::batch_reduction;
+pub use bind::bind;
 pub use bound::bound;
 pub use cache_read::cache_read;
 pub use cache_write::cache_write;
@@ -80,10 +83,11 @@ pub use trace::{Step, Trace};
 pub use unroll::unroll;
 pub use vectorize::vectorize;
 pub use vectorize_reduction::vectorize_reduction;
+pub use warp_reduce::warp_reduce;
 
 use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
-use sparsile_ir::loops::{verify, Func};
+use sparsile_ir::loops::{verify, Func, GpuAxis};
 
 use crate::{lower_buffers, lower_iterations, Lowered};
 
@@ -148,6 +152,8 @@ impl Schedule {
                 tail,
             } => self.split(target, *factor, *tail).map(|_| ()),
             Step::Fuse { outer, inner } => self.fuse(outer, inner).map(|_| ()),
+            Step::Bind { target, axis } => self.bind(target, *axis),
+            Step::WarpReduce { target } => self.warp_reduce(target),
             Step::Reorder { loops } => self.reorder(loops),
             Step::SparseReorder { iteration, order } => self.sparse_reorder(iteration, order),
             Step::SparseFuse { iteration, axes } => self.sparse_fuse(iteration, axes),
@@ -291,6 +297,25 @@ impl Schedule {
             target: target.clone(),
         };
         self.stage2(step, |f| parallel(f, target).map(|f| (f, ())))
+    }
+
+    /// [`bind()`]: spreads the loop over GPU blocks or threads (the first call makes every
+    /// top-level block a launch).
+    pub fn bind(&mut self, target: &LoopRef, axis: GpuAxis) -> Result<(), ScheduleError> {
+        let step = Step::Bind {
+            target: target.clone(),
+            axis,
+        };
+        self.stage2(step, |f| bind(f, target, axis).map(|f| (f, ())))
+    }
+
+    /// [`warp_reduce()`]: runs the reduction loop on the lanes of a warp (`threadIdx.x`)
+    /// and combines their sums with `warp_sum`.
+    pub fn warp_reduce(&mut self, target: &LoopRef) -> Result<(), ScheduleError> {
+        let step = Step::WarpReduce {
+            target: target.clone(),
+        };
+        self.stage2(step, |f| warp_reduce(f, target).map(|f| (f, ())))
     }
 
     /// [`vectorize()`]: marks the loop vectorized.

@@ -143,7 +143,9 @@ fn check_updates(
                     walk(then_body, id, updates, bad);
                     walk(else_body, id, updates, bad);
                 }
-                Stmt::Block { body, .. } => walk(body, id, updates, bad),
+                Stmt::Block { body, .. } | Stmt::Launch { body, .. } => {
+                    walk(body, id, updates, bad)
+                }
                 Stmt::Store {
                     buffer,
                     indices,
@@ -195,7 +197,7 @@ fn count_stores(stmts: &[Stmt], id: BufferId) -> usize {
                 else_body,
                 ..
             } => count_stores(then_body, id) + count_stores(else_body, id),
-            Stmt::Block { body, .. } => count_stores(body, id),
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => count_stores(body, id),
             _ => 0,
         })
         .sum()

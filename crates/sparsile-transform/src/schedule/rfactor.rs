@@ -255,7 +255,7 @@ pub fn rfactor(
 /// Updates `X[e] = X[e] + v` (inside the loop over `inner` when `in_inner`) into
 /// `found`; the span of the first store that is not one, or not inside `inner`, into
 /// `outside`.
-fn collect_updates(
+pub(crate) fn collect_updates(
     stmts: &[Stmt],
     in_inner: bool,
     inner: VarId,

@@ -20,6 +20,7 @@
 use serde::{Deserialize, Serialize};
 use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
+use sparsile_ir::loops::GpuAxis;
 
 use super::loop_ref::LoopRef;
 use super::partition::LoopPartition;
@@ -52,6 +53,15 @@ pub enum Step {
         target: LoopRef,
         factor: i64,
         tail: SplitTail,
+    },
+    /// Stage II: spread the loop over GPU blocks or threads (`"blockIdx.x"`, …).
+    Bind {
+        target: LoopRef,
+        axis: GpuAxis,
+    },
+    /// Stage II: run the reduction loop on the lanes of a warp, combined by `warp_sum`.
+    WarpReduce {
+        target: LoopRef,
     },
     Fuse {
         outer: LoopRef,
@@ -154,6 +164,8 @@ impl Step {
             Step::Lower => "lower",
             Step::Split { .. } => "split",
             Step::Fuse { .. } => "fuse",
+            Step::Bind { .. } => "bind",
+            Step::WarpReduce { .. } => "warp_reduce",
             Step::Reorder { .. } => "reorder",
             Step::Parallel { .. } => "parallel",
             Step::Vectorize { .. } => "vectorize",

@@ -30,6 +30,8 @@
 mod args;
 mod daspmm;
 mod default;
+mod gpu_rowwise;
+mod gpu_warp;
 mod hyb;
 mod nest;
 mod rgms_hyb;
@@ -71,6 +73,27 @@ pub struct RecipeInfo {
     pub params: Vec<ParamInfo>,
     /// Where the design comes from.
     pub source: &'static str,
+    /// What the schedule produces code for.
+    pub target: Target,
+}
+
+/// What a recipe's schedule produces code for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// A CPU function (the C backend).
+    Cpu,
+    /// A GPU function with launches (the CUDA backend, or the SIMT interpreter).
+    Gpu,
+}
+
+impl Target {
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Cpu => "cpu",
+            Target::Gpu => "gpu",
+        }
+    }
 }
 
 /// What a recipe knows besides the program: the values of its parameters that the
@@ -123,6 +146,8 @@ fn registry() -> Vec<Recipe> {
         daspmm::RECIPE,
         hyb::RECIPE,
         rgms_hyb::RECIPE,
+        gpu_rowwise::RECIPE,
+        gpu_warp::RECIPE,
     ]
 }
 

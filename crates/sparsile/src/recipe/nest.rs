@@ -6,25 +6,32 @@ use sparsile_ir::loops::{BufferKind, BufferLayout, Expr, For, Func, Stmt};
 use sparsile_ir::{AxisKind, VarId};
 use sparsile_transform::schedule::LoopRef;
 
-/// The names of the top-level blocks of `func`, in order.
+/// The names of the top-level blocks of `func` (those directly in a launch included),
+/// in order.
 pub(crate) fn blocks(func: &Func) -> Vec<String> {
+    top_blocks(func).map(|(name, _)| name.to_string()).collect()
+}
+
+/// The top-level blocks (those directly in a launch included) with their bodies.
+fn top_blocks(func: &Func) -> impl Iterator<Item = (&str, &[Stmt])> {
     func.body
         .iter()
+        .flat_map(|s| match s {
+            Stmt::Launch { body, .. } => body.as_slice(),
+            other => std::slice::from_ref(other),
+        })
         .filter_map(|s| match s {
-            Stmt::Block { name, .. } => Some(name.clone()),
+            Stmt::Block { name, body, .. } => Some((name.as_str(), body.as_slice())),
             _ => None,
         })
-        .collect()
 }
 
 /// The chain of loops of block `block`, outermost first: the first loop of the block's
 /// body, then the first loop of that loop's body, and so on (other statements — `let`s,
 /// guards — are skipped; the chain enters the body of a guard).
 pub(crate) fn nest<'f>(func: &'f Func, block: &str) -> Vec<(LoopRef, &'f For)> {
-    let Some(body) = func.body.iter().find_map(|s| match s {
-        Stmt::Block { name, body, .. } if name == block => Some(body),
-        _ => None,
-    }) else {
+    let Some(body) = top_blocks(func).find_map(|(name, body)| (name == block).then_some(body))
+    else {
         return Vec::new();
     };
     let mut out = Vec::new();

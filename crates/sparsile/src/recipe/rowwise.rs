@@ -29,7 +29,7 @@ use sparsile_transform::schedule::{LoopPartition, Schedule, ScheduleError, Split
 
 use super::default::parallel_outer;
 use super::nest::{blocks, gathered_rows, main_iteration, nest};
-use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
+use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo, Target};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
@@ -86,6 +86,7 @@ fn info() -> RecipeInfo {
             },
         ],
         source: "DA-SpMM (row balance, row-major, sequential reduction) with CPU levers",
+        target: Target::Cpu,
     }
 }
 

@@ -1,0 +1,145 @@
+//! `gpu_warp`: one warp per reduction — a row of SpMV (CSR-vector) or a non-zero of
+//! SDDMM (Sputnik-style) — its terms spread over the lanes (`threadIdx.x`) and combined
+//! by a warp reduction (`warp_reduce`); warps side by side along `threadIdx.y`.
+//!
+//! - SpMV (`y[i] += A[i,j]·x[j]`): the row's non-zeros split into `lanes` interleaved
+//!   streams, one per lane, so a warp reads `lanes` consecutive non-zeros at a time
+//!   (coalesced); rows over the grid and `threadIdx.y`.
+//! - SDDMM (`C[i,j] = A[i,j]·Σ_k X[i,k]·Y[j,k]`): the non-zeros of the whole matrix
+//!   become one loop (`sparse_fuse` of the row and column axes: every warp gets the same
+//!   work whatever the row lengths, rows found by a binary search), each non-zero's dot
+//!   product over the lanes (`K` in passes of `lanes`).
+//!
+//! SpMM keeps its width on the lanes without a reduction: use `gpu_rowwise`.
+
+use sparsile_ir::coord::{IterKind, Program, Stmt as CoordStmt};
+use sparsile_ir::loops::{Expr, GpuAxis, GpuDim, Stmt};
+use sparsile_transform::schedule::{LoopRef, Schedule, SplitTail};
+
+use super::gpu_rowwise::unbound_blocks;
+use super::nest::{main_iteration, nest};
+use super::rowwise::width;
+use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo, Target};
+
+pub(super) const RECIPE: Recipe = Recipe { info, apply };
+
+const NAME: &str = "gpu_warp";
+
+fn info() -> RecipeInfo {
+    RecipeInfo {
+        name: NAME,
+        summary: "GPU: a warp per SpMV row or SDDMM non-zero, its terms over the lanes, combined by warp_sum",
+        ops: &["sddmm", "spmv"],
+        params: vec![
+            ParamInfo {
+                name: "k",
+                default: "auto",
+                doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
+            },
+            ParamInfo {
+                name: "lanes",
+                default: "32",
+                doc: "lanes per reduction along threadIdx.x: 2, 4, 8, 16 or 32 (32: one warp)",
+            },
+            ParamInfo {
+                name: "rows",
+                default: "4",
+                doc: "reductions per block along threadIdx.y",
+            },
+        ],
+        source: "CSR-vector SpMV; Sputnik SDDMM (a warp per non-zero, one launch over all non-zeros)",
+        target: Target::Gpu,
+    }
+}
+
+/// The kinds of the main iteration's axes and their names.
+fn axes(program: &Program, main: &str) -> Option<Vec<(IterKind, String)>> {
+    program.body.iter().find_map(|s| match s {
+        CoordStmt::Iteration(it) if it.name == main => Some(
+            it.axes
+                .iter()
+                .map(|a| (a.kind, program.axes[a.axis].name.clone()))
+                .collect(),
+        ),
+        _ => None,
+    })
+}
+
+fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
+    let lanes = args.int("lanes", 2, 32)?;
+    if !(lanes as u64).is_power_of_two() {
+        return Err(RecipeError::BadArg {
+            recipe: NAME.into(),
+            arg: "lanes".into(),
+            value: lanes.to_string(),
+            expected: "2, 4, 8, 16 or 32".into(),
+        });
+    }
+    let rows = args.int("rows", 1, 1024 / lanes)?;
+    let not = |reason: &str| RecipeError::NotApplicable {
+        recipe: NAME.into(),
+        reason: reason.to_string(),
+    };
+    let main = main_iteration(sch.program()).ok_or_else(|| not("the program has no iteration"))?;
+    let kinds = axes(sch.program(), &main).ok_or_else(|| not("no top-level main iteration"))?;
+    let s = sched(NAME);
+    match kinds.as_slice() {
+        [(IterKind::Spatial, _), (IterKind::Reduction, _)] => {}
+        [(IterKind::Spatial, row), (IterKind::Spatial, col), (IterKind::Reduction, _)]
+            if sch
+                .program()
+                .axes
+                .iter()
+                .any(|(_, a)| a.name == *col && a.kind.is_sparse()) =>
+        {
+            if let Some((param, value)) = width(sch, args, ctx)? {
+                sch.specialize(&param, value).map_err(&s)?;
+            }
+            sch.sparse_fuse(&main, &[row.clone(), col.clone()])
+                .map_err(&s)?;
+        }
+        _ => {
+            return Err(not(
+                "the main iteration is neither SpMV-shaped (row, reduction) nor SDDMM-shaped (row, sparse column, reduction); SpMM runs with gpu_rowwise",
+            ))
+        }
+    };
+    let func = sch.func_or_lower().map_err(&s)?.clone();
+    let loops = nest(&func, &main);
+    let Some((outer, outer_loop)) = loops.first().cloned() else {
+        return Err(not("the lowered main block has no loop"));
+    };
+    // The reduction: the last loop of the row's (or non-zero's) body — after a fused
+    // loop's search for the row.
+    let (reduction, extent) = outer_loop
+        .body
+        .iter()
+        .rev()
+        .find_map(|s| match s {
+            Stmt::For(f) => Some((
+                LoopRef::new(main.as_str(), func.vars[f.var].name.clone()),
+                match (&f.lo, &f.hi) {
+                    (Expr::Int(lo), Expr::Int(hi)) => Some(hi - lo),
+                    _ => None,
+                },
+            )),
+            _ => None,
+        })
+        .ok_or_else(|| not("the main loop holds no reduction loop"))?;
+    // The reduction loop in `lanes` interleaved streams: [r_o, r_i] → [r_i, r_o] (one
+    // pass when it runs `lanes` iterations).
+    let r_i = if extent == Some(lanes) {
+        reduction
+    } else {
+        let (r_o, r_i) = sch
+            .split(&reduction, lanes, SplitTail::InnerFixed)
+            .map_err(&s)?;
+        sch.reorder(&[r_i.clone(), r_o]).map_err(&s)?;
+        r_i
+    };
+    sch.warp_reduce(&r_i).map_err(&s)?;
+    let (o, i) = sch.split(&outer, rows, SplitTail::InnerFixed).map_err(&s)?;
+    sch.bind(&o, GpuAxis::Block(GpuDim::X)).map_err(&s)?;
+    sch.bind(&i, GpuAxis::Thread(GpuDim::Y)).map_err(&s)?;
+    unbound_blocks(sch, NAME, lanes, rows)
+}
