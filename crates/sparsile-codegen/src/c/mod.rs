@@ -58,15 +58,15 @@
 //! `tests/c/*.c` for complete examples.
 
 mod batched;
-mod ctx;
-mod expr;
+pub(crate) mod ctx;
+pub(crate) mod expr;
 mod literal;
-mod names;
-mod phases;
-mod prelude;
+pub(crate) mod names;
+pub(crate) mod phases;
+pub(crate) mod prelude;
 mod reduction;
-mod stmt;
-mod types;
+pub(crate) mod stmt;
+pub(crate) mod types;
 mod vector;
 mod work;
 
