@@ -130,7 +130,8 @@ pub struct BufferArg {
     pub len: Expr,
     /// Scratch memory the generated code allocates itself: pass a null pointer. False
     /// for every other buffer, including scratch shared by several phases, which the
-    /// caller allocates zero-filled.
+    /// caller allocates zero-filled. In a [`crate::CudaSource`]: the `shared` and
+    /// `local` buffers, which the kernels declare and which are no arguments.
     pub allocated_by_kernel: bool,
 }
 
