@@ -1,6 +1,6 @@
-//! Identifiers generated CUDA C++ must not declare, on top of the C backend's list
-//! (C keywords, the standard names it uses): C++ keywords and alternative operator
-//! spellings, and the CUDA built-ins the kernels read or call. Names starting with two
+//! Identifiers generated CUDA C++ must not declare, on top of the C backend's list (C
+//! keywords, the standard names it uses): C++ keywords, alternative operator spellings and
+//! GNU `typeof`, and the CUDA built-ins the kernels read or call. Names starting with two
 //! underscores (`__syncthreads`, `__shfl_xor_sync`) are never handed out anyway.
 
 pub(super) const CUDA_RESERVED: &[&str] = &[
@@ -56,6 +56,7 @@ pub(super) const CUDA_RESERVED: &[&str] = &[
     "try",
     "typeid",
     "typename",
+    "typeof",
     "using",
     "virtual",
     "wchar_t",
