@@ -1,6 +1,7 @@
 //! Errors of the code generators: each names the problem and where it is (the buffer,
 //! local or statement, with its source line and column when the IR came from text).
 
+use sparsile_ir::loops::VerifyError;
 use sparsile_ir::{DType, Span};
 use thiserror::Error;
 
@@ -70,6 +71,30 @@ pub enum CodegenError {
         buffer: String,
         span: Span,
     },
+    #[error("function `{func}` is a stage-II (pos) function; the CUDA backend emits stage III (flat) functions only")]
+    CudaNotFlat { func: String },
+    #[error("function `{func}` has no launches: the CUDA backend emits GPU functions (only launches at the top level); CPU functions go to the C backend")]
+    NotGpu { func: String },
+    #[error("function `{func}` does not pass the loop-IR verifier: {}", messages(.errors))]
+    Unverified {
+        func: String,
+        errors: Vec<VerifyError>,
+    },
+    #[error("{}buffer `{buffer}` has element type {dtype}: the CUDA backend does not compile f16/bf16 buffers yet", at(.span))]
+    CudaHalfPrecisionBuffer {
+        buffer: String,
+        dtype: DType,
+        span: Span,
+    },
+    #[error("local `{var}` has type {dtype}: the CUDA backend does not compute in f16/bf16 yet")]
+    CudaHalfPrecisionLocal { var: String, dtype: DType },
+    #[error("{}{what} has no CUDA lowering", at(.span))]
+    CudaUnsupported { what: String, span: Span },
+}
+
+fn messages(errors: &[VerifyError]) -> String {
+    let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    all.join("; ")
 }
 
 fn at(span: &Span) -> String {

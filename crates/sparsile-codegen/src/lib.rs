@@ -1,9 +1,11 @@
 //! Sparsile's code generators: stage-III (flat) loop functions to native source code.
 //!
 //! [`emit_c`] turns a [`sparsile_ir::loops::Func`] in [`Stage::Flat`] into a C99
-//! translation unit that exports the compiled-kernel ABI (see [`c`]). The crate only
-//! produces text: compiling and loading it is the runtime's business, so it builds and
-//! its emitters run on machines without any C toolchain.
+//! translation unit that exports the compiled-kernel ABI (see [`c`]). [`emit_cuda`] turns
+//! a stage-III GPU function (a body of launches) into CUDA C++ for NVRTC, one kernel per
+//! launch, with the grid, block and arguments of each launch (see [`cuda`]). The crate
+//! only produces text: compiling and loading it is the runtime's business, so it builds
+//! and its emitters run on machines without any C toolchain or GPU.
 //!
 //! ```
 //! use sparsile_ir::loops::{Expr, For, ForKind, Func, Stage, Stmt, Buffer, BufferKind,
@@ -33,9 +35,11 @@
 //! [`Stage::Flat`]: sparsile_ir::loops::Stage::Flat
 
 pub mod c;
+pub mod cuda;
 mod error;
 
 pub use c::{
     emit_c, BufferArg, CSource, PhaseInfo, PhaseKind, PhasePartition, ABI_VERSION, ENTRY_SYMBOLS,
 };
+pub use cuda::{emit_cuda, CudaSource, KernelArg, KernelInfo};
 pub use error::CodegenError;

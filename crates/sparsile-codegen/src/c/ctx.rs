@@ -1,6 +1,6 @@
 //! What the emitter knows while it writes one function: the C names of the function's
 //! params, buffers and locals, the helpers used so far, and the statement being written
-//! (for error locations).
+//! (for error locations). The CUDA emitter uses it too ([`Ctx::with_names`]).
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -81,7 +81,14 @@ impl<'f> Ctx<'f> {
                 _ => {}
             }
         }
-        let mut names = Names::new();
+        Ok(Ctx::with_names(func, Names::new()))
+    }
+
+    /// Names the params and buffers of `func` with `names` (which may hold reserved
+    /// words already), without checking anything: the caller has refused what its
+    /// backend does not support, f16/bf16 buffers and locals and axis layouts among them
+    /// ([`Ctx::buffer_ty`] relies on it).
+    pub(crate) fn with_names(func: &'f Func, mut names: Names) -> Ctx<'f> {
         let param_names = func.params.values().map(|p| names.fresh(&p.name)).collect();
         let buffer_names = func
             .buffers
@@ -89,7 +96,7 @@ impl<'f> Ctx<'f> {
             .map(|b| names.fresh(&b.name))
             .collect();
         let var_names = vec![None; func.vars.len()];
-        Ok(Ctx {
+        Ctx {
             func,
             names: names.clone(),
             global: names,
@@ -101,7 +108,7 @@ impl<'f> Ctx<'f> {
             live: HashSet::new(),
             caller_scratch: HashSet::new(),
             accumulators: Vec::new(),
-        })
+        }
     }
 
     fn unknown(&self, what: &'static str, index: usize, count: usize) -> CodegenError {
@@ -127,7 +134,7 @@ impl<'f> Ctx<'f> {
 
     /// The computation type of the buffer's elements.
     pub(crate) fn buffer_ty(&self, id: BufferId) -> Result<Ty, CodegenError> {
-        Ok(Ty::of_dtype(self.buffer(id)?.dtype).expect("half buffers rejected in Ctx::new"))
+        Ok(Ty::of_dtype(self.buffer(id)?.dtype).expect("half buffers refused before naming"))
     }
 
     pub(crate) fn var(&self, id: VarId) -> Result<&'f Var, CodegenError> {

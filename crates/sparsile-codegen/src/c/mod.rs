@@ -58,15 +58,15 @@
 //! `tests/c/*.c` for complete examples.
 
 mod batched;
-mod ctx;
-mod expr;
+pub(crate) mod ctx;
+pub(crate) mod expr;
 mod literal;
-mod names;
-mod phases;
-mod prelude;
+pub(crate) mod names;
+pub(crate) mod phases;
+pub(crate) mod prelude;
 mod reduction;
-mod stmt;
-mod types;
+pub(crate) mod stmt;
+pub(crate) mod types;
 mod vector;
 mod work;
 
@@ -130,7 +130,8 @@ pub struct BufferArg {
     pub len: Expr,
     /// Scratch memory the generated code allocates itself: pass a null pointer. False
     /// for every other buffer, including scratch shared by several phases, which the
-    /// caller allocates zero-filled.
+    /// caller allocates zero-filled. In a [`crate::CudaSource`]: the `shared` and
+    /// `local` buffers, which the kernels declare and which are no arguments.
     pub allocated_by_kernel: bool,
 }
 

@@ -104,6 +104,13 @@ impl Names {
         Names::default()
     }
 
+    /// Hands out no name in `extra` either (another language's keywords and built-ins).
+    pub(crate) fn with_reserved(extra: &[&str]) -> Names {
+        Names {
+            taken: extra.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
     /// A fresh identifier close to `wanted`.
     pub(crate) fn fresh(&mut self, wanted: &str) -> String {
         let base = sanitize(wanted);

@@ -36,6 +36,38 @@ pub(crate) enum Helper {
 }
 
 impl Helper {
+    /// The CUDA C++ definition of a scalar helper: the C one as a
+    /// `static __device__ __forceinline__` function. `None` for the macros, vector, and
+    /// atomic helpers, which only the C statement code asks for.
+    pub(crate) fn cuda_definition(self) -> Option<String> {
+        match self {
+            Helper::FloorDiv
+            | Helper::FloorDivPos
+            | Helper::FloorRem
+            | Helper::FloorRemPos
+            | Helper::MaxI64
+            | Helper::MinI64
+            | Helper::AbsI64
+            | Helper::ReluF32
+            | Helper::ReluF64
+            | Helper::RemF32
+            | Helper::RemF64
+            | Helper::SearchI32
+            | Helper::SearchI64 => Some(
+                self.definition()
+                    .replace("static inline ", "static __device__ __forceinline__ "),
+            ),
+            Helper::IvdepMacro
+            | Helper::UnrollMacro
+            | Helper::AtomicAddF32
+            | Helper::AtomicAddF64
+            | Helper::NoOuterVectorizeMacro
+            | Helper::ScalarLoopMacro
+            | Helper::VectorTypes
+            | Helper::TransposedSums => None,
+        }
+    }
+
     /// The C definition.
     pub(crate) fn definition(self) -> &'static str {
         match self {

@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 
 use sparsile_ir::loops::{Expr, For, ForKind, Stmt};
-use sparsile_ir::{DType, VarId};
+use sparsile_ir::{BufferId, DType, VarId};
 
 use super::batched::emit_batched_loop;
 use super::ctx::Ctx;
@@ -129,20 +129,11 @@ fn emit_stmt(
         Stmt::Let { var, .. } | Stmt::Assign { var, .. } if !ctx.live.contains(var) => {}
         Stmt::Let { var, value, span } => {
             ctx.span = *span;
-            let ty = var_ty(ctx.var(*var)?.ty);
-            let v = emit_as(ctx, value, ty)?;
-            w.line(&format!(
-                "{} {} = {};",
-                ty.c_name(),
-                ctx.var_name(*var)?,
-                v.text
-            ));
+            w.line(&let_line(ctx, *var, value)?);
         }
         Stmt::Assign { var, value, span } => {
             ctx.span = *span;
-            let ty = var_ty(ctx.var(*var)?.ty);
-            let v = emit_as(ctx, value, ty)?;
-            w.line(&format!("{} = {};", ctx.var_name(*var)?, v.text));
+            w.line(&assign_line(ctx, *var, value)?);
         }
         Stmt::Prefetch {
             buffer,
@@ -168,19 +159,7 @@ fn emit_stmt(
                 w.line(&line);
                 return Ok(());
             }
-            let offset = emit_offset(ctx, *buffer, indices)?;
-            let ty = ctx.buffer_ty(*buffer)?;
-            let v = emit_as(ctx, value, ty)?;
-            let v = if ctx.buffer(*buffer)?.dtype == DType::I32 {
-                format!("(int32_t){}", v.at(super::expr::PREC_UNARY))
-            } else {
-                v.text
-            };
-            w.line(&format!(
-                "{}[{}] = {v};",
-                ctx.buffer_name(*buffer)?,
-                offset.text
-            ));
+            w.line(&store_line(ctx, *buffer, indices, value)?);
         }
         Stmt::AtomicAdd {
             buffer,
@@ -237,6 +216,47 @@ fn emit_stmt(
     Ok(())
 }
 
+/// `T v = value;` for `let v: T = value`.
+pub(crate) fn let_line(ctx: &mut Ctx, var: VarId, value: &Expr) -> Result<String, CodegenError> {
+    let ty = var_ty(ctx.var(var)?.ty);
+    let v = emit_as(ctx, value, ty)?;
+    Ok(format!(
+        "{} {} = {};",
+        ty.c_name(),
+        ctx.var_name(var)?,
+        v.text
+    ))
+}
+
+/// `v = value;`.
+pub(crate) fn assign_line(ctx: &mut Ctx, var: VarId, value: &Expr) -> Result<String, CodegenError> {
+    let ty = var_ty(ctx.var(var)?.ty);
+    let v = emit_as(ctx, value, ty)?;
+    Ok(format!("{} = {};", ctx.var_name(var)?, v.text))
+}
+
+/// `B[offset] = value;` (narrowed to `int32_t` for an i32 buffer).
+pub(crate) fn store_line(
+    ctx: &mut Ctx,
+    buffer: BufferId,
+    indices: &[Expr],
+    value: &Expr,
+) -> Result<String, CodegenError> {
+    let offset = emit_offset(ctx, buffer, indices)?;
+    let ty = ctx.buffer_ty(buffer)?;
+    let v = emit_as(ctx, value, ty)?;
+    let v = if ctx.buffer(buffer)?.dtype == DType::I32 {
+        format!("(int32_t){}", v.at(super::expr::PREC_UNARY))
+    } else {
+        v.text
+    };
+    Ok(format!(
+        "{}[{}] = {v};",
+        ctx.buffer_name(buffer)?,
+        offset.text
+    ))
+}
+
 /// Whether `stmts` hold a vectorized loop directly (not inside another loop).
 fn holds_vectorized_loop(stmts: &[Stmt]) -> bool {
     stmts.iter().any(|s| match s {
@@ -252,7 +272,7 @@ fn holds_vectorized_loop(stmts: &[Stmt]) -> bool {
 }
 
 /// `for (int64_t v = lo; v < hi; ++v)`, with the bound evaluated once when it must be.
-fn for_header(ctx: &mut Ctx, f: &For) -> Result<String, CodegenError> {
+pub(crate) fn for_header(ctx: &mut Ctx, f: &For) -> Result<String, CodegenError> {
     let v = ctx.var_name(f.var)?;
     let lo = emit_as(ctx, &f.lo, Ty::I64)?;
     let hi = emit_as(ctx, &f.hi, Ty::I64)?;
