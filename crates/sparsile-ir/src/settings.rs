@@ -67,6 +67,21 @@ pub const VARIABLES: &[Variable] = &[
         doc: "a selector model file to use instead of the one built in (from `sparsile tune train`)",
     },
     Variable {
+        name: "SPARSILE_NVRTC",
+        kind: "path",
+        doc: "the NVRTC library that compiles CUDA kernels, e.g. the libnvrtc.so.12 of `pip install nvidia-cuda-nvrtc-cu12` (default: libnvrtc.so.12, then libnvrtc.so, from the loader's search path)",
+    },
+    Variable {
+        name: "SPARSILE_CUDA_ARCH",
+        kind: "GPU architecture (sm_80, sm_90, sm_90a, ...)",
+        doc: "the architecture CUDA kernels are compiled for, instead of the device's own",
+    },
+    Variable {
+        name: "SPARSILE_CUDA_DEVICE",
+        kind: "non-negative integer",
+        doc: "the ordinal of the CUDA device that GPU kernels run on (default: 0)",
+    },
+    Variable {
         name: "CC",
         kind: "command",
         doc: "the C compiler used for native CPU kernels (default: cc)",
@@ -91,6 +106,12 @@ pub struct Settings {
     pub tuning_db: Option<PathBuf>,
     /// `SPARSILE_SELECTOR_MODEL`.
     pub selector_model: Option<PathBuf>,
+    /// `SPARSILE_NVRTC`: the NVRTC library to load; `None` when unset or empty.
+    pub nvrtc: Option<PathBuf>,
+    /// `SPARSILE_CUDA_ARCH`, trimmed; `None` when unset or empty.
+    pub cuda_arch: Option<String>,
+    /// `SPARSILE_CUDA_DEVICE`; `None` when unset or not a non-negative integer.
+    pub cuda_device: Option<usize>,
 }
 
 fn flag(name: &str) -> bool {
@@ -127,6 +148,16 @@ impl Settings {
             selector_model: std::env::var_os("SPARSILE_SELECTOR_MODEL")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
+            nvrtc: std::env::var_os("SPARSILE_NVRTC")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            cuda_arch: std::env::var("SPARSILE_CUDA_ARCH")
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty()),
+            cuda_device: std::env::var("SPARSILE_CUDA_DEVICE")
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok()),
         }
     }
 
