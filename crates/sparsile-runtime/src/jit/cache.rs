@@ -173,7 +173,7 @@ impl Cache {
 }
 
 /// Lower-case hexadecimal.
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -207,7 +207,7 @@ fn matches_record(object: &Path, record: &Path, key: &str) -> bool {
 
 /// Opens `path` for reading without following a final symbolic link; `None` when it is
 /// missing, a link, not a regular file, or not the effective user's.
-fn open_own_file(path: &Path) -> Result<Option<(fs::File, u64)>, JitError> {
+pub(crate) fn open_own_file(path: &Path) -> Result<Option<(fs::File, u64)>, JitError> {
     let mut options = fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -238,7 +238,7 @@ fn open_own_file(path: &Path) -> Result<Option<(fs::File, u64)>, JitError> {
 }
 
 /// The text of a record file of at most [`MAX_RECORD_BYTES`].
-fn read_small(path: &Path) -> Result<Option<String>, JitError> {
+pub(crate) fn read_small(path: &Path) -> Result<Option<String>, JitError> {
     let Some((file, len)) = open_own_file(path)? else {
         return Ok(None);
     };
@@ -281,7 +281,7 @@ fn hash_file(path: &Path) -> Result<Option<(u64, String)>, JitError> {
 
 /// Creates the sub-folder `sub` of the cache (mode `0700`) unless it is already a folder
 /// (not a link to one).
-fn create_sub_dir(sub: &Path) -> Result<(), JitError> {
+pub(crate) fn create_sub_dir(sub: &Path) -> Result<(), JitError> {
     let mut builder = fs::DirBuilder::new();
     #[cfg(unix)]
     {
@@ -308,10 +308,10 @@ fn create_sub_dir(sub: &Path) -> Result<(), JitError> {
 }
 
 /// A folder of one compile, created exclusively and removed with everything left in it.
-struct WorkDir(PathBuf);
+pub(crate) struct WorkDir(pub(crate) PathBuf);
 
 impl WorkDir {
-    fn create(sub: &Path, key: &str) -> Result<WorkDir, JitError> {
+    pub(crate) fn create(sub: &Path, key: &str) -> Result<WorkDir, JitError> {
         let mut builder = fs::DirBuilder::new();
         #[cfg(unix)]
         {
@@ -357,7 +357,7 @@ impl Drop for WorkDir {
 
 /// Writes `bytes` to a new file at `path` (mode `0600`), failing when anything, a link
 /// included, is already there.
-fn write_new(path: &Path, bytes: &[u8]) -> Result<(), JitError> {
+pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> Result<(), JitError> {
     use std::io::Write;
     let mut options = fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -376,7 +376,7 @@ fn write_new(path: &Path, bytes: &[u8]) -> Result<(), JitError> {
 }
 
 /// Renames `from` to `to` (replacing whatever is at `to`, a link itself included).
-fn rename(from: &Path, to: &Path) -> Result<(), JitError> {
+pub(crate) fn rename(from: &Path, to: &Path) -> Result<(), JitError> {
     fs::rename(from, to).map_err(|source| JitError::Io {
         what: "cannot move a compiled kernel file into the cache as",
         path: to.to_path_buf(),

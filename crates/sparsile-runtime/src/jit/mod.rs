@@ -33,8 +33,8 @@
 //! which the code allocates itself); `params[p]` is the value of parameter `p`. Work items
 //! of one phase must be independent: a phase is split into chunks run concurrently.
 
-mod cache;
-mod cache_dir;
+pub(crate) mod cache;
+pub(crate) mod cache_dir;
 mod calibration;
 mod compiler;
 mod error;

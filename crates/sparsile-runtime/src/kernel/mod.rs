@@ -31,10 +31,10 @@
 //! # let _ = outputs; Ok(()) }
 //! ```
 
-mod args;
+pub(crate) mod args;
 mod error;
 mod initialised;
-mod plan;
+pub(crate) mod plan;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
