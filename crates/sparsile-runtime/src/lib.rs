@@ -11,8 +11,12 @@
 //! [`jit`] compiles generated C with the system compiler into a content-addressed cache,
 //! loads the objects and runs them on a thread pool; [`kernel::CompiledKernel`] checks a
 //! kernel's arguments like the interpreter does and runs it natively.
+//!
+//! [`cuda`] compiles generated CUDA C++ with NVRTC (loaded at run time) into cached
+//! cubins.
 
 pub mod bound_promises;
+pub mod cuda;
 pub mod flat_interp;
 pub mod interp;
 pub mod jit;
