@@ -13,7 +13,8 @@
 //! kernel's arguments like the interpreter does and runs it natively.
 //!
 //! [`cuda`] compiles generated CUDA C++ with NVRTC (loaded at run time) into cached
-//! cubins.
+//! cubins and reaches GPUs through the CUDA driver. Without NVRTC, a driver or a GPU its
+//! calls return typed errors.
 
 pub mod bound_promises;
 pub mod cuda;

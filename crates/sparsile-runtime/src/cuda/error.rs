@@ -109,16 +109,18 @@ pub enum CudaError {
     MissingKernel { symbol: String },
 
     /// A grid extent could not be computed on the host.
-    #[error("the grid of kernel `{kernel}` along {dim} cannot be computed: {reason}")]
+    #[error("the grid of launch `{launch}` (kernel `{kernel}`) along {dim} cannot be computed: {reason}")]
     Grid {
+        launch: String,
         kernel: String,
         dim: &'static str,
         reason: String,
     },
 
     /// A grid extent beyond what a launch may have.
-    #[error("kernel `{kernel}` needs {extent} blocks along {dim}, more than the {max} a launch may have: split the loop bound to blockIdx.{dim} (or bind it to another dimension)")]
+    #[error("launch `{launch}` (kernel `{kernel}`) needs {extent} blocks along {dim}, more than the {max} a launch may have: split the loop bound to blockIdx.{dim} (or bind it to another dimension)")]
     GridTooLarge {
+        launch: String,
         kernel: String,
         dim: &'static str,
         extent: i64,
