@@ -13,7 +13,8 @@
 //! kernel's arguments like the interpreter does and runs it natively.
 //!
 //! [`cuda`] compiles generated CUDA C++ with NVRTC (loaded at run time) into cached
-//! cubins and reaches GPUs through the CUDA driver. Without NVRTC, a driver or a GPU its
+//! cubins and runs GPU kernels through the CUDA driver; [`cuda::CudaKernel`] checks its
+//! arguments like [`kernel::CompiledKernel`] does. Without NVRTC, a driver or a GPU its
 //! calls return typed errors.
 
 pub mod bound_promises;

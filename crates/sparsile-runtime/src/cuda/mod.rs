@@ -11,13 +11,25 @@
 //!   trust rules: a cubin is loaded only when it matches its integrity record.
 //! - [`CudaDevice`] opens a device through the driver (`libcuda.so.1`, loaded at run
 //!   time): memory, copies, modules, launches, synchronisation.
+//! - [`CudaKernel`] puts them together for a stage-III GPU function and its
+//!   [`LaunchPlan`], with the CPU kernels' argument checks.
 //!
 //! # Preconditions
 //! Compiling needs NVRTC (11.2 or later; `pip install nvidia-cuda-nvrtc-cu12`), and no
 //! GPU. Running needs an NVIDIA GPU with its driver; on a machine without them,
-//! [`CudaDevice::open`] returns
+//! [`CudaDevice::open`] (and so [`CudaKernel::build`]) returns
 //! [`CudaError::DriverMissing`] or [`CudaError::NoDevice`]. Nothing here panics on such
 //! machines: every failure is a [`CudaError`].
+//!
+//! # Launch convention
+//! One kernel per launch of the function, launched in order on one stream, each
+//! finishing before the next starts. A kernel's arguments are [`KernelPlan::args`]: the
+//! params it uses as `long long`, then the global buffers it uses as device pointers
+//! (`float`, `double`, `int32_t`, `int64_t`). Inputs and structure arrays are copied to
+//! the device; outputs, temps and `scratch` buffers are allocated zero-filled, once per
+//! run; `shared` and `local` buffers are declared by the kernels. Grids are computed on
+//! the host ([`KernelPlan::grid`]); a launch with an extent of zero or less runs
+//! nothing and is skipped. Shared memory is static (no dynamic shared memory).
 //!
 //! ```
 //! use sparsile_runtime::cuda::{CudaDevice, CudaError};
@@ -33,8 +45,12 @@ mod arch;
 mod cache;
 mod device;
 mod error;
+mod grid;
+mod kernel;
 mod nvrtc;
+mod plan;
 mod resources;
+mod transfer;
 
 pub use arch::Arch;
 pub use cache::CubinCache;
@@ -42,5 +58,7 @@ pub use device::{
     CudaDevice, CudaFunction, CudaModule, DeviceBuffer, HostValue, LaunchArg, LaunchConfig,
 };
 pub use error::CudaError;
+pub use kernel::{CudaCompileInfo, CudaKernel};
 pub use nvrtc::{compile_check, Cubin, Nvrtc, DEFAULT_NVRTC_NAMES};
+pub use plan::{check_plan, ArgRef, KernelPlan, LaunchPlan};
 pub use resources::{parse_ptxas_report, KernelResources};
