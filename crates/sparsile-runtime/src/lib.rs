@@ -8,6 +8,12 @@
 //! stage-I program, bound to the same inputs the way compiled kernels are bound; it is
 //! the oracle for the lowering passes.
 //!
+//! [`simt`] executes a GPU function of the loop-level IR (a body of launches) on the CPU
+//! with GPU semantics — blocks in a seeded random order, the threads of a block in
+//! lockstep — and reports data races, barrier divergence, warp operations with inactive
+//! lanes, out-of-bounds accesses and reads of uninitialised shared or local memory; it is
+//! how GPU code is tested without a GPU.
+//!
 //! [`jit`] compiles generated C with the system compiler into a content-addressed cache,
 //! loads the objects and runs them on a thread pool; [`kernel::CompiledKernel`] checks a
 //! kernel's arguments like the interpreter does and runs it natively.
@@ -23,7 +29,9 @@ pub mod flat_interp;
 pub mod interp;
 pub mod jit;
 pub mod kernel;
+pub mod simt;
 
 pub use flat_interp::{FlatInterpError, FlatOptions};
 pub use interp::{interpret, InterpError, InterpOptions, Outputs};
 pub use kernel::{CompileInfo, CompiledKernel, KernelError, KernelOptions};
+pub use simt::{SimtError, SimtOptions};

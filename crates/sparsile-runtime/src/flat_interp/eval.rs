@@ -1,13 +1,17 @@
 //! Evaluation of loop-level expressions: checked i64 arithmetic (floor `/` and `%`)
 //! when both operands are integers, f64 otherwise; loads, comparisons, short-circuit
 //! logic, `select` and binary `search`.
+//!
+//! The rules are written once, in the provided methods of [`Evaluator`]; an
+//! interpreter implements the few required methods (where variables, parameters and
+//! buffers are, and what to do when an element is loaded). The loop-level interpreter's
+//! [`super::exec::Exec`] is one; the SIMT interpreter's per-thread view is another.
 
 use sparsile_ir::coord::UnaryOp;
-use sparsile_ir::loops::{Expr, LogicOp};
-use sparsile_ir::BufferId;
+use sparsile_ir::loops::{Expr, Func, LogicOp, VarType};
+use sparsile_ir::{BufferId, ParamId, Span, VarId};
 
-use super::exec::Exec;
-use super::memory::{Data, Shape};
+use super::memory::{Data, Mem, Shape};
 use super::FlatInterpError;
 use sparsile_formats::Pos;
 
@@ -27,24 +31,46 @@ impl Scalar {
     }
 }
 
-impl Exec<'_, '_> {
+/// An environment in which loop-level expressions are evaluated. Ids must have been
+/// checked against the function ([`super::ids::check_ids`]): lookups index tables.
+pub(crate) trait Evaluator<'i> {
+    /// The interpreter's error; every rule broken here is a [`FlatInterpError`].
+    type Error: From<FlatInterpError>;
+
+    fn func(&self) -> &Func;
+    /// The span of the statement being executed, for messages.
+    fn at(&self) -> Span;
+    /// The value of a variable, or `None` where it is not bound.
+    fn var_value(&self, var: VarId) -> Option<Scalar>;
+    fn param(&self, param: ParamId) -> i64;
+    /// The memory a buffer refers to here.
+    fn mem(&self, buffer: BufferId) -> &Mem<'i>;
+    /// Called before element `offset` (in bounds) of `buffer` is loaded.
+    fn loaded(&self, buffer: BufferId, offset: usize) -> Result<(), Self::Error>;
+    /// Called before a binary search reads the run `lo..hi` (in bounds, not empty) of
+    /// `buffer`; nothing to do by default.
+    fn searched(&self, _buffer: BufferId, _lo: usize, _hi: usize) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
     /// Evaluates `expr` in the current environment.
-    pub(crate) fn eval(&self, expr: &Expr) -> Result<Scalar, FlatInterpError> {
+    fn eval(&self, expr: &Expr) -> Result<Scalar, Self::Error> {
         match expr {
             Expr::Int(i) => Ok(Scalar::Int(*i)),
             Expr::Float(f) => Ok(Scalar::Float(*f)),
-            Expr::Var(v) => match &self.vars[*v] {
-                Some(local) => Ok(local.value),
+            Expr::Var(v) => match self.var_value(*v) {
+                Some(value) => Ok(value),
                 None => Err(FlatInterpError::UnboundVar {
-                    var: self.func.vars[*v].name.clone(),
-                    at: self.at,
-                }),
+                    var: self.func().vars[*v].name.clone(),
+                    at: self.at(),
+                }
+                .into()),
             },
-            Expr::Param(p) => Ok(Scalar::Int(self.params[*p])),
+            Expr::Param(p) => Ok(Scalar::Int(self.param(*p))),
             Expr::Load { buffer, indices } => {
                 let offset = self.offset(*buffer, indices, "load")?;
-                self.track(*buffer, offset, false)?;
-                Ok(match &self.mems[*buffer].data {
+                self.loaded(*buffer, offset)?;
+                Ok(match &self.mem(*buffer).data {
                     Data::Float(v) => Scalar::Float(v[offset]),
                     Data::Int(v) => Scalar::Int(v[offset]),
                 })
@@ -53,15 +79,17 @@ impl Exec<'_, '_> {
             Expr::Binary { op, lhs, rhs } => {
                 let (a, b) = (self.eval(lhs)?, self.eval(rhs)?);
                 match (a, b) {
-                    (Scalar::Int(x), Scalar::Int(y)) => op
-                        .apply_i64(x, y)
-                        .map(Scalar::Int)
-                        .ok_or_else(|| FlatInterpError::IntArithmetic {
-                            op: op.symbol().to_string(),
-                            lhs: x,
-                            rhs: y,
-                            at: self.at,
-                        }),
+                    (Scalar::Int(x), Scalar::Int(y)) => {
+                        op.apply_i64(x, y).map(Scalar::Int).ok_or_else(|| {
+                            FlatInterpError::IntArithmetic {
+                                op: op.symbol().to_string(),
+                                lhs: x,
+                                rhs: y,
+                                at: self.at(),
+                            }
+                            .into()
+                        })
+                    }
                     _ => Ok(Scalar::Float(op.apply_f64(a.as_f64(), b.as_f64()))),
                 }
             }
@@ -104,21 +132,33 @@ impl Exec<'_, '_> {
     }
 
     /// Evaluates an expression that must be an integer; `what` names it in the error.
-    pub(crate) fn eval_int(
-        &self,
-        expr: &Expr,
-        what: impl FnOnce() -> String,
-    ) -> Result<i64, FlatInterpError> {
+    fn eval_int(&self, expr: &Expr, what: impl FnOnce() -> String) -> Result<i64, Self::Error> {
         match self.eval(expr)? {
             Scalar::Int(i) => Ok(i),
             Scalar::Float(_) => Err(FlatInterpError::FloatWhereInt {
                 what: what(),
-                at: self.at,
-            }),
+                at: self.at(),
+            }
+            .into()),
         }
     }
 
-    fn unary(&self, op: UnaryOp, x: Scalar) -> Result<Scalar, FlatInterpError> {
+    /// Evaluates the value of local `var`, converted to its declared type.
+    fn typed(&self, var: VarId, value: &Expr) -> Result<Scalar, Self::Error> {
+        match self.func().vars[var].ty {
+            VarType::Index => self
+                .eval_int(value, || {
+                    format!(
+                        "the value of index variable `{}`",
+                        self.func().vars[var].name
+                    )
+                })
+                .map(Scalar::Int),
+            VarType::Value(_) => Ok(Scalar::Float(self.eval(value)?.as_f64())),
+        }
+    }
+
+    fn unary(&self, op: UnaryOp, x: Scalar) -> Result<Scalar, Self::Error> {
         let i = match x {
             Scalar::Float(f) => return Ok(Scalar::Float(op.apply_f64(f))),
             Scalar::Int(i) => i,
@@ -131,25 +171,26 @@ impl Exec<'_, '_> {
                 return Ok(Scalar::Float(op.apply_f64(i as f64)))
             }
         };
-        checked
-            .map(Scalar::Int)
-            .ok_or_else(|| FlatInterpError::IntUnary {
+        checked.map(Scalar::Int).ok_or_else(|| {
+            FlatInterpError::IntUnary {
                 op: op.name().to_string(),
                 arg: i,
-                at: self.at,
-            })
+                at: self.at(),
+            }
+            .into()
+        })
     }
 
     /// The element offset of an access (`access` is "load", "store" or "prefetch"),
     /// checked to be in bounds.
-    pub(crate) fn offset(
+    fn offset(
         &self,
         buffer: BufferId,
         indices: &[Expr],
         access: &'static str,
-    ) -> Result<usize, FlatInterpError> {
-        let mem = &self.mems[buffer];
-        let name = &self.func.buffers[buffer].name;
+    ) -> Result<usize, Self::Error> {
+        let mem = self.mem(buffer);
+        let name = &self.func().buffers[buffer].name;
         let len = mem.data.len();
         let expected = match &mem.shape {
             Shape::Flat => 1,
@@ -160,8 +201,9 @@ impl Exec<'_, '_> {
                 buffer: name.clone(),
                 expected,
                 found: indices.len(),
-                at: self.at,
-            });
+                at: self.at(),
+            }
+            .into());
         }
         let index = |k: usize, e: &Expr| {
             self.eval_int(e, || format!("index {k} of a {access} of `{name}`"))
@@ -183,8 +225,9 @@ impl Exec<'_, '_> {
                             axis: names[k].clone(),
                             position: p,
                             npos: axis.npos,
-                            at: self.at,
-                        });
+                            at: self.at(),
+                        }
+                        .into());
                     }
                     if let Some(q) = axis.parent {
                         let pp = positions[q] as usize;
@@ -202,8 +245,9 @@ impl Exec<'_, '_> {
                                 parent_position: positions[q],
                                 lo: range.start,
                                 hi: range.end,
-                                at: self.at,
-                            });
+                                at: self.at(),
+                            }
+                            .into());
                         }
                     }
                     pos.push(Pos(p as usize));
@@ -217,8 +261,9 @@ impl Exec<'_, '_> {
                 access,
                 offset,
                 len,
-                at: self.at,
-            });
+                at: self.at(),
+            }
+            .into());
         }
         Ok(offset as usize)
     }
@@ -229,13 +274,14 @@ impl Exec<'_, '_> {
         lo: &Expr,
         hi: &Expr,
         value: &Expr,
-    ) -> Result<Scalar, FlatInterpError> {
-        let name = &self.func.buffers[buffer].name;
-        let Data::Int(data) = &self.mems[buffer].data else {
+    ) -> Result<Scalar, Self::Error> {
+        let name = &self.func().buffers[buffer].name;
+        let Data::Int(data) = &self.mem(buffer).data else {
             return Err(FlatInterpError::SearchInFloat {
                 buffer: name.clone(),
-                at: self.at,
-            });
+                at: self.at(),
+            }
+            .into());
         };
         let lo = self.eval_int(lo, || format!("the start of a search in `{name}`"))?;
         let hi = self.eval_int(hi, || format!("the end of a search in `{name}`"))?;
@@ -256,9 +302,11 @@ impl Exec<'_, '_> {
                 access: "search",
                 offset,
                 len: data.len(),
-                at: self.at,
-            });
+                at: self.at(),
+            }
+            .into());
         }
+        self.searched(buffer, lo as usize, hi as usize)?;
         let run = &data[lo as usize..hi as usize];
         let at = run.partition_point(|&e| e < x);
         Ok(Scalar::Int(if run.get(at) == Some(&x) {

@@ -11,11 +11,11 @@
 
 use std::cell::RefCell;
 
-use sparsile_ir::loops::{For, ForKind, Func, Stmt, VarType};
-use sparsile_ir::{BufferId, DType, IdVec, ParamId, Span, VarId};
+use sparsile_ir::loops::{For, ForKind, Func, Stmt};
+use sparsile_ir::{BufferId, IdVec, ParamId, Span, VarId};
 
-use super::eval::Scalar;
-use super::memory::{round_to, Data, Mem};
+use super::eval::{Evaluator, Scalar};
+use super::memory::{Data, Mem};
 use super::races::{Conflict, Races};
 use super::FlatInterpError;
 
@@ -288,7 +288,8 @@ impl<'f, 'i> Exec<'f, 'i> {
         offset: usize,
         value: Scalar,
     ) -> Result<(), FlatInterpError> {
-        let name = || self.func.buffers[buffer].name.clone();
+        let func = self.func;
+        let name = || func.buffers[buffer].name.clone();
         let mem = &self.mems[buffer];
         if let Some(why) = mem.read_only {
             return Err(FlatInterpError::StoreToReadOnly {
@@ -303,17 +304,8 @@ impl<'f, 'i> Exec<'f, 'i> {
                 return Err(self.conflict(buffer, offset, c));
             }
         }
-        let dtype = mem.dtype;
-        match &mut self.mems[buffer].data {
-            Data::Float(v) => {
-                v[offset] = round_to(v[offset] + value.as_f64(), dtype);
-                Ok(())
-            }
-            Data::Int(_) => Err(FlatInterpError::FloatIntoInteger {
-                buffer: name(),
-                at: self.at,
-            }),
-        }
+        let at = self.at;
+        self.mems[buffer].add(offset, value, name, at)
     }
 
     /// The error for a race found at element `offset` of `buffer`.
@@ -341,22 +333,6 @@ impl<'f, 'i> Exec<'f, 'i> {
                 reader,
                 at: self.at,
             },
-        }
-    }
-
-    /// Evaluates the value of local `var`, converted to its declared type.
-    fn typed(
-        &self,
-        var: VarId,
-        value: &sparsile_ir::loops::Expr,
-    ) -> Result<Scalar, FlatInterpError> {
-        match self.func.vars[var].ty {
-            VarType::Index => self
-                .eval_int(value, || {
-                    format!("the value of index variable `{}`", self.func.vars[var].name)
-                })
-                .map(Scalar::Int),
-            VarType::Value(_) => Ok(Scalar::Float(self.eval(value)?.as_f64())),
         }
     }
 
@@ -400,28 +376,36 @@ impl<'f, 'i> Exec<'f, 'i> {
             });
         }
         self.track(buffer, offset, true)?;
-        let dtype = mem.dtype;
         let at = self.at;
-        match (&mut self.mems[buffer].data, value) {
-            (Data::Float(v), value) => v[offset] = round_to(value.as_f64(), dtype),
-            (Data::Int(v), Scalar::Int(i)) => {
-                if dtype == DType::I32 && i32::try_from(i).is_err() {
-                    return Err(FlatInterpError::IntegerOutOfRange {
-                        buffer: self.func.buffers[buffer].name.clone(),
-                        value: i,
-                        dtype: dtype.to_string(),
-                        at,
-                    });
-                }
-                v[offset] = i;
-            }
-            (Data::Int(_), Scalar::Float(_)) => {
-                return Err(FlatInterpError::FloatIntoInteger {
-                    buffer: self.func.buffers[buffer].name.clone(),
-                    at,
-                })
-            }
-        }
-        Ok(())
+        let func = self.func;
+        self.mems[buffer].put(offset, value, || func.buffers[buffer].name.clone(), at)
+    }
+}
+
+impl<'i> Evaluator<'i> for Exec<'_, 'i> {
+    type Error = FlatInterpError;
+
+    fn func(&self) -> &Func {
+        self.func
+    }
+
+    fn at(&self) -> Span {
+        self.at
+    }
+
+    fn var_value(&self, var: VarId) -> Option<Scalar> {
+        self.vars[var].map(|local| local.value)
+    }
+
+    fn param(&self, param: ParamId) -> i64 {
+        self.params[param]
+    }
+
+    fn mem(&self, buffer: BufferId) -> &Mem<'i> {
+        &self.mems[buffer]
+    }
+
+    fn loaded(&self, buffer: BufferId, offset: usize) -> Result<(), FlatInterpError> {
+        self.track(buffer, offset, false)
     }
 }

@@ -18,8 +18,9 @@ use std::sync::Arc;
 use sparsile_formats::{Structure, Values};
 use sparsile_ir::coord::{BufferRole, Program};
 use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, Func, Stage};
-use sparsile_ir::{BufferId, DType, IdVec};
+use sparsile_ir::{BufferId, DType, IdVec, Span};
 
+use super::eval::Scalar;
 use super::program_binding::BoundProgram;
 use super::FlatInterpError;
 use crate::interp::state::BufValues;
@@ -70,11 +71,13 @@ pub(crate) struct Mem<'i> {
 }
 
 /// The function's buffers; Flat lengths are checked (and scratch allocated) later, once
-/// expressions can be evaluated.
+/// expressions can be evaluated. With `gpu`, a `Shared` buffer is bound like a scratch
+/// buffer (the SIMT interpreter gives each block its own copy); without, it is an error.
 pub(crate) fn bind_buffers<'i>(
     func: &Func,
     program: &Program,
     bound: &BoundProgram<'i>,
+    gpu: bool,
 ) -> Result<IdVec<BufferId, Mem<'i>>, FlatInterpError> {
     let mut mems = IdVec::new();
     for (id, buf) in func.buffers.iter() {
@@ -86,13 +89,13 @@ pub(crate) fn bind_buffers<'i>(
             BufferKind::Indices { tensor, axis } => {
                 structure_mem(program, bound, buf, tensor, *axis, "indices")?
             }
-            BufferKind::Shared => {
+            BufferKind::Shared if !gpu => {
                 return Err(FlatInterpError::GpuNode {
                     what: format!("shared buffer `{}`", buf.name),
                     at: buf.span,
                 })
             }
-            BufferKind::Scratch | BufferKind::Local => {
+            BufferKind::Scratch | BufferKind::Local | BufferKind::Shared => {
                 if !matches!(buf.layout, BufferLayout::Flat(_)) {
                     return Err(FlatInterpError::LayoutMismatch {
                         buffer: buf.name.clone(),
@@ -281,6 +284,7 @@ pub(crate) fn round_to(v: f64, dtype: DType) -> f64 {
 fn kind_word(kind: &BufferKind) -> &'static str {
     match kind {
         BufferKind::Local => "local",
+        BufferKind::Shared => "shared",
         _ => "scratch",
     }
 }
@@ -291,6 +295,55 @@ impl Mem<'_> {
         match &mut self.data {
             Data::Float(v) => v.iter_mut().for_each(|x| *x = f64::NAN),
             Data::Int(v) => v.iter_mut().for_each(|x| *x = i64::MIN),
+        }
+    }
+
+    /// Stores `value` at `offset` (in bounds): rounded to a float element type, or an
+    /// integer that must fit the element type; `name` gives the buffer's name for errors.
+    pub(crate) fn put(
+        &mut self,
+        offset: usize,
+        value: Scalar,
+        name: impl FnOnce() -> String,
+        at: Span,
+    ) -> Result<(), FlatInterpError> {
+        let dtype = self.dtype;
+        match (&mut self.data, value) {
+            (Data::Float(v), value) => v[offset] = round_to(value.as_f64(), dtype),
+            (Data::Int(v), Scalar::Int(i)) => {
+                if dtype == DType::I32 && i32::try_from(i).is_err() {
+                    return Err(FlatInterpError::IntegerOutOfRange {
+                        buffer: name(),
+                        value: i,
+                        dtype: dtype.to_string(),
+                        at,
+                    });
+                }
+                v[offset] = i;
+            }
+            (Data::Int(_), Scalar::Float(_)) => {
+                return Err(FlatInterpError::FloatIntoInteger { buffer: name(), at })
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds `value` to the float element at `offset` (in bounds), rounding the sum to the
+    /// element type; integer buffers refuse it.
+    pub(crate) fn add(
+        &mut self,
+        offset: usize,
+        value: Scalar,
+        name: impl FnOnce() -> String,
+        at: Span,
+    ) -> Result<(), FlatInterpError> {
+        let dtype = self.dtype;
+        match &mut self.data {
+            Data::Float(v) => {
+                v[offset] = round_to(v[offset] + value.as_f64(), dtype);
+                Ok(())
+            }
+            Data::Int(_) => Err(FlatInterpError::FloatIntoInteger { buffer: name(), at }),
         }
     }
 }

@@ -90,11 +90,11 @@
 //! ```
 
 mod error;
-mod eval;
-mod exec;
-mod ids;
-mod memory;
-mod program_binding;
+pub(crate) mod eval;
+pub(crate) mod exec;
+pub(crate) mod ids;
+pub(crate) mod memory;
+pub(crate) mod program_binding;
 mod races;
 
 use std::collections::HashMap;
@@ -102,14 +102,16 @@ use std::collections::HashMap;
 use sparsile_formats::{SparseTensor, Values};
 use sparsile_ir::coord::{BufferRole, Program};
 use sparsile_ir::loops::{BufferLayout, Func, Stmt};
-use sparsile_ir::{DType, IdVec, ParamId};
+use sparsile_ir::{BufferId, DType, IdVec, ParamId};
 
 pub use error::FlatInterpError;
 
 use crate::interp::state::BufValues;
 use crate::{InterpError, InterpOptions, Outputs};
+use eval::Evaluator;
 use exec::Exec;
-use memory::Data;
+use memory::{Data, Mem};
+use program_binding::BoundProgram;
 
 /// Options of [`run_with`] beyond the binding options.
 #[derive(Debug, Clone)]
@@ -166,6 +168,24 @@ pub fn run_with(
             at: launch.span(),
         });
     }
+    let (bound, mut exec) = bind(func, program, inputs, options, flat.check_parallel, false)?;
+    exec.run(&func.body)?;
+    Ok(outputs(program, &bound, &exec.mems))
+}
+
+/// Binds `func`, lowered from `program`, to `inputs` (steps 1 to 3 of the module docs):
+/// the bound stage-I program, and an executor holding the function's parameters and
+/// buffers, scratch allocated and lengths checked. With `gpu`, `shared` buffers are
+/// bound like scratch buffers (their contents are the caller's business); without, they
+/// are an error. `func`'s ids must have been checked ([`ids::check_ids`]).
+pub(crate) fn bind<'f, 'i>(
+    func: &'f Func,
+    program: &Program,
+    inputs: &'i HashMap<String, SparseTensor<'_>>,
+    options: &InterpOptions,
+    check_parallel: bool,
+    gpu: bool,
+) -> Result<(BoundProgram<'i>, Exec<'f, 'i>), FlatInterpError> {
     let bound = program_binding::bind_program(program, inputs, options)?;
     let mut params = IdVec::<ParamId, i64>::new();
     for param in func.params.values() {
@@ -190,11 +210,19 @@ pub fn run_with(
             trip,
         });
     }
-    let mems = memory::bind_buffers(func, program, &bound)?;
-    let mut exec = Exec::new(func, params, mems, flat.check_parallel);
+    let mems = memory::bind_buffers(func, program, &bound, gpu)?;
+    let mut exec = Exec::new(func, params, mems, check_parallel);
     check_lengths(&mut exec)?;
-    exec.run(&func.body)?;
+    Ok((bound, exec))
+}
 
+/// The program's output tensors, with the values the function computed in `mems`
+/// (the bound values for outputs the function does not hold).
+pub(crate) fn outputs(
+    program: &Program,
+    bound: &BoundProgram<'_>,
+    mems: &IdVec<BufferId, Mem<'_>>,
+) -> Outputs {
     let mut outputs = Outputs::new();
     for (id, decl) in program.buffers.iter() {
         if decl.role != BufferRole::Output {
@@ -205,7 +233,7 @@ pub fn run_with(
             .owned_structure
             .clone()
             .expect("outputs own their structure");
-        let computed = exec.mems.values().find(|m| m.values_of == Some(id));
+        let computed = mems.values().find(|m| m.values_of == Some(id));
         let f64s: Vec<f64> = match computed.map(|m| &m.data) {
             Some(Data::Float(v)) => v.clone(),
             Some(Data::Int(v)) => v.iter().map(|&i| i as f64).collect(),
@@ -227,7 +255,7 @@ pub fn run_with(
             },
         );
     }
-    Ok(outputs)
+    outputs
 }
 
 /// Checks every flat buffer's declared length against what it is bound to, and
