@@ -28,7 +28,8 @@ _TEMPLATES = {"spmm": SPMM, "spmv": SPMV, "sddmm": SDDMM}
 
 def recipes() -> List[Dict[str, Any]]:
     """Every named recipe: ``name``, ``summary``, ``ops`` it applies to, ``params`` (each
-    ``name``, ``default``, ``doc``) and ``source``."""
+    ``name``, ``default``, ``doc``), ``source`` and ``gpu`` (whether it makes a GPU
+    function, for the ``cuda`` and ``cuda-sim`` targets)."""
     return json.loads(_native.recipes())
 
 

@@ -175,7 +175,11 @@ impl Kernel {
             .iter()
             .map(|(n, t)| (n.clone(), t.get().inner.view()))
             .collect();
-        let options = CompileOptions { formats, trace };
+        let options = CompileOptions {
+            formats,
+            trace,
+            ..CompileOptions::default()
+        };
         let inner = detached(py, || {
             sparsile::compile_with(program, &inputs, &options).map_err(|e| message(&e))
         })?
@@ -210,12 +214,15 @@ impl Kernel {
     }
 
     /// `(outcome, seconds)`: whether the native object came from the cache (`hit`) or was
-    /// compiled now (`miss`), and the time that took.
+    /// compiled now (`miss`), and the time that took; `("interpreted", 0.0)` for a kernel
+    /// that runs in an interpreter.
     fn compile_info(&self) -> (String, f64) {
-        let info = self.inner.compile_info();
-        (
-            format!("{:?}", info.outcome).to_lowercase(),
-            info.duration.as_secs_f64(),
-        )
+        match self.inner.compile_info() {
+            Some(info) => (
+                format!("{:?}", info.outcome).to_lowercase(),
+                info.duration.as_secs_f64(),
+            ),
+            None => ("interpreted".to_string(), 0.0),
+        }
     }
 }

@@ -54,6 +54,29 @@ pub fn resolve(
     })
 }
 
+/// [`resolve`] for a GPU target: a named recipe or trace as given, else the GPU rule's
+/// recipe for the operator (the operand keeps its format).
+pub fn resolve_gpu(prepared: Prepared, recipe: Option<&str>, has_schedule: bool) -> Resolved {
+    let recipe = match recipe {
+        _ if has_schedule => None,
+        Some(r) if r != "auto" => Some(r.to_string()),
+        _ => Some(format!(
+            "{} (the GPU rule)",
+            sparsile::auto::gpu_rule(&prepared.program)
+        )),
+    };
+    Resolved {
+        prepared,
+        recipe,
+        selection: None,
+    }
+}
+
+/// The recipe spec of a [`Resolved::recipe`] (without the note of how it was chosen).
+pub fn spec(recipe: &str) -> &str {
+    recipe.split(" (").next().unwrap_or(recipe)
+}
+
 /// The name and format of the one sparse input.
 fn sparse_input(prepared: &Prepared) -> Option<(&String, String)> {
     let mut sparse = prepared

@@ -2,7 +2,7 @@
 
 use anyhow::{anyhow, Context, Result};
 use sparsile::transform::schedule::Trace;
-use sparsile::Stage;
+use sparsile::{Stage, Target};
 
 use crate::cmd_eval::{self, EvalArgs};
 use crate::output::out;
@@ -11,9 +11,14 @@ use crate::output::out;
 pub struct CompileArgs {
     #[command(flatten)]
     pub program: EvalArgs,
-    /// What to print: stage1, stage2, stage3 or c.
-    #[arg(long, default_value = "c")]
-    pub emit: String,
+    /// What to print: stage1, stage2, stage3, c (a CPU function's code) or cuda (a GPU
+    /// function's); default: c, or cuda with a GPU target.
+    #[arg(long)]
+    pub emit: Option<String>,
+    /// The target to compile for: `cpu`, or `cuda` / `cuda-sim` (a GPU function, from a
+    /// GPU recipe; by default the one the GPU rule picks for the operator).
+    #[arg(long, default_value = "cpu", value_name = "TARGET")]
+    pub target: String,
     /// A recorded schedule (trace JSON) to apply instead of the default schedule.
     #[arg(long, value_name = "TRACE.json", conflicts_with = "recipe")]
     pub schedule: Option<std::path::PathBuf>,
@@ -64,15 +69,22 @@ pub fn save_trace(path: Option<&std::path::Path>, trace: Option<&Trace>) -> Resu
 }
 
 pub fn run(args: &CompileArgs) -> Result<()> {
-    let stage: Stage = args.emit.parse().map_err(anyhow::Error::msg)?;
+    let target: Target = args.target.parse().map_err(anyhow::Error::msg)?;
+    let emit = args
+        .emit
+        .as_deref()
+        .unwrap_or(if target.is_gpu() { "cuda" } else { "c" });
+    let stage: Stage = emit.parse().map_err(anyhow::Error::msg)?;
     let auto = args.recipe.as_deref().is_none_or(|r| r == "auto")
         && args.schedule.is_none()
-        && !args.program.inputs.is_empty();
+        && (target.is_gpu() || !args.program.inputs.is_empty());
     let mut recipe = args.recipe.clone().filter(|r| r != "auto");
     let (stage1, params) = if recipe.is_some() || auto {
         // Recipes see the sizes the inputs fix (to specialise the dense width).
         let mut prepared = cmd_eval::prepare(&args.program)?;
-        if auto {
+        if auto && target.is_gpu() {
+            recipe = Some(sparsile::auto::gpu_rule(&prepared.program).to_string());
+        } else if auto {
             let threads = sparsile_runtime::jit::default_threads(
                 &sparsile_ir::settings::Settings::from_env(),
             );
@@ -103,20 +115,41 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         &params,
     )?;
     save_trace(args.save_trace.as_deref(), trace.as_ref())?;
-    let text = if stage == Stage::Stage1 && trace.is_none() {
-        stage1.to_string()
-    } else {
-        let lowered = match &trace {
-            Some(trace) => sparsile::lower_program_with(stage1, trace)?,
-            None => sparsile::lower_program(stage1)?,
+    let text =
+        if stage == Stage::Stage1 && trace.is_none() {
+            stage1.to_string()
+        } else {
+            let lowered = match &trace {
+                Some(trace) => sparsile::lower_program_with(stage1, trace)?,
+                None => sparsile::lower_program(stage1)?,
+            };
+            let kind = |gpu: bool| if gpu { "a GPU" } else { "a CPU" };
+            if target.is_gpu() != lowered.code.is_gpu() {
+                return Err(anyhow!(
+                    "target {target}: the schedule makes {} function{}",
+                    kind(lowered.code.is_gpu()),
+                    if target.is_gpu() {
+                        "; schedule it with a GPU recipe (gpu_rowwise, gpu_warp)"
+                    } else {
+                        "; compile it with --target cuda"
+                    }
+                ));
+            }
+            match stage {
+                Stage::Stage1 => lowered.stage1.to_string(),
+                Stage::Stage2 => lowered.stage2.to_string(),
+                Stage::Stage3 => lowered.stage3.to_string(),
+                Stage::C | Stage::Cuda if stage != lowered.code.stage() => {
+                    return Err(anyhow!(
+                    "--emit {stage}: the schedule makes {} function, whose code is {} (--emit {})",
+                    kind(lowered.code.is_gpu()),
+                    if lowered.code.is_gpu() { "CUDA C++" } else { "C" },
+                    lowered.code.stage()
+                ))
+                }
+                Stage::C | Stage::Cuda => lowered.code.text().to_string(),
+            }
         };
-        match stage {
-            Stage::Stage1 => lowered.stage1.to_string(),
-            Stage::Stage2 => lowered.stage2.to_string(),
-            Stage::Stage3 => lowered.stage3.to_string(),
-            Stage::C => lowered.c,
-        }
-    };
     out!("{text}");
     if !text.ends_with('\n') {
         out!("\n");

@@ -1,5 +1,5 @@
-//! `sparsile recipes`: the named schedules, the operators they apply to and their
-//! parameters (a table, or `--json`).
+//! `sparsile recipes`: the named schedules, the operators they apply to, the targets
+//! their code runs on and their parameters (a table, or `--json`).
 
 use anyhow::Result;
 
@@ -20,8 +20,8 @@ pub fn run(args: &RecipesArgs) -> Result<()> {
         return Ok(());
     }
     let mut table = Table::new(
-        &["recipe", "ops", "parameters", "what it does"],
-        &[false; 4],
+        &["recipe", "ops", "targets", "parameters", "what it does"],
+        &[false; 5],
     );
     for r in &recipes {
         let params = if r.params.is_empty() {
@@ -36,6 +36,7 @@ pub fn run(args: &RecipesArgs) -> Result<()> {
         table.row(vec![
             r.name.to_string(),
             r.ops.join(","),
+            if r.gpu { "cuda,cuda-sim" } else { "cpu" }.to_string(),
             params,
             r.summary.to_string(),
         ]);
@@ -53,6 +54,6 @@ pub fn run(args: &RecipesArgs) -> Result<()> {
             );
         }
     }
-    out!("\nUse: sparsile run ... --recipe NAME[:key=value,...]\n");
+    out!("\nUse: sparsile run ... --recipe NAME[:key=value,...] [--target cuda|cuda-sim for GPU recipes]\n");
     Ok(())
 }

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use sparsile::RunOptions;
+use sparsile::{RunOptions, Target};
 use sparsile_runtime::jit::CacheOutcome;
 
 use crate::cmd_eval::{self, EvalArgs};
@@ -19,9 +19,10 @@ pub struct RunArgs {
     /// Threads of the CPU pool (default: SPARSILE_NUM_THREADS or every core).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Timed runs after one warm-up run; the median is reported.
-    #[arg(long, default_value_t = 10)]
-    pub repeat: usize,
+    /// Timed runs after one warm-up run; the median is reported (default 10; 1 with
+    /// `--target cuda-sim`).
+    #[arg(long)]
+    pub repeat: Option<usize>,
     /// A recorded schedule (trace JSON) to apply instead of the default schedule.
     #[arg(long, value_name = "TRACE.json", conflicts_with = "recipe")]
     pub schedule: Option<std::path::PathBuf>,
@@ -34,10 +35,20 @@ pub struct RunArgs {
     /// Writes the schedule that was applied (from --recipe or --schedule) as trace JSON.
     #[arg(long, value_name = "TRACE.json")]
     pub save_trace: Option<std::path::PathBuf>,
+    /// Where to run: `cpu`, `cuda` (an NVIDIA GPU) or `cuda-sim` (the GPU kernel run by
+    /// the SIMT interpreter on the CPU, checking races and barriers: slow, for testing).
+    /// A GPU target runs a GPU recipe (`gpu_rowwise`, `gpu_warp`; by default the one the
+    /// GPU rule picks for the operator).
+    #[arg(long, default_value = "cpu", value_name = "TARGET")]
+    pub target: String,
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
-    crate::limits::check_repeat(args.repeat)?;
+    let target: Target = args.target.parse().map_err(anyhow::Error::msg)?;
+    let repeat = args
+        .repeat
+        .unwrap_or(if target == Target::CudaSim { 1 } else { 10 });
+    crate::limits::check_repeat(repeat)?;
     crate::limits::check_threads(args.threads)?;
     let json = args.program.json;
     let bar = progress::spinner(!json, "reading inputs");
@@ -46,13 +57,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let threads = args.threads.unwrap_or_else(|| {
         sparsile_runtime::jit::default_threads(&sparsile_ir::settings::Settings::from_env())
     });
-    let resolved = crate::auto_choice::resolve(
-        &args.program,
-        prepared,
-        args.recipe.as_deref(),
-        args.schedule.is_some(),
-        threads,
-    )?;
+    let resolved = if target.is_gpu() {
+        crate::auto_choice::resolve_gpu(prepared, args.recipe.as_deref(), args.schedule.is_some())
+    } else {
+        crate::auto_choice::resolve(
+            &args.program,
+            prepared,
+            args.recipe.as_deref(),
+            args.schedule.is_some(),
+            threads,
+        )?
+    };
     let prepared = resolved.prepared;
     let schedule = crate::auto_choice::describe(
         resolved.recipe.as_deref(),
@@ -70,16 +85,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
     sparsile::specialize_index_types(&mut program, &by_buffer);
     let trace = crate::cmd_compile::chosen_trace(
         args.schedule.as_deref(),
-        resolved.recipe.as_deref(),
+        resolved.recipe.as_deref().map(crate::auto_choice::spec),
         &program,
         &prepared.params,
     )?;
     crate::cmd_compile::save_trace(args.save_trace.as_deref(), trace.as_ref())?;
-    let kernel = match &trace {
-        Some(trace) => sparsile::compile_program_with(program, trace)?,
-        None => sparsile::compile_program(program)?,
-    };
-    let info = kernel.compile_info().clone();
+    let kernel = sparsile::compile_program_for(program, trace.as_ref(), target)?;
+    let info = kernel.compile_info().cloned();
     // Inputs are keyed by buffer name; the kernel from a stage-I program uses those.
     let options = RunOptions {
         threads: args.threads,
@@ -88,9 +100,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
     };
     bar.set_message("warming up");
     let mut outputs = kernel.run(&prepared.inputs, &options)?;
-    let mut times = Vec::with_capacity(args.repeat);
-    for k in 0..args.repeat {
-        bar.set_message(format!("run {}/{}", k + 1, args.repeat));
+    let mut times = Vec::with_capacity(repeat);
+    for k in 0..repeat {
+        bar.set_message(format!("run {}/{}", k + 1, repeat));
         let t0 = Instant::now();
         // Timed runs overwrite the warm-up's outputs in place (nothing allocated).
         kernel.run_into(&prepared.inputs, &mut outputs, &options)?;
@@ -107,23 +119,28 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .map(|n| cmd_eval::report(n, &outputs[*n]))
         .collect();
     cmd_eval::write_outputs(&args.program, &outputs)?;
-    let cache_hit = info.outcome == CacheOutcome::Hit;
+    let cache_hit = info.as_ref().map(|i| i.outcome == CacheOutcome::Hit);
     if json {
         let v = serde_json::json!({
             "outputs": reports,
             "random_inputs": prepared.random_inputs,
             "seed": args.program.seed,
-            "backend": "c",
-            "recipe": resolved.recipe.clone().unwrap_or_else(|| {
+            "backend": match target {
+                Target::Cpu => "c",
+                Target::Cuda => "cuda",
+                Target::CudaSim => "simt",
+            },
+            "target": target.name(),
+            "recipe": resolved.recipe.as_deref().map(crate::auto_choice::spec).map(str::to_string).unwrap_or_else(|| {
                 if args.schedule.is_some() { "trace".to_string() } else { "default".to_string() }
             }),
             "schedule": schedule,
             "chosen_by": resolved.selection.as_ref().map(|s| s.source.name()),
             "threads": threads,
-            "compile_seconds": info.duration.as_secs_f64(),
+            "compile_seconds": info.as_ref().map(|i| i.duration.as_secs_f64()),
             "cache_hit": cache_hit,
-            "object": info.object.display().to_string(),
-            "repeat": args.repeat,
+            "object": info.as_ref().map(|i| i.object.display().to_string()),
+            "repeat": repeat,
             "median_seconds": median,
             "min_seconds": min,
             "max_seconds": max,
@@ -150,17 +167,29 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     out!("{}", t.render());
     outln!("schedule: {schedule}");
+    match &info {
+        Some(info) => outln!(
+            "compile: {} ({})",
+            duration(info.duration.as_secs_f64()),
+            if cache_hit == Some(true) {
+                "cache hit"
+            } else {
+                "compiled"
+            }
+        ),
+        None => outln!("compile: none (the SIMT interpreter runs the GPU function)"),
+    }
+    let on = match target {
+        Target::Cpu => format!("{threads} threads"),
+        Target::Cuda => "GPU".to_string(),
+        Target::CudaSim => "SIMT interpreter".to_string(),
+    };
     outln!(
-        "compile: {} ({})",
-        duration(info.duration.as_secs_f64()),
-        if cache_hit { "cache hit" } else { "compiled" }
-    );
-    outln!(
-        "run ({threads} threads): median {}  min {}  max {}  over {} runs",
+        "run ({on}): median {}  min {}  max {}  over {} runs",
         duration(median),
         duration(min),
         duration(max),
-        args.repeat
+        repeat
     );
     Ok(())
 }

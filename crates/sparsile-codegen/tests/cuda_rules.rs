@@ -287,7 +287,7 @@ fn an_empty_launch_is_one_block_of_one_thread() {
     assert!(src.kernels[0].args.is_empty());
     assert!(src
         .code
-        .contains("extern \"C\" __global__ void __launch_bounds__(1) e_nothing()\n{\n}\n"));
+        .contains("extern \"C\" __global__ void __launch_bounds__(1, 32) e_nothing()\n{\n}\n"));
 }
 
 /// Every text function of the loop-IR tests (CPU and GPU ones, valid or not) and of this

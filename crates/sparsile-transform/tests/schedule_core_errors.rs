@@ -104,15 +104,36 @@ fn reorder_position_loop_outside_its_parent() {
 
 #[test]
 fn reorder_not_perfectly_nested() {
-    let e = reorder(&spmm(), &[r("C", "k2_2"), r("C", "j_p")]).unwrap_err();
+    // A store between the loops (a `let` that never changes may sit there: it moves).
+    let f: Func = "\
+pos func f(m, n) {
+  axis I = dense_fixed(m)
+  axis J = dense_fixed(n)
+  buffer y: f64[I] output values
+  buffer z: f64[I, J] output values
+  block b {
+    for i in 0..m {
+      y[i] = 0.0
+      for j in 0..n {
+        z[i, j] = 1.0
+      }
+    }
+  }
+}
+"
+    .parse()
+    .unwrap();
+    let e = reorder(&f, &[r("b", "j"), r("b", "i")]).unwrap_err();
     assert!(
         matches!(e, ScheduleError::NotPerfectlyNested { .. }),
         "{e:?}"
     );
     assert_eq!(
         e.to_string(),
-        "reorder: in block `C`, loop `k2_2` is not the only statement of loop `j_p` (line 20, column 7): the loops must be perfectly nested"
+        "reorder: in block `b`, loop `j` is not the only statement of loop `i` (line 7, column 5): the loops must be perfectly nested"
     );
+    // SpMM's dense loop below the coordinate `let` moves above the position loop.
+    assert!(reorder(&spmm(), &[r("C", "k2_2"), r("C", "j_p")]).is_ok());
 }
 
 #[test]

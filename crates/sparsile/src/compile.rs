@@ -1,8 +1,11 @@
-//! Compiling index-notation programs to native CPU kernels.
+//! Compiling index-notation programs to kernels.
 //!
 //! `compile` runs the whole pipeline: index notation → stage I → `lower_iterations` →
 //! default schedule → `lower_buffers` → C → the system compiler (cached by content) →
-//! a loaded [`Kernel`]. Every stage's IR stays available for inspection.
+//! a loaded [`Kernel`]. Every stage's IR stays available for inspection. A schedule from a
+//! GPU recipe lowers to a GPU function instead, whose code is CUDA C++: it runs on the
+//! [`Target`] `cuda` (NVRTC and the GPU) or `cuda-sim` (the SIMT interpreter), see
+//! [`compile_program_for`].
 //!
 //! Preconditions: a C compiler (`cc`, or `CC`); without one, `compile` returns an error
 //! that says so, and [`crate::evaluate`] still works. Co-iteration of several sparse
@@ -24,6 +27,7 @@
 //! ```
 
 mod options;
+mod target;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -33,8 +37,11 @@ use sparsile_formats::SparseTensor;
 use sparsile_ir::coord::Program;
 use sparsile_ir::loops::Func;
 use sparsile_ir::settings::Settings;
+use sparsile_runtime::cuda::{ArgRef, CudaCompileInfo, CudaKernel, KernelPlan, LaunchPlan};
 use sparsile_runtime::jit::Parallelism;
-use sparsile_runtime::{CompileInfo, CompiledKernel, KernelError, KernelOptions, Outputs};
+use sparsile_runtime::{
+    CompileInfo, CompiledKernel, InterpOptions, KernelError, KernelOptions, Outputs,
+};
 use sparsile_transform::schedule::{ScheduleError, Trace};
 use sparsile_transform::{compile_to_flat, LowerError};
 use thiserror::Error;
@@ -46,6 +53,7 @@ use crate::DimError;
 use sparsile_formats::decompose::DecomposeCache;
 
 pub use options::{compile_with, lower_notation_with, CompileOptions};
+pub use target::Target;
 
 /// A stage of the pipeline whose IR can be shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,8 +64,10 @@ pub enum Stage {
     Stage2,
     /// Flat loops over 1-D buffers.
     Stage3,
-    /// The generated C.
+    /// The generated C (of a CPU function).
     C,
+    /// The generated CUDA C++ (of a GPU function).
+    Cuda,
 }
 
 impl FromStr for Stage {
@@ -68,8 +78,9 @@ impl FromStr for Stage {
             "stage2" => Ok(Stage::Stage2),
             "stage3" => Ok(Stage::Stage3),
             "c" => Ok(Stage::C),
+            "cuda" => Ok(Stage::Cuda),
             _ => Err(format!(
-                "unknown stage `{s}` (expected stage1, stage2, stage3 or c)"
+                "unknown stage `{s}` (expected stage1, stage2, stage3, c or cuda)"
             )),
         }
     }
@@ -82,6 +93,7 @@ impl fmt::Display for Stage {
             Stage::Stage2 => "stage2",
             Stage::Stage3 => "stage3",
             Stage::C => "c",
+            Stage::Cuda => "cuda",
         })
     }
 }
@@ -103,6 +115,13 @@ pub enum CompileError {
     Schedule(Box<ScheduleError>),
     #[error(transparent)]
     Recipe(#[from] crate::recipe::RecipeError),
+    /// The schedule made a CPU function for a GPU target, or the other way round.
+    #[error("{0}")]
+    Target(String),
+    #[error(transparent)]
+    Simt(#[from] sparsile_runtime::simt::SimtError),
+    #[error(transparent)]
+    Cuda(#[from] sparsile_runtime::cuda::CudaError),
 }
 
 impl From<ScheduleError> for CompileError {
@@ -111,24 +130,65 @@ impl From<ScheduleError> for CompileError {
     }
 }
 
-/// The IR of every stage, without compiling the C.
+/// The IR of every stage and the generated code, without compiling it.
 #[derive(Debug, Clone)]
 pub struct Lowered {
     pub stage1: Program,
     pub stage2: Func,
     pub stage3: Func,
-    pub c: String,
+    pub code: Code,
+}
+
+/// The generated code of a stage-III function.
+#[derive(Debug, Clone)]
+pub enum Code {
+    /// A CPU function's C.
+    C(String),
+    /// A GPU function's CUDA C++ with its launch plan.
+    Cuda(sparsile_codegen::CudaSource),
+}
+
+impl Code {
+    /// The source text.
+    pub fn text(&self) -> &str {
+        match self {
+            Code::C(c) => c,
+            Code::Cuda(cuda) => &cuda.code,
+        }
+    }
+
+    /// Whether it is a GPU function's code.
+    pub fn is_gpu(&self) -> bool {
+        matches!(self, Code::Cuda(_))
+    }
+
+    /// The stage whose text it is ([`Stage::C`] or [`Stage::Cuda`]).
+    pub fn stage(&self) -> Stage {
+        match self {
+            Code::C(_) => Stage::C,
+            Code::Cuda(_) => Stage::Cuda,
+        }
+    }
+}
+
+/// C for a CPU function, CUDA C++ for a GPU function (one with launches).
+fn emit_code(stage3: &Func) -> Result<Code, CompileError> {
+    Ok(if sparsile_ir::loops::is_gpu_body(&stage3.body) {
+        Code::Cuda(sparsile_codegen::emit_cuda(stage3)?)
+    } else {
+        Code::C(sparsile_codegen::emit_c(stage3)?.code)
+    })
 }
 
 /// Lowers a stage-I program through every stage to C source.
 pub fn lower_program(stage1: Program) -> Result<Lowered, CompileError> {
     let flat = compile_to_flat(&stage1)?;
-    let c = sparsile_codegen::emit_c(&flat.stage3)?.code;
+    let code = emit_code(&flat.stage3)?;
     Ok(Lowered {
         stage1,
         stage2: flat.stage2,
         stage3: flat.stage3,
-        c,
+        code,
     })
 }
 
@@ -139,33 +199,135 @@ pub fn lower_program_with(stage1: Program, trace: &Trace) -> Result<Lowered, Com
     let schedule = trace.replay(&stage1)?;
     let stage1 = schedule.program().clone();
     let flat = schedule.finish()?;
-    let c = sparsile_codegen::emit_c(&flat.stage3)?.code;
+    let code = emit_code(&flat.stage3)?;
     Ok(Lowered {
         stage1,
         stage2: flat.stage2,
         stage3: flat.stage3,
-        c,
+        code,
     })
 }
 
-/// Compiles a stage-I program with a recorded schedule (see [`lower_program_with`]).
+/// Compiles a stage-I program with a recorded schedule (see [`lower_program_with`]) for
+/// the target its function calls for: `cpu` for a CPU function, `cuda` for a GPU one.
 pub fn compile_program_with(stage1: Program, trace: &Trace) -> Result<Kernel, CompileError> {
     build(lower_program_with(stage1, trace)?)
 }
 
+/// Compiles a stage-I program, with a recorded schedule or the default one, for
+/// `target`. A GPU target needs a schedule that makes a GPU function (a GPU recipe), the
+/// CPU target one that makes a CPU function: a mismatch is [`CompileError::Target`].
+///
+/// ```
+/// use std::collections::HashMap;
+/// use sparsile::formats::{CooTensor, Format, SparseTensor};
+/// use sparsile::ir::DType;
+/// use sparsile::recipe::{trace, RecipeContext};
+/// let program = sparsile::compile_notation(
+///     "tensor A: f32[m, n] csr\ntensor x: f32[n]\ntensor y: f32[m]\ny[i] = A[i,j] * x[j]\n",
+/// ).unwrap();
+/// let gpu = trace("gpu_warp", &program, &RecipeContext::default()).unwrap();
+/// let kernel = sparsile::compile_program_for(program, Some(&gpu), sparsile::Target::CudaSim).unwrap();
+/// assert!(kernel.ir(sparsile::Stage::Cuda).contains("__shfl_xor_sync"));
+/// let a = CooTensor::from_triplets(vec![2, 3], &[(0, 0, 1.0), (0, 2, 2.0), (1, 1, 3.0)]).unwrap();
+/// let inputs = HashMap::from([
+///     ("A".to_string(), SparseTensor::from_coo_with(&a, &Format::Csr, DType::F32).unwrap()),
+///     ("x".to_string(), SparseTensor::dense_from_f64(&[3], &[1.0, 10.0, 100.0], DType::F32).unwrap()),
+/// ]);
+/// let y = &kernel.run(&inputs, &Default::default()).unwrap()["y"];
+/// assert_eq!(y.to_dense_f64(), vec![201.0, 30.0]);
+/// ```
+pub fn compile_program_for(
+    stage1: Program,
+    trace: Option<&Trace>,
+    target: Target,
+) -> Result<Kernel, CompileError> {
+    let lowered = match trace {
+        Some(trace) => lower_program_with(stage1, trace)?,
+        None => lower_program(stage1)?,
+    };
+    build_for(lowered, target)
+}
+
+/// [`build_for`] with the target the function calls for.
 fn build(lowered: Lowered) -> Result<Kernel, CompileError> {
-    let compiled = CompiledKernel::build(
-        lowered.stage1.clone(),
-        lowered.stage3.clone(),
-        lowered.c.clone(),
-        &Settings::from_env(),
-    )?;
+    let target = if lowered.code.is_gpu() {
+        Target::Cuda
+    } else {
+        Target::Cpu
+    };
+    build_for(lowered, target)
+}
+
+/// Makes the lowered program runnable on `target`.
+pub(crate) fn build_for(lowered: Lowered, target: Target) -> Result<Kernel, CompileError> {
+    let backend = match (&lowered.code, target) {
+        (Code::C(c), Target::Cpu) => Backend::Native(Box::new(CompiledKernel::build(
+            lowered.stage1.clone(),
+            lowered.stage3.clone(),
+            c.clone(),
+            &Settings::from_env(),
+        )?)),
+        (Code::Cuda(_), Target::CudaSim) => Backend::Simt,
+        (Code::Cuda(cuda), Target::Cuda) => Backend::Cuda(Box::new(CudaKernel::build(
+            lowered.stage1.clone(),
+            lowered.stage3.clone(),
+            cuda.code.clone(),
+            launch_plan(cuda),
+            &Settings::from_env(),
+        )?)),
+        (Code::C(_), _) => {
+            return Err(CompileError::Target(format!(
+                "target {target}: the schedule makes a CPU function; schedule the program with a GPU recipe (gpu_rowwise, gpu_warp) or run it on the cpu target"
+            )))
+        }
+        (Code::Cuda(_), Target::Cpu) => {
+            return Err(CompileError::Target(
+                "target cpu: the schedule makes a GPU function (it binds loops to the GPU); run it on the cuda or cuda-sim target, or schedule it with a CPU recipe".to_string(),
+            ))
+        }
+    };
     Ok(Kernel {
         ast: None,
         lowered,
-        compiled,
+        backend,
         decompose_cache: DecomposeCache::new(),
     })
+}
+
+/// The runtime's launch plan of the emitted kernels.
+fn launch_plan(cuda: &sparsile_codegen::CudaSource) -> LaunchPlan {
+    LaunchPlan {
+        kernels: cuda
+            .kernels
+            .iter()
+            .map(|k| KernelPlan {
+                symbol: k.symbol.clone(),
+                grid: k.grid.clone(),
+                block: k.block,
+                shared_bytes: k.shared_bytes,
+                args: k
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        sparsile_codegen::KernelArg::Param { index, .. } => ArgRef::Param(*index),
+                        sparsile_codegen::KernelArg::Buffer { index, .. } => ArgRef::Buffer(*index),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// What runs a kernel.
+#[derive(Debug)]
+enum Backend {
+    /// Native CPU code.
+    Native(Box<CompiledKernel>),
+    /// The SIMT interpreter (target `cuda-sim`).
+    Simt,
+    /// Cubins on a GPU (target `cuda`).
+    Cuda(Box<CudaKernel>),
 }
 
 /// Options of [`Kernel::run`].
@@ -186,7 +348,7 @@ pub struct RunOptions {
 pub struct Kernel {
     ast: Option<notation::ast::Program>,
     lowered: Lowered,
-    compiled: CompiledKernel,
+    backend: Backend,
     /// Decomposition plans of derived buffers, per input sparsity pattern.
     decompose_cache: DecomposeCache,
 }
@@ -249,13 +411,24 @@ impl Kernel {
         self
     }
 
-    /// The text of one stage's IR (or the C source).
+    /// The text of one stage's IR, or the generated code: [`Stage::C`] and
+    /// [`Stage::Cuda`] both give the kernel's source, C for a CPU kernel and CUDA C++ for
+    /// a GPU one ([`Kernel::target`] and [`Code::stage`] tell which).
     pub fn ir(&self, stage: Stage) -> String {
         match stage {
             Stage::Stage1 => self.lowered.stage1.to_string(),
             Stage::Stage2 => self.lowered.stage2.to_string(),
             Stage::Stage3 => self.lowered.stage3.to_string(),
-            Stage::C => self.lowered.c.clone(),
+            Stage::C | Stage::Cuda => self.lowered.code.text().to_string(),
+        }
+    }
+
+    /// Where the kernel runs.
+    pub fn target(&self) -> Target {
+        match self.backend {
+            Backend::Native(_) => Target::Cpu,
+            Backend::Simt => Target::CudaSim,
+            Backend::Cuda(_) => Target::Cuda,
         }
     }
 
@@ -264,9 +437,23 @@ impl Kernel {
         &self.lowered
     }
 
-    /// Where the native object came from (cache hit or fresh compile) and how long it took.
-    pub fn compile_info(&self) -> &CompileInfo {
-        self.compiled.compile_info()
+    /// Where the native object came from (cache hit or fresh compile) and how long it
+    /// took; `None` for a kernel that is interpreted (`cuda-sim`) or a GPU kernel (see
+    /// [`Kernel::cuda_info`]).
+    pub fn compile_info(&self) -> Option<&CompileInfo> {
+        match &self.backend {
+            Backend::Native(compiled) => Some(compiled.compile_info()),
+            Backend::Simt | Backend::Cuda(_) => None,
+        }
+    }
+
+    /// For a GPU kernel (`cuda`): the cubin it loaded, its architecture, whether it came
+    /// from the cache, and ptxas's report per kernel.
+    pub fn cuda_info(&self) -> Option<&CudaCompileInfo> {
+        match &self.backend {
+            Backend::Cuda(kernel) => Some(kernel.compile_info()),
+            _ => None,
+        }
     }
 
     /// Runs the kernel on `inputs`, by declared tensor name.
@@ -329,7 +516,29 @@ impl Kernel {
             }
             None => by_buf = std::mem::take(outputs),
         }
-        let result = self.compiled.run_into(&bound, &mut by_buf, &options);
+        let result = match &self.backend {
+            Backend::Native(compiled) => compiled
+                .run_into(&bound, &mut by_buf, &options)
+                .map_err(CompileError::from),
+            Backend::Simt => {
+                let interp = InterpOptions {
+                    params: options.params.clone(),
+                    ..InterpOptions::default()
+                };
+                sparsile_runtime::simt::run(
+                    &self.lowered.stage3,
+                    &self.lowered.stage1,
+                    &bound,
+                    &interp,
+                )
+                .map(|out| by_buf.extend(out))
+                .map_err(CompileError::from)
+            }
+            Backend::Cuda(kernel) => kernel
+                .run(&bound, &options)
+                .map(|out| by_buf.extend(out))
+                .map_err(CompileError::from),
+        };
         match &self.ast {
             Some(ast) => outputs.extend(by_tensor(ast, by_buf)),
             None => outputs.extend(by_buf),

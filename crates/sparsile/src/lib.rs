@@ -24,9 +24,9 @@ pub mod recipe;
 
 pub use auto::AutoKernel;
 pub use compile::{
-    compile, compile_for, compile_program, compile_program_with, compile_with, lower_notation_with,
-    lower_program, lower_program_with, specialize_index_types, CompileError, CompileOptions,
-    Kernel, Lowered, RunOptions, Stage,
+    compile, compile_for, compile_program, compile_program_for, compile_program_with, compile_with,
+    lower_notation_with, lower_program, lower_program_with, specialize_index_types, Code,
+    CompileError, CompileOptions, Kernel, Lowered, RunOptions, Stage, Target,
 };
 pub use derived_inputs::interpret_program;
 pub use dims::{bind_dims, DimError};

@@ -126,9 +126,10 @@ pub(super) fn emit_kernel(
         block[1],
         block[2],
     ));
+    let threads = shape.threads();
     w.line(&format!(
-        "extern \"C\" __global__ void __launch_bounds__({}) {symbol}({})",
-        shape.threads(),
+        "extern \"C\" __global__ void __launch_bounds__({threads}, {}) {symbol}({})",
+        min_blocks(threads),
         signature.join(", ")
     ));
     w.line("{");
@@ -182,4 +183,14 @@ pub(super) fn emit_kernel(
             args,
         },
     ))
+}
+
+/// The blocks per multiprocessor a kernel of `threads` threads asks ptxas to fit
+/// (`__launch_bounds__`'s second argument): 1,024 threads' worth, which leaves each thread
+/// 64 of a multiprocessor's 65,536 registers (sm_80, sm_90), and at most the 32 blocks a
+/// multiprocessor holds. Given only the block size, ptxas aims at full occupancy (2,048
+/// threads, 32 registers) and spills kernels that need a few more, such as 64-bit index
+/// arithmetic around a row of non-zeros.
+pub(crate) fn min_blocks(threads: i64) -> i64 {
+    (1024 / threads.max(1)).clamp(1, 32)
 }

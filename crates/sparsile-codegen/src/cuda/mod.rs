@@ -20,7 +20,8 @@
 //!   extent of 0 or less along any axis runs nothing: skip it. Extents above the
 //!   device's limits (2³¹ − 1 along `x`, 65,535 along `y` and `z`) cannot be launched.
 //! - **Block**: [`KernelInfo::block`] threads along `x`, `y`, `z` (constant; at most
-//!   1,024 threads, the kernel's `__launch_bounds__`).
+//!   1,024 threads, the kernel's `__launch_bounds__`, with room for 1,024 threads per
+//!   multiprocessor: 64 registers per thread).
 //! - **Shared memory**: static only ([`KernelInfo::shared_bytes`] is what the kernel
 //!   declares, at most 48 KiB); launch with 0 bytes of dynamic shared memory.
 //! - **Arguments**: exactly [`KernelInfo::args`], in order: the params the launch uses
@@ -41,7 +42,7 @@
 //! `INT64_MIN`, `INFINITY`, `NAN`) and the helpers the kernels call (the C backend's
 //! floor division, binary search, integer max/min, … as `static __device__
 //! __forceinline__` functions, only those used), then per launch one
-//! `extern "C" __global__ void __launch_bounds__(threads) <func>_<launch>(...)`: buffers
+//! `extern "C" __global__ void __launch_bounds__(threads, blocks) <func>_<launch>(...)`: buffers
 //! the launch does not write (inputs, and outputs an earlier launch wrote) as
 //! `const T *__restrict__`, the others as `T *__restrict__`, params as `long long`.
 //! The kernel declares its `shared` buffers (`__shared__ T name[len];`) and `local`
@@ -83,7 +84,7 @@
 //! ".parse().unwrap();
 //! let cuda = emit_cuda(&f).unwrap();
 //! assert!(cuda.code.contains(
-//!     "extern \"C\" __global__ void __launch_bounds__(128) scale_main(\
+//!     "extern \"C\" __global__ void __launch_bounds__(128, 8) scale_main(\
 //!      long long n, const float *__restrict__ X, float *__restrict__ Y)"));
 //! assert!(cuda.code.contains("const int64_t b = (int64_t)blockIdx.x;"));
 //! assert!(cuda.code.contains("const int64_t t = (int64_t)threadIdx.x;"));

@@ -20,7 +20,7 @@ static __device__ __forceinline__ int64_t sparsile_floordiv_pos(int64_t a, int64
 static __device__ __forceinline__ int64_t sparsile_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* Launch `misc`: grid (m + 1 - 1, n, 4 - 2) x block (16, 2, 2), 128 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(64) features_misc(long long m, long long n, double *__restrict__ out, int64_t *__restrict__ threadIdx_2, const double *__restrict__ x)
+extern "C" __global__ void __launch_bounds__(64, 16) features_misc(long long m, long long n, double *__restrict__ out, int64_t *__restrict__ threadIdx_2, const double *__restrict__ x)
 {
     __shared__ double sums[16];
     double part[2]; /* local */

@@ -22,7 +22,7 @@ static __device__ __forceinline__ int64_t sparsile_max_i64(int64_t a, int64_t b)
 static __device__ __forceinline__ int64_t sparsile_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Launch `zero`: grid ((m + 7) / 8, 1, 1) x block (32, 8, 1), 0 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(256) gpu_spmm_zero(long long m, float *__restrict__ C)
+extern "C" __global__ void __launch_bounds__(256, 4) gpu_spmm_zero(long long m, float *__restrict__ C)
 {
     const int64_t io = (int64_t)blockIdx.x; /* over blockIdx.x */
     const int64_t ii = (int64_t)threadIdx.y; /* over threadIdx.y */
@@ -33,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(256) gpu_spmm_zero(long long m, flo
 }
 
 /* Launch `spmm`: grid ((m + 7) / 8, 1, 1) x block (32, 8, 1), 1024 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(256) gpu_spmm_spmm(long long m, float *__restrict__ C, const float *__restrict__ A, const float *__restrict__ B, const int32_t *__restrict__ A_indptr, const int32_t *__restrict__ A_indices)
+extern "C" __global__ void __launch_bounds__(256, 4) gpu_spmm_spmm(long long m, float *__restrict__ C, const float *__restrict__ A, const float *__restrict__ B, const int32_t *__restrict__ A_indptr, const int32_t *__restrict__ A_indices)
 {
     __shared__ int32_t tile[256];
     float acc[1]; /* local */
@@ -76,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(256) gpu_spmm_spmm(long long m, flo
 }
 
 /* Launch `row_sums`: grid ((m + 3) / 4, 1, 1) x block (32, 4, 1), 0 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(128) gpu_spmm_row_sums(long long m, const float *__restrict__ C, float *__restrict__ rows)
+extern "C" __global__ void __launch_bounds__(128, 8) gpu_spmm_row_sums(long long m, const float *__restrict__ C, float *__restrict__ rows)
 {
     const int64_t io = (int64_t)blockIdx.x; /* over blockIdx.x */
     const int64_t w = (int64_t)threadIdx.y; /* over threadIdx.y */
@@ -109,7 +109,7 @@ extern "C" __global__ void __launch_bounds__(128) gpu_spmm_row_sums(long long m,
 }
 
 /* Launch `fused`: grid (max(m, 0) + max(m, 0), 1, 1) x block (32, 1, 1), 0 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(32) gpu_spmm_fused(long long m, const float *__restrict__ C, float *__restrict__ rows)
+extern "C" __global__ void __launch_bounds__(32, 32) gpu_spmm_fused(long long m, const float *__restrict__ C, float *__restrict__ rows)
 {
     const int64_t bx = (int64_t)blockIdx.x;
     const int64_t part0_end = sparsile_max_i64(m, 0);
@@ -123,9 +123,10 @@ extern "C" __global__ void __launch_bounds__(32) gpu_spmm_fused(long long m, con
         if (threadIdx.x < 16) { /* over threadIdx.x */
             const int64_t t2 = (int64_t)threadIdx.x;
             if (t2 == 0) {
-                rows[b] = rows[b] + 0.0f;
+                atomicAdd(&rows[b], 1.0f);
             }
-            __syncwarp();
         }
+        /* t3: over threadIdx.x */
+        __syncwarp();
     }
 }

@@ -20,7 +20,7 @@ static __device__ __forceinline__ int64_t sparsile_floordiv_pos(int64_t a, int64
 static __device__ __forceinline__ int64_t sparsile_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* Launch `all`: grid (max((m1 + 127) / 128, 0) + max((m2 + 127) / 128, 0) + max((n + 63) / 64 + 1 - 1, 0), 1, 1) x block (128, 1, 1), 0 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(128) hfused_all(long long m1, long long m2, long long n, float *__restrict__ y1, const float *__restrict__ A1, float *__restrict__ y2, const float *__restrict__ A2, const float *__restrict__ x, float *__restrict__ z, const int32_t *__restrict__ A1_indptr, const int32_t *__restrict__ A1_indices, const int32_t *__restrict__ A2_indptr, const int32_t *__restrict__ A2_indices)
+extern "C" __global__ void __launch_bounds__(128, 8) hfused_all(long long m1, long long m2, long long n, float *__restrict__ y1, const float *__restrict__ A1, float *__restrict__ y2, const float *__restrict__ A2, const float *__restrict__ x, float *__restrict__ z, const int32_t *__restrict__ A1_indptr, const int32_t *__restrict__ A1_indices, const int32_t *__restrict__ A2_indptr, const int32_t *__restrict__ A2_indices)
 {
     const int64_t bx = (int64_t)blockIdx.x;
     const int64_t part0_end = sparsile_max_i64(sparsile_floordiv_pos(m1 + 127, 128), 0);

@@ -12,7 +12,7 @@ typedef unsigned long long uint64_t;
 #define NAN __int_as_float(0x7fffffff)
 
 /* Launch `sddmm`: grid ((m + 3) / 4, 1, 1) x block (32, 4, 1), 0 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(128) sddmm_warp_sddmm(long long m, float *__restrict__ out, const float *__restrict__ A, const float *__restrict__ X, const float *__restrict__ Y, const int32_t *__restrict__ A_indptr, const int32_t *__restrict__ A_indices)
+extern "C" __global__ void __launch_bounds__(128, 8) sddmm_warp_sddmm(long long m, float *__restrict__ out, const float *__restrict__ A, const float *__restrict__ X, const float *__restrict__ Y, const int32_t *__restrict__ A_indptr, const int32_t *__restrict__ A_indices)
 {
     { /* block sddmm */
         const int64_t io = (int64_t)blockIdx.x; /* sddmm, over blockIdx.x */

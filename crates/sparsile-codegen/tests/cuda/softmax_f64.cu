@@ -20,7 +20,7 @@ static __device__ __forceinline__ int64_t sparsile_floordiv_pos(int64_t a, int64
 static __device__ __forceinline__ int64_t sparsile_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Launch `softmax`: grid ((m + 3) / 4, 1, 1) x block (32, 4, 1), 0 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(128) softmax_f64_softmax(long long m, double *__restrict__ out, const double *__restrict__ A, double *__restrict__ total, const int32_t *__restrict__ A_indptr)
+extern "C" __global__ void __launch_bounds__(128, 8) softmax_f64_softmax(long long m, double *__restrict__ out, const double *__restrict__ A, double *__restrict__ total, const int32_t *__restrict__ A_indptr)
 {
     const int64_t io = (int64_t)blockIdx.x; /* over blockIdx.x */
     const int64_t w = (int64_t)threadIdx.y; /* over threadIdx.y */

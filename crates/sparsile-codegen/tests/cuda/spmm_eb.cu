@@ -12,7 +12,7 @@ typedef unsigned long long uint64_t;
 #define NAN __int_as_float(0x7fffffff)
 
 /* Launch `zero`: grid ((m * 32 + 255) / 256, 1, 1) x block (256, 1, 1), 0 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(256) spmm_eb_zero(long long m, float *__restrict__ C)
+extern "C" __global__ void __launch_bounds__(256, 4) spmm_eb_zero(long long m, float *__restrict__ C)
 {
     { /* block spmm.init */
         const int64_t b = (int64_t)blockIdx.x; /* spmm.init, over blockIdx.x */
@@ -24,7 +24,7 @@ extern "C" __global__ void __launch_bounds__(256) spmm_eb_zero(long long m, floa
 }
 
 /* Launch `spmm`: grid ((nnz + 127) / 128, 1, 1) x block (32, 4, 1), 0 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(128) spmm_eb_spmm(long long m, long long nnz, float *__restrict__ C, const float *__restrict__ A, const float *__restrict__ B, const int32_t *__restrict__ A_rows, const int32_t *__restrict__ A_cols)
+extern "C" __global__ void __launch_bounds__(128, 8) spmm_eb_spmm(long long m, long long nnz, float *__restrict__ C, const float *__restrict__ A, const float *__restrict__ B, const int32_t *__restrict__ A_rows, const int32_t *__restrict__ A_cols)
 {
     { /* block spmm */
         const int64_t po = (int64_t)blockIdx.x; /* spmm, over blockIdx.x */

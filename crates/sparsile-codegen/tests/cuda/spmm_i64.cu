@@ -36,7 +36,7 @@ static __device__ __forceinline__ int64_t sparsile_search_i64(const int64_t *a, 
 }
 
 /* Launch `diagonal`: grid ((m + 255) / 256, 1, 1) x block (256, 1, 1), 0 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(256) spmm_i64_diagonal(long long m, float *__restrict__ diag, const float *__restrict__ A, const int64_t *__restrict__ A_indptr, const int64_t *__restrict__ A_indices)
+extern "C" __global__ void __launch_bounds__(256, 4) spmm_i64_diagonal(long long m, float *__restrict__ diag, const float *__restrict__ A, const int64_t *__restrict__ A_indptr, const int64_t *__restrict__ A_indices)
 {
     const int64_t b = (int64_t)blockIdx.x; /* over blockIdx.x */
     const int64_t t = (int64_t)threadIdx.x; /* over threadIdx.x */
@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(256) spmm_i64_diagonal(long long m,
 }
 
 /* Launch `spmm`: grid (m, 2, 1) x block (32, 1, 1), 256 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(32) spmm_i64_spmm(long long m, float *__restrict__ C, const float *__restrict__ A, const float *__restrict__ B, const int64_t *__restrict__ A_indptr, const int64_t *__restrict__ A_indices)
+extern "C" __global__ void __launch_bounds__(32, 32) spmm_i64_spmm(long long m, float *__restrict__ C, const float *__restrict__ A, const float *__restrict__ B, const int64_t *__restrict__ A_indptr, const int64_t *__restrict__ A_indices)
 {
     __shared__ int64_t cols[32];
     float acc[1]; /* local */

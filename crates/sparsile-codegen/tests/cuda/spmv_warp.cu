@@ -18,7 +18,7 @@ static __device__ __forceinline__ int64_t sparsile_floordiv_pos(int64_t a, int64
 }
 
 /* Launch `spmv`: grid ((m + 3) / 4, 1, 1) x block (32, 4, 1), 0 bytes of shared memory. */
-extern "C" __global__ void __launch_bounds__(128) spmv_warp_spmv(long long m, float *__restrict__ y, const float *__restrict__ A, const float *__restrict__ x, const int32_t *__restrict__ A_indptr, const int32_t *__restrict__ A_indices)
+extern "C" __global__ void __launch_bounds__(128, 8) spmv_warp_spmv(long long m, float *__restrict__ y, const float *__restrict__ A, const float *__restrict__ x, const int32_t *__restrict__ A_indptr, const int32_t *__restrict__ A_indices)
 {
     { /* block spmv */
         const int64_t io = (int64_t)blockIdx.x; /* spmv, over blockIdx.x */

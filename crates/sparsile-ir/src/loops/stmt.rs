@@ -86,7 +86,7 @@ impl ForKind {
             ForKind::Vectorized | ForKind::VectorizedReduction { .. } => "vectorized",
             ForKind::Unrolled => "unrolled",
             ForKind::Batched => "batched",
-            ForKind::Bound(_) => "bind",
+            ForKind::Bound(_) => "bound",
             ForKind::ParallelDynamic | ForKind::ParallelBalanced { .. } => "parallel",
         }
     }

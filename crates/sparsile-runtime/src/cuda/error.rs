@@ -67,7 +67,7 @@ pub enum CudaError {
     },
 
     /// The CUDA driver library (`libcuda.so.1`) is not installed.
-    #[error("the CUDA driver library (libcuda.so.1) could not be loaded: this machine has no NVIDIA driver. Run GPU kernels on a machine with an NVIDIA GPU and its driver, or use the CPU kernels (CompiledKernel)")]
+    #[error("the CUDA driver library (libcuda.so.1) could not be loaded: this machine has no NVIDIA driver. Run GPU kernels on a machine with an NVIDIA GPU and its driver; here, run CPU kernels (target cpu) or the GPU kernel in the SIMT interpreter (target cuda-sim)")]
     DriverMissing,
 
     /// The driver runs but there is no such device.

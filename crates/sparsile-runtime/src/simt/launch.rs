@@ -303,7 +303,8 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// Evaluation outside any thread (grid extents): parameters and literals only.
+/// Evaluation outside any thread (grid extents): parameters, literals and integer input
+/// arrays ([`sparsile_ir::loops::grid_readable`]).
 struct GridView<'s, 'f, 'i> {
     sim: &'s Sim<'f, 'i>,
     launch: &'s str,
@@ -333,12 +334,16 @@ impl<'i> Evaluator<'i> for GridView<'_, '_, 'i> {
         &self.sim.globals[buffer]
     }
 
-    /// Grid extents read parameters and literals only.
+    /// Grid extents read parameters, literals and integer input arrays.
     fn loaded(&self, buffer: BufferId, _offset: usize) -> Result<(), Fault> {
+        let b = &self.sim.func.buffers[buffer];
+        if b.role == sparsile_ir::coord::BufferRole::Input && b.dtype.is_int() {
+            return Ok(());
+        }
         Err(SimtError::Misplaced {
             what: format!(
-                "the grid of launch `{}` reads buffer `{}` (block-bound loops have bounds over parameters and literals only)",
-                self.launch, self.sim.func.buffers[buffer].name
+                "the grid of launch `{}` reads buffer `{}` (block-bound loops have bounds over parameters, literals and integer input arrays only)",
+                self.launch, b.name
             ),
             at: self.at,
         }

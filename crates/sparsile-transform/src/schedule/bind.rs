@@ -97,9 +97,10 @@ fn bind_with(
     };
     let (launch, path, f) = locate(&func, target)?;
     let refuse = |reason: String| ScheduleError::NotBindable {
+        primitive: PRIMITIVE,
         block: target.block.clone(),
         var: target.var.clone(),
-        axis: axis.to_string(),
+        axis,
         reason,
         span: f.span,
     };
@@ -337,9 +338,10 @@ fn threads_cover_stores(
         unreachable!("located in a launch")
     };
     let refuse = |reason: String| ScheduleError::NotBindable {
+        primitive: PRIMITIVE,
         block: target.block.clone(),
         var: target.var.clone(),
-        axis: axis.to_string(),
+        axis,
         reason,
         span,
     };
@@ -407,10 +409,8 @@ fn into_launches(func: &Func) -> Result<Func, ScheduleError> {
     let mut body = Vec::with_capacity(func.body.len());
     for s in &func.body {
         let Stmt::Block { name, span, .. } = s else {
-            return Err(ScheduleError::NotBindable {
-                block: String::new(),
-                var: String::new(),
-                axis: String::new(),
+            return Err(ScheduleError::NotGpuFunction {
+                primitive: PRIMITIVE,
                 reason: format!(
                     "the statement at {} is not a block: a GPU function runs each top-level block as a launch",
                     s.span()
@@ -443,10 +443,8 @@ fn into_launches(func: &Func) -> Result<Func, ScheduleError> {
         }
     });
     if let Some((var, kind, span)) = kinds.first() {
-        return Err(ScheduleError::NotBindable {
-            block: String::new(),
-            var: func.vars[*var].name.clone(),
-            axis: String::new(),
+        return Err(ScheduleError::NotGpuFunction {
+            primitive: PRIMITIVE,
             reason: format!(
                 "loop `{}` is `{}`: a GPU function runs serial, unrolled and bound loops only",
                 func.vars[*var].name,

@@ -516,12 +516,20 @@ pub enum ScheduleError {
     // ---- bind (also UnknownLoop, NotSerial, LoopCarriedLocal, LoopCarriedAccess) ----
     /// The loop cannot be bound to this GPU axis (the reason names the rule).
     #[error(
-        "bind: loop `{var}` in block `{block}` ({span}) cannot be bound to `{axis}`: {reason}"
+        "{primitive}: loop `{var}` in block `{block}` ({span}) cannot be bound to `{axis}`: {reason}"
     )]
     NotBindable {
+        primitive: &'static str,
         block: String,
         var: String,
-        axis: String,
+        axis: sparsile_ir::loops::GpuAxis,
+        reason: String,
+        span: Span,
+    },
+    /// The function cannot become a GPU function (the reason names the statement).
+    #[error("{primitive}: the function cannot run on a GPU: {reason}")]
+    NotGpuFunction {
+        primitive: &'static str,
         reason: String,
         span: Span,
     },

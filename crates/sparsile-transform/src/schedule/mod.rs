@@ -29,6 +29,7 @@
 pub mod absorb_init;
 pub mod batch_reduction;
 pub mod bind;
+pub mod bind_atomic;
 pub mod bound;
 pub mod cache_read;
 pub mod cache_write;
@@ -59,6 +60,7 @@ pub mod warp_reduce;
 pub use absorb_init::absorb_init;
 pub use batch_reduction::batch_reduction;
 pub use bind::bind;
+pub use bind_atomic::bind_atomic;
 pub use bound::bound;
 pub use cache_read::cache_read;
 pub use cache_write::cache_write;
@@ -153,6 +155,7 @@ impl Schedule {
             } => self.split(target, *factor, *tail).map(|_| ()),
             Step::Fuse { outer, inner } => self.fuse(outer, inner).map(|_| ()),
             Step::Bind { target, axis } => self.bind(target, *axis),
+            Step::BindAtomic { target, axis } => self.bind_atomic(target, *axis),
             Step::WarpReduce { target } => self.warp_reduce(target),
             Step::Reorder { loops } => self.reorder(loops),
             Step::SparseReorder { iteration, order } => self.sparse_reorder(iteration, order),
@@ -307,6 +310,16 @@ impl Schedule {
             axis,
         };
         self.stage2(step, |f| bind(f, target, axis).map(|f| (f, ())))
+    }
+
+    /// [`bind_atomic()`]: [`Schedule::bind`] with the updates that iterations share made
+    /// atomic adds.
+    pub fn bind_atomic(&mut self, target: &LoopRef, axis: GpuAxis) -> Result<(), ScheduleError> {
+        let step = Step::BindAtomic {
+            target: target.clone(),
+            axis,
+        };
+        self.stage2(step, |f| bind_atomic(f, target, axis).map(|f| (f, ())))
     }
 
     /// [`warp_reduce()`]: runs the reduction loop on the lanes of a warp (`threadIdx.x`)

@@ -780,7 +780,7 @@ pub(crate) fn check_independent(
                     .as_ref()
                     .is_some_and(|ix| ix.iter().all(|e| invariant(e, v, &b)))
             {
-                format!("the element does not depend on `{vname}` (a reduction across iterations; race strategies are not supported yet)")
+                format!("the element does not depend on `{vname}` (a reduction across iterations: parallel_reduce, bind_atomic or warp_reduce resolve it)")
             } else {
                 format!("no index position selects elements owned by one value of `{vname}` in every access of `{name}` (an index read from memory, or overlapping affine ranges)")
             };

@@ -80,35 +80,7 @@ pub fn parallel_reduce(
             });
         }
     }
-    let mut out = func.clone();
-    let mut shared: Vec<BufferId> = Vec::new();
-    // Find the shared buffers one at a time: each failure of the independence check
-    // names one; redirect its updates to atomic adds (a stand-in that makes them
-    // race-free for the check) and look again.
-    loop {
-        let Stmt::For(f) = loop_stmt_mut(&mut out, target, PRIMITIVE)? else {
-            unreachable!("a loop statement")
-        };
-        let f = f.clone();
-        match check_independent(&out, &f, target, PRIMITIVE, false) {
-            Ok(()) => break,
-            Err(ScheduleError::LoopCarriedAccess(carried)) => {
-                let id = out
-                    .buffer_by_name(&carried.buffer)
-                    .expect("the check names a buffer of the function");
-                if shared.contains(&id) {
-                    return Err(ScheduleError::LoopCarriedAccess(carried));
-                }
-                check_updates(&out, target, &f, id)?;
-                let Stmt::For(g) = loop_stmt_mut(&mut out, target, PRIMITIVE)? else {
-                    unreachable!("a loop statement")
-                };
-                g.body = to_atomic(&g.body, id);
-                shared.push(id);
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    let (mut out, shared) = atomic_shared_updates(func.clone(), target, PRIMITIVE)?;
     match strategy {
         ReductionStrategy::Atomic => {
             let Stmt::For(g) = loop_stmt_mut(&mut out, target, PRIMITIVE)? else {
@@ -121,12 +93,51 @@ pub fn parallel_reduce(
     }
 }
 
+/// `func` with the updates `X[e] = X[e] + v` of every buffer whose elements iterations of
+/// `target` share made atomic adds, and those buffers; an access of such a buffer that is
+/// not an update, or an independence failure of another kind, is an error of `primitive`.
+pub(crate) fn atomic_shared_updates(
+    mut out: Func,
+    target: &LoopRef,
+    primitive: &'static str,
+) -> Result<(Func, Vec<BufferId>), ScheduleError> {
+    let mut shared: Vec<BufferId> = Vec::new();
+    // Find the shared buffers one at a time: each failure of the independence check
+    // names one; redirect its updates to atomic adds (which never race with each other)
+    // and look again.
+    loop {
+        let Stmt::For(f) = loop_stmt_mut(&mut out, target, primitive)? else {
+            unreachable!("a loop statement")
+        };
+        let f = f.clone();
+        match check_independent(&out, &f, target, primitive, false) {
+            Ok(()) => return Ok((out, shared)),
+            Err(ScheduleError::LoopCarriedAccess(carried)) => {
+                let id = out
+                    .buffer_by_name(&carried.buffer)
+                    .expect("the check names a buffer of the function");
+                if shared.contains(&id) {
+                    return Err(ScheduleError::LoopCarriedAccess(carried));
+                }
+                check_updates(&out, target, &f, id, primitive)?;
+                let Stmt::For(g) = loop_stmt_mut(&mut out, target, primitive)? else {
+                    unreachable!("a loop statement")
+                };
+                g.body = to_atomic(&g.body, id);
+                shared.push(id);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Checks that every access of `id` in the loop is part of an update `X[e] = X[e] + v`.
 fn check_updates(
     func: &Func,
     target: &LoopRef,
     f: &For,
     id: BufferId,
+    primitive: &'static str,
 ) -> Result<(), ScheduleError> {
     let name = func.buffers[id].name.clone();
     let mut updates = 0usize;
@@ -176,7 +187,7 @@ fn check_updates(
     };
     match problem {
         Some((span, reason)) => Err(ScheduleError::NotAReduction {
-            primitive: PRIMITIVE,
+            primitive,
             block: target.block.clone(),
             var: target.var.clone(),
             what: format!("`{name}` but not as a sum: {reason}"),

@@ -59,6 +59,11 @@ pub enum Step {
         target: LoopRef,
         axis: GpuAxis,
     },
+    /// Stage II: `bind` with the updates that iterations share made atomic adds.
+    BindAtomic {
+        target: LoopRef,
+        axis: GpuAxis,
+    },
     /// Stage II: run the reduction loop on the lanes of a warp, combined by `warp_sum`.
     WarpReduce {
         target: LoopRef,
@@ -165,6 +170,7 @@ impl Step {
             Step::Split { .. } => "split",
             Step::Fuse { .. } => "fuse",
             Step::Bind { .. } => "bind",
+            Step::BindAtomic { .. } => "bind_atomic",
             Step::WarpReduce { .. } => "warp_reduce",
             Step::Reorder { .. } => "reorder",
             Step::Parallel { .. } => "parallel",

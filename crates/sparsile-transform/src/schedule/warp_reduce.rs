@@ -54,9 +54,10 @@ const LANES: GpuAxis = GpuAxis::Thread(GpuDim::X);
 pub fn warp_reduce(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError> {
     let f = find_loop(func, target, PRIMITIVE)?.for_;
     let refuse = |reason: String| ScheduleError::NotBindable {
+        primitive: PRIMITIVE,
         block: target.block.clone(),
         var: target.var.clone(),
-        axis: LANES.to_string(),
+        axis: LANES,
         reason,
         span: f.span,
     };

@@ -11,11 +11,13 @@
 //! allowed.
 
 pub mod evaluate;
+mod gpu_rule;
 mod kernel;
 pub mod pattern;
 pub mod select;
 pub mod tune;
 
+pub use gpu_rule::gpu_rule;
 pub use kernel::AutoKernel;
 pub use select::{select, Context, Selection, Source};
 

@@ -29,7 +29,8 @@ use sparsile_ir::coord::Program;
 use sparsile_transform::schedule::Trace;
 
 use super::{
-    build, lower_program, lower_program_with, specialize_index_types, CompileError, Kernel,
+    build_for, lower_program, lower_program_with, specialize_index_types, CompileError, Kernel,
+    Target,
 };
 use crate::evaluate::buffer_name;
 use crate::notation::{self, ast};
@@ -42,6 +43,8 @@ pub struct CompileOptions {
     pub formats: HashMap<String, Format>,
     /// A recorded schedule replayed instead of the default schedule.
     pub trace: Option<Trace>,
+    /// Where the kernel runs (a GPU target needs a schedule from a GPU recipe).
+    pub target: Target,
 }
 
 /// Parses `program`, replaces the formats of the tensors named in `formats`, and lowers
@@ -80,7 +83,7 @@ pub fn compile_with(
         Some(trace) => lower_program_with(stage1, trace)?,
         None => lower_program(stage1)?,
     };
-    let mut kernel = build(lowered)?;
+    let mut kernel = build_for(lowered, options.target)?;
     kernel.ast = Some(ast);
     Ok(kernel)
 }

@@ -25,7 +25,7 @@ use sparsile_transform::schedule::{LoopRef, ReductionStrategy, Schedule, SplitTa
 use super::default::parallel_outer;
 use super::nest::{main_iteration, nest};
 use super::rowwise::{prefetch_gathers, vectorize_innermost, width};
-use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo, Target};
+use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
@@ -69,7 +69,7 @@ fn info() -> RecipeInfo {
             },
         ],
         source: "DA-SpMM (Dai et al., DAC 2022), the design space of Table 1",
-        target: Target::Cpu,
+        gpu: false,
     }
 }
 

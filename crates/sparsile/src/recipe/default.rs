@@ -8,7 +8,7 @@ use sparsile_transform::default_schedule;
 use sparsile_transform::schedule::{Schedule, ScheduleError};
 
 use super::nest::{blocks, nest};
-use super::{sched, Args, Recipe, RecipeContext, RecipeError, RecipeInfo, Target};
+use super::{sched, Args, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
@@ -19,7 +19,7 @@ fn info() -> RecipeInfo {
         ops: &["any"],
         params: Vec::new(),
         source: "Sparsile",
-        target: Target::Cpu,
+        gpu: false,
     }
 }
 

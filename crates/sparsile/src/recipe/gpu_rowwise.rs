@@ -24,7 +24,7 @@ use sparsile_transform::schedule::{LoopRef, Schedule, ScheduleError, SplitTail};
 
 use super::nest::{blocks, main_iteration, nest};
 use super::rowwise::width;
-use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo, Target};
+use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
@@ -56,7 +56,7 @@ fn info() -> RecipeInfo {
             },
         ],
         source: "DA-SpMM (row balance, row-major, sequential reduction); cuSPARSE CSR row split",
-        target: Target::Gpu,
+        gpu: true,
     }
 }
 

@@ -19,7 +19,7 @@ use sparsile_transform::schedule::{LoopRef, Schedule, SplitTail};
 use super::gpu_rowwise::unbound_blocks;
 use super::nest::{main_iteration, nest};
 use super::rowwise::width;
-use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo, Target};
+use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
@@ -48,7 +48,7 @@ fn info() -> RecipeInfo {
             },
         ],
         source: "CSR-vector SpMV; Sputnik SDDMM (a warp per non-zero, one launch over all non-zeros)",
-        target: Target::Gpu,
+        gpu: true,
     }
 }
 

@@ -17,7 +17,7 @@ use sparsile_transform::schedule::ScheduleError;
 
 use super::default::parallel_outer_except;
 use super::nest::{blocks, nest};
-use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo, Target};
+use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
@@ -44,7 +44,7 @@ fn info() -> RecipeInfo {
             },
         ],
         source: "SparseTIR (hyb(c, k) decomposition, horizontal fusion)",
-        target: Target::Cpu,
+        gpu: false,
     }
 }
 

@@ -30,6 +30,7 @@
 mod args;
 mod daspmm;
 mod default;
+mod gpu_nnz;
 mod gpu_rowwise;
 mod gpu_warp;
 mod hyb;
@@ -49,7 +50,9 @@ use thiserror::Error;
 pub use args::Args;
 pub use spec::RecipeSpec;
 
-use crate::compile::{compile_program_with, specialize_index_types, CompileError, Kernel};
+use crate::compile::{
+    compile_program_for, compile_program_with, specialize_index_types, CompileError, Kernel, Target,
+};
 use crate::evaluate::{buffer_name, declared_dim_params};
 use crate::notation;
 
@@ -73,27 +76,9 @@ pub struct RecipeInfo {
     pub params: Vec<ParamInfo>,
     /// Where the design comes from.
     pub source: &'static str,
-    /// What the schedule produces code for.
-    pub target: Target,
-}
-
-/// What a recipe's schedule produces code for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Target {
-    /// A CPU function (the C backend).
-    Cpu,
-    /// A GPU function with launches (the CUDA backend, or the SIMT interpreter).
-    Gpu,
-}
-
-impl Target {
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::Cpu => "cpu",
-            Target::Gpu => "gpu",
-        }
-    }
+    /// Whether the schedule makes a GPU function (bound loops in launches, run by the
+    /// CUDA backend or the SIMT interpreter) rather than a CPU one.
+    pub gpu: bool,
 }
 
 /// What a recipe knows besides the program: the values of its parameters that the
@@ -148,6 +133,7 @@ fn registry() -> Vec<Recipe> {
         rgms_hyb::RECIPE,
         gpu_rowwise::RECIPE,
         gpu_warp::RECIPE,
+        gpu_nnz::RECIPE,
     ]
 }
 
@@ -187,7 +173,8 @@ pub fn trace(spec: &str, program: &Program, context: &RecipeContext) -> Result<T
 }
 
 /// Compiles an index-notation program with recipe `spec`, specialised to the index
-/// types and sizes of `inputs` (by declared tensor name).
+/// types and sizes of `inputs` (by declared tensor name), for the target the recipe makes
+/// code for (`cpu`, or `cuda` for a GPU recipe).
 pub fn compile_recipe(
     program: &str,
     inputs: &HashMap<String, SparseTensor<'_>>,
@@ -195,6 +182,17 @@ pub fn compile_recipe(
 ) -> Result<Kernel, CompileError> {
     let (ast, stage1, trace) = recipe_trace(program, inputs, spec)?;
     Ok(compile_program_with(stage1, &trace)?.with_ast(ast))
+}
+
+/// [`compile_recipe`] for `target` (a GPU recipe runs on `cuda` or `cuda-sim`).
+pub fn compile_recipe_for(
+    program: &str,
+    inputs: &HashMap<String, SparseTensor<'_>>,
+    spec: &str,
+    target: Target,
+) -> Result<Kernel, CompileError> {
+    let (ast, stage1, trace) = recipe_trace(program, inputs, spec)?;
+    Ok(compile_program_for(stage1, Some(&trace), target)?.with_ast(ast))
 }
 
 /// The trace recipe `spec` records for an index-notation program, specialised to the

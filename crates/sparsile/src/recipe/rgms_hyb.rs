@@ -7,7 +7,7 @@ use sparsile_formats::decompose::DecomposeRule;
 use sparsile_transform::schedule::Schedule;
 
 use super::hyb::{decompose_and_fuse, pick_buffer};
-use super::{Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo, Target};
+use super::{Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
@@ -29,7 +29,7 @@ fn info() -> RecipeInfo {
             },
         ],
         source: "SparseTIR (RGMS with a 3-D hyb decomposition)",
-        target: Target::Cpu,
+        gpu: false,
     }
 }
 

@@ -29,7 +29,7 @@ use sparsile_transform::schedule::{LoopPartition, Schedule, ScheduleError, Split
 
 use super::default::parallel_outer;
 use super::nest::{blocks, gathered_rows, main_iteration, nest};
-use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo, Target};
+use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
@@ -86,7 +86,7 @@ fn info() -> RecipeInfo {
             },
         ],
         source: "DA-SpMM (row balance, row-major, sequential reduction) with CPU levers",
-        target: Target::Cpu,
+        gpu: false,
     }
 }
 
