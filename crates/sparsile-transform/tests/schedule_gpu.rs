@@ -14,8 +14,8 @@ mod expected_text;
 use sparsile_ir::loops::{verify, Func, GpuAxis, GpuDim};
 use sparsile_transform::lower_iterations;
 use sparsile_transform::schedule::{
-    bind, bind_atomic, cache_write, reorder, split, warp_reduce, LoopRef, Schedule, ScheduleError,
-    SplitTail, Trace,
+    bind, bind_atomic, cache_write, fuse_launches, reorder, split, warp_reduce, LoopRef, Schedule,
+    ScheduleError, SplitTail, Trace,
 };
 
 const SPMV: &str =
@@ -268,4 +268,105 @@ fn gpu_steps_are_recorded_and_replay() {
     let bad = json.replace("threadIdx.y", "threadIdx.w");
     let err = Trace::from_json(&bad).unwrap_err().to_string();
     assert!(err.contains("`threadIdx.w` is not a GPU axis"), "{err}");
+}
+
+/// Three launches over `n` elements: `a` writes `y`, `b` adds into `z` atomically,
+/// `c` reads `y` and adds into `z` plainly, with a barrier over 64 threads.
+const LAUNCHES: &str = "\
+flat func f(n) {
+  buffer x: f32[n] input values
+  buffer y: f32[n] output values
+  buffer z: f32[1] output values
+  launch a {
+    for i in 0..n bind(blockIdx.x) {
+      for t in 0..32 bind(threadIdx.x) {
+        y[i] = x[i]
+      }
+    }
+  }
+  launch b {
+    for i2 in 0..n bind(blockIdx.x) {
+      for t2 in 0..32 bind(threadIdx.x) {
+        atomic z[0] += x[i2]
+      }
+    }
+  }
+  launch c {
+    for i3 in 0..n bind(blockIdx.x) {
+      for t3 in 0..64 bind(threadIdx.x) {
+        sync_threads
+        z[0] = y[i3]
+      }
+    }
+  }
+  launch d {
+    for i4 in 0..n {
+      z[0] = 0.0
+    }
+  }
+}
+";
+
+#[test]
+fn fuse_launches_runs_independent_launches_as_one() {
+    let f: Func = LAUNCHES.parse().unwrap();
+    let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let fused = fuse_launches(&f, &names(&["a", "b"])).unwrap();
+    verify(&fused).unwrap();
+    let text = fused.to_string();
+    assert!(!text.contains("launch b"), "{text}");
+    assert!(
+        text.contains("launch a {\n    for i in 0..n bind(blockIdx.x) {"),
+        "{text}"
+    );
+    assert!(text.contains("for i2 in 0..n bind(blockIdx.x)"), "{text}");
+    let cases = [
+        (names(&["a"]), "fuse_launches: launches `a`: two launches or more are fused, 1 given"),
+        (names(&["a", "a"]), "fuse_launches: launches `a`, `a`: launch `a` is named twice"),
+        (names(&["a", "e"]), "fuse_launches: launches `a`, `e`: no launch `e` in the function"),
+        (names(&["a", "c"]), "fuse_launches: launches `a`, `c`: launch `c` does not follow launch `a`"),
+        (
+            names(&["b", "c"]),
+            "fuse_launches: launches `b`, `c`: launches `b` and `c` both write `z`, not only with atomic adds",
+        ),
+        (
+            names(&["c", "d"]),
+            "fuse_launches: launches `c`, `d`: launch `d` holds a statement outside its loops bound to `blockIdx.x` (it would run in every block of every part)",
+        ),
+    ];
+    for (launches, want) in cases {
+        let got = fuse_launches(&f, &launches).unwrap_err().to_string();
+        assert_eq!(got, want);
+    }
+    // `a` writes `y`, which `c` reads (with `b` between them, fused first).
+    let ab = fuse_launches(&f, &names(&["a", "b"])).unwrap();
+    let err = fuse_launches(&ab, &names(&["a", "c"]))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "fuse_launches: launches `a`, `c`: launch `c` reads `y`, which launch `a` writes: they cannot run at once"
+    );
+    // A barrier whose threads no longer cover the fused block.
+    let barrier: Func = LAUNCHES
+        .replace("z[0] = y[i3]", "atomic z[0] += 1.0")
+        .replace(
+            "        y[i] = x[i]\n",
+            "        y[i] = x[i]\n        sync_threads\n",
+        )
+        .parse()
+        .unwrap();
+    let err = fuse_launches(&barrier, &names(&["b", "c"]));
+    assert!(err.is_ok(), "{err:?}");
+    let ab = fuse_launches(&barrier, &names(&["a", "b"])).unwrap();
+    let err = fuse_launches(&ab, &names(&["a", "c"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "fuse_launches: launches `a`, `c`: the fused launch breaks a GPU rule: line"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("leaves some threads out"), "{err}");
 }

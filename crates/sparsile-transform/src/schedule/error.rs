@@ -526,6 +526,9 @@ pub enum ScheduleError {
         reason: String,
         span: Span,
     },
+    /// Launches that cannot run as one (the reason names the rule).
+    #[error("fuse_launches: launches `{launches}`: {reason}")]
+    NotFusable { launches: String, reason: String },
     /// The function cannot become a GPU function (the reason names the statement).
     #[error("{primitive}: the function cannot run on a GPU: {reason}")]
     NotGpuFunction {

@@ -36,6 +36,7 @@ pub mod cache_write;
 pub mod decompose_format;
 pub mod error;
 pub mod fuse;
+pub mod fuse_launches;
 pub mod hoist_factor;
 pub mod hoist_loop;
 pub mod horizontal_fuse;
@@ -67,6 +68,7 @@ pub use cache_write::cache_write;
 pub use decompose_format::decompose_format;
 pub use error::ScheduleError;
 pub use fuse::fuse;
+pub use fuse_launches::fuse_launches;
 pub use hoist_factor::hoist_factor;
 pub use hoist_loop::hoist_loop;
 pub use horizontal_fuse::horizontal_fuse;
@@ -156,6 +158,7 @@ impl Schedule {
             Step::Fuse { outer, inner } => self.fuse(outer, inner).map(|_| ()),
             Step::Bind { target, axis } => self.bind(target, *axis),
             Step::BindAtomic { target, axis } => self.bind_atomic(target, *axis),
+            Step::FuseLaunches { launches } => self.fuse_launches(launches),
             Step::WarpReduce { target } => self.warp_reduce(target),
             Step::Reorder { loops } => self.reorder(loops),
             Step::SparseReorder { iteration, order } => self.sparse_reorder(iteration, order),
@@ -320,6 +323,14 @@ impl Schedule {
             axis,
         };
         self.stage2(step, |f| bind_atomic(f, target, axis).map(|f| (f, ())))
+    }
+
+    /// [`fuse_launches()`]: runs the launches as one, their grids side by side.
+    pub fn fuse_launches(&mut self, launches: &[String]) -> Result<(), ScheduleError> {
+        let step = Step::FuseLaunches {
+            launches: launches.to_vec(),
+        };
+        self.stage2(step, |f| fuse_launches(f, launches).map(|f| (f, ())))
     }
 
     /// [`warp_reduce()`]: runs the reduction loop on the lanes of a warp (`threadIdx.x`)

@@ -64,6 +64,10 @@ pub enum Step {
         target: LoopRef,
         axis: GpuAxis,
     },
+    /// Stage II: run several launches as one, their grids side by side.
+    FuseLaunches {
+        launches: Vec<String>,
+    },
     /// Stage II: run the reduction loop on the lanes of a warp, combined by `warp_sum`.
     WarpReduce {
         target: LoopRef,
@@ -171,6 +175,7 @@ impl Step {
             Step::Fuse { .. } => "fuse",
             Step::Bind { .. } => "bind",
             Step::BindAtomic { .. } => "bind_atomic",
+            Step::FuseLaunches { .. } => "fuse_launches",
             Step::WarpReduce { .. } => "warp_reduce",
             Step::Reorder { .. } => "reorder",
             Step::Parallel { .. } => "parallel",

@@ -104,14 +104,14 @@ fn reads(stmts: &[Stmt], buffer: BufferId) -> bool {
     found
 }
 
-/// Decomposes `buffer` by `rule`, applies the default schedule to the other blocks and
-/// fuses the part blocks horizontally.
-pub(super) fn decompose_and_fuse(
+/// Decomposes `buffer` by `rule` and lowers the program; returns the part blocks (those of
+/// iterations over a derived buffer's axes), in order.
+pub(super) fn decompose_parts(
     sch: &mut Schedule,
     buffer: &str,
     rule: DecomposeRule,
     recipe: &str,
-) -> Result<(), RecipeError> {
+) -> Result<Vec<String>, RecipeError> {
     sch.decompose_format(buffer, rule).map_err(sched(recipe))?;
     let program = sch.program().clone();
     let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
@@ -129,10 +129,21 @@ pub(super) fn decompose_and_fuse(
             }
         }
     }
-    let parts: Vec<String> = blocks(&func)
+    Ok(blocks(&func)
         .into_iter()
         .filter(|b| part_iterations.contains(b))
-        .collect();
+        .collect())
+}
+
+/// Decomposes `buffer` by `rule`, applies the default schedule to the other blocks and
+/// fuses the part blocks horizontally.
+pub(super) fn decompose_and_fuse(
+    sch: &mut Schedule,
+    buffer: &str,
+    rule: DecomposeRule,
+    recipe: &str,
+) -> Result<(), RecipeError> {
+    let parts = decompose_parts(sch, buffer, rule, recipe)?;
     // The default schedule for the other blocks (the output's initialisation).
     parallel_outer_except(sch, recipe, &parts)?;
     // One loop over every part's rows, run in parallel: rows of different parts (and

@@ -30,6 +30,7 @@
 mod args;
 mod daspmm;
 mod default;
+mod gpu_hyb;
 mod gpu_nnz;
 mod gpu_rowwise;
 mod gpu_warp;
@@ -134,6 +135,7 @@ fn registry() -> Vec<Recipe> {
         gpu_rowwise::RECIPE,
         gpu_warp::RECIPE,
         gpu_nnz::RECIPE,
+        gpu_hyb::RECIPE,
     ]
 }
 

@@ -372,7 +372,17 @@ pub(super) fn width(
     args: &Args,
     ctx: &RecipeContext,
 ) -> Result<Option<(String, i64)>, RecipeError> {
-    let choice = args.text("k").to_string();
+    width_named(sch, args, ctx, "k")
+}
+
+/// [`width`] from the recipe parameter `arg` (`auto`, `none` or a number).
+pub(super) fn width_named(
+    sch: &Schedule,
+    args: &Args,
+    ctx: &RecipeContext,
+    arg: &str,
+) -> Result<Option<(String, i64)>, RecipeError> {
+    let choice = args.text(arg).to_string();
     if choice == "none" {
         return Ok(None);
     }
@@ -398,7 +408,7 @@ pub(super) fn width(
             None => return Ok(None),
         }
     } else {
-        args.int("k", 1, 1 << 20)?
+        args.int(arg, 1, 1 << 20)?
     };
     Ok(Some((param, value)))
 }
