@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _native
 from ._dense import as_array, wrap_output
+from ._ops import TARGETS
 from ._tensor import Tensor, as_tensor
 from ._threads import call_threads
 
@@ -183,12 +184,15 @@ class Kernel:
     tensors when a dense input was one; sparse ones as :class:`Tensor`)."""
 
     def __init__(self, program: str, formats: Optional[Mapping[str, str]] = None,
-                 trace: Optional[str] = None) -> None:
+                 trace: Optional[str] = None, target: str = "cpu") -> None:
         if not isinstance(program, str):
             raise TypeError(f"program must be index notation text, got {type(program).__name__}")
+        if target not in TARGETS:
+            raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
         self.program = program
         self.formats = dict(formats or {})
         self.trace = trace
+        self.target = target
         self._compiled: Dict[Tuple, _native.Kernel] = {}
         self._last: Optional[_native.Kernel] = None
         self._lock = threading.Lock()
@@ -199,7 +203,7 @@ class Kernel:
             k = self._compiled.get(key)
             if k is None:
                 k = _native.Kernel(self.program, self.formats, self.trace,
-                                   {n: t._native for n, t in sparse.items()})
+                                   {n: t._native for n, t in sparse.items()}, self.target)
                 self._compiled[key] = k
             self._last = k
             return k
@@ -238,14 +242,22 @@ class Kernel:
         }
 
     def ir(self, stage: str) -> str:
-        """The IR of ``stage1``, ``stage2``, ``stage3``, or the C source (``c``)."""
+        """The IR of ``stage1``, ``stage2``, ``stage3``, or the generated source (``c``
+        for the CPU target, ``cuda`` for the GPU targets)."""
         return self._default().ir(stage)
 
-    def source(self, language: str = "c") -> str:
-        """The generated source (``c``)."""
-        if language != "c":
-            raise ValueError(f"unknown source language {language!r} (this build generates c)")
-        return self._default().ir("c")
+    def source(self, language: Optional[str] = None) -> str:
+        """The generated source: C for the ``cpu`` target, CUDA C++ for ``cuda`` and
+        ``cuda-sim`` (``language``, when given, must say which)."""
+        has = "c" if self.target == "cpu" else "cuda"
+        if language not in (None, "c", "cuda"):
+            raise ValueError(f"unknown source language {language!r} (c or cuda)")
+        if language is not None and language != has:
+            raise ValueError(
+                f"this kernel's target is {self.target}, whose source is {has}, not {language!r}"
+                + (" (compile with target='cuda' for CUDA)" if language == "cuda" else "")
+            )
+        return self._default().ir(has)
 
     def compile_info(self) -> Tuple[str, float]:
         """``(outcome, seconds)`` of the last native build: ``hit`` (kernel cache) or ``miss``."""
@@ -264,11 +276,13 @@ def _is_sparse(value: Any) -> bool:
 
 
 def compile(program: str, formats: Optional[Mapping[str, str]] = None,
-            schedule: Any = None) -> Kernel:
+            schedule: Any = None, target: str = "cpu") -> Kernel:
     """Compiles ``program`` (index notation). ``formats`` replaces declared formats by
     tensor name; ``schedule`` (a :class:`Schedule`, a JSON trace, or the path of one)
-    replaces the default schedule. Errors in the program raise ``ValueError`` at once."""
-    k = Kernel(program, formats, _trace_text(schedule))
+    replaces the default schedule. ``target``: ``"cpu"``, or ``"cuda"`` / ``"cuda-sim"``
+    for a schedule from a GPU recipe (``sparsile.recipes()``: ``gpu`` true). Errors in the
+    program raise ``ValueError`` at once."""
+    k = Kernel(program, formats, _trace_text(schedule), target)
     k._default()
     return k
 

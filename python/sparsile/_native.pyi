@@ -70,14 +70,17 @@ class Kernel:
     """A compiled index-notation program."""
 
     def __init__(self, program: str, formats: Optional[Mapping[str, str]] = None, trace: Optional[str] = None,
-                 index_like: Optional[Mapping[str, Tensor]] = None) -> None:
+                 index_like: Optional[Mapping[str, Tensor]] = None, target: str = "cpu") -> None:
         """Compiles ``program`` (GIL released): ``formats`` replaces declared formats,
-        ``trace`` (JSON) replaces the default schedule, ``index_like`` fixes index types."""
+        ``trace`` (JSON) replaces the default schedule, ``index_like`` fixes index types,
+        ``target`` is ``cpu``, ``cuda`` or ``cuda-sim``."""
     def run(self, inputs: Mapping[str, Input], threads: Optional[int] = None,
             params: Optional[Mapping[str, int]] = None) -> Dict[str, Union[ValueArray, Tensor]]:
         """Runs on borrowed arrays (GIL released); outputs by tensor name."""
     def ir(self, stage: str) -> str:
-        """``stage1``, ``stage2``, ``stage3`` or ``c``."""
+        """``stage1``, ``stage2``, ``stage3``, ``c`` or ``cuda`` (the generated source)."""
+    @property
+    def target(self) -> str: ...
     def compile_info(self) -> Tuple[str, float]:
         """``(hit | miss, seconds)``."""
 
@@ -114,7 +117,7 @@ def default_num_threads() -> int:
 class AutoKernel:
     """A program whose schedule is chosen per input (or named once with ``recipe``)."""
 
-    def __init__(self, program: str, recipe: str = "auto") -> None: ...
+    def __init__(self, program: str, recipe: str = "auto", target: str = "cpu") -> None: ...
     def run(self, inputs: Mapping[str, object], threads: Optional[int] = None) -> Dict[str, object]: ...
     def explain(self, inputs: Mapping[str, object], threads: int) -> str:
         """The choice for ``inputs`` as JSON, without running."""

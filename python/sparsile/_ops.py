@@ -25,6 +25,13 @@ database, the learned selector or the static rule chooses for the input (see
 :func:`sparsile.explain`); a recipe spec such as ``"rowwise"`` or
 ``"daspmm:balance=nnz"`` runs that one (:func:`sparsile.recipes` lists them).
 
+Every operator takes ``target=``: ``"cpu"``, ``"cuda"`` (an NVIDIA GPU) or
+``"cuda-sim"`` (the GPU kernel run by the SIMT interpreter on the CPU, which checks it
+for races: slow, for testing). By default an operand that is a torch tensor on a CUDA
+device selects ``"cuda"`` (its data is copied to the host and the result back to its
+device around the call, for now), anything else ``"cpu"``. GPU targets run GPU recipes
+(the GPU rule's by default); gradients are computed on the CPU target only, for now.
+
 Sparse operands are :class:`~sparsile.Tensor` (or SciPy / torch sparse, converted);
 dense ones NumPy arrays or torch CPU tensors of the sparse operand's dtype, used without
 copies when contiguous. Results are NumPy arrays (torch tensors when a dense input was a
@@ -44,11 +51,12 @@ import threading
 from typing import Any, Dict, Optional, Tuple
 
 from . import _native
-from ._dense import SPARSILE_DTYPE, as_array, is_torch_tensor, wrap_output
+from ._dense import SPARSILE_DTYPE, as_array, device_of, is_torch_tensor, wrap_output
 from ._tensor import Tensor, as_tensor
 from ._threads import call_threads
 
-_KERNELS: Dict[Tuple[str, str], "_native.AutoKernel"] = {}
+_KERNELS: Dict[Tuple[str, str, str], "_native.AutoKernel"] = {}
+TARGETS = ("cpu", "cuda", "cuda-sim")
 _KERNELS_LOCK = threading.Lock()
 
 
@@ -56,34 +64,51 @@ def _program(template: str, A: Tensor) -> str:
     return template.format(d=SPARSILE_DTYPE[A.dtype], f=A.format)
 
 
-def auto_kernel(program: str, recipe: str = "auto") -> "_native.AutoKernel":
-    """The kernel of ``program`` with ``recipe`` (``"auto"``: chosen per input), made
-    once per process."""
+def auto_kernel(program: str, recipe: str = "auto", target: str = "cpu") -> "_native.AutoKernel":
+    """The kernel of ``program`` with ``recipe`` (``"auto"``: chosen per input) for
+    ``target``, made once per process."""
     if not isinstance(recipe, str):
         raise TypeError(f"recipe must be a recipe spec string such as 'rowwise' or 'auto', got {type(recipe).__name__}")
     with _KERNELS_LOCK:
-        k = _KERNELS.get((program, recipe))
+        k = _KERNELS.get((program, recipe, target))
         if k is None:
-            k = _native.AutoKernel(program, recipe)
-            _KERNELS[(program, recipe)] = k
+            k = _native.AutoKernel(program, recipe, target)
+            _KERNELS[(program, recipe, target)] = k
         return k
 
 
+def _target(target: Optional[str], *xs: Any) -> Tuple[str, str]:
+    """The target to run on and the device outputs go to: ``target`` when given (one of
+    :data:`TARGETS`), else ``"cuda"`` when an operand is a torch tensor on a CUDA device,
+    else ``"cpu"``."""
+    devices = {device_of(x) for x in xs} - {"cpu"}
+    if len(devices) > 1 or devices - {"cuda"}:
+        raise ValueError(f"operands on devices {sorted(devices)}: Sparsile runs CPU and CUDA tensors")
+    device = "cuda" if devices else "cpu"
+    if target is None:
+        return device, device
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+    if device == "cuda" and target != "cuda":
+        raise ValueError(f"an operand is a CUDA tensor: run it with target='cuda', not {target!r}")
+    return target, device
+
+
 def _args(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any],
-          values: Optional[Any]) -> Tuple[str, Dict[str, Any], bool]:
+          values: Optional[Any], from_cuda: bool = False) -> Tuple[str, Dict[str, Any], bool]:
     key = next(iter(sparse))
     A = sparse[key]
     args: Dict[str, Any] = {}
     to_torch = False
     for name, value in dense.items():
-        array, tt = as_array(value, name)
+        array, tt = as_array(value, name, from_cuda)
         if array.dtype != A.dtype:
             raise TypeError(f"{name} is {array.dtype} but {key} is {A.dtype}; pass {name} as {A.dtype}")
         args[name] = array
         to_torch |= tt
     for name, t in sparse.items():
         if values is not None and name == key:
-            vals, tt = as_array(values, "values")
+            vals, tt = as_array(values, "values", from_cuda)
             if vals.dtype != A.dtype:
                 raise TypeError(f"values are {vals.dtype} but {key} is {A.dtype}")
             args[name] = (t._native, vals)
@@ -94,10 +119,12 @@ def _args(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any],
 
 
 def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output: str,
-         threads: Optional[int], values: Optional[Any] = None, recipe: str = "auto"):
-    program, args, to_torch = _args(template, sparse, dense, values)
-    out = auto_kernel(program, recipe).run(args, call_threads(threads))[output]
-    return Tensor(out) if isinstance(out, _native.Tensor) else wrap_output(out, to_torch)
+         threads: Optional[int], values: Optional[Any] = None, recipe: str = "auto",
+         target: Optional[str] = None):
+    target, device = _target(target, values, *dense.values())
+    program, args, to_torch = _args(template, sparse, dense, values, device == "cuda")
+    out = auto_kernel(program, recipe, target).run(args, call_threads(threads))[output]
+    return Tensor(out) if isinstance(out, _native.Tensor) else wrap_output(out, to_torch, device)
 
 
 def _wants_grad(*xs: Any) -> bool:
@@ -114,6 +141,15 @@ def _autograd(op: str, A: Any, dense: Any, values: Any, threads: Optional[int], 
     from . import torch as _st
 
     return getattr(_st, op)(A, dense, values, threads=threads, recipe=recipe)
+
+
+def _cpu_gradients(op: str, target: Optional[str], x: Any) -> None:
+    """Differentiable calls run on the CPU target only, for now."""
+    if (target not in (None, "cpu")) or device_of(x) != "cpu":
+        raise ValueError(
+            f"{op}: gradients are computed on the CPU target only for now; "
+            "pass CPU tensors (target='cpu'), or detach the inputs to run on a GPU target"
+        )
 
 
 def _refuse_grad(op: str, instead: str, *xs: Any) -> None:
@@ -142,70 +178,78 @@ RGMS = ("tensor A: {d}[nr, m, n] {f}\ntensor X: {d}[n, p]\ntensor W: {d}[nr, p, 
         "Y[i,l] = A[r,i,j] * X[j,k] * W[r,k,l]\n")
 
 
-def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None, recipe: str = "auto"):
+def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None, recipe: str = "auto",
+         target: Optional[str] = None):
     """``A @ X`` for a sparse matrix ``A`` and a dense matrix ``X``. ``values`` replaces
     A's stored values (same storage order) without copying them."""
     if _wants_grad(X, values):
+        _cpu_gradients("spmm", target, X)
         return _autograd("spmm", A, X, values, threads, recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmm")
-    return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values, recipe)
+    return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
 
 
-def spmv(A: Any, x: Any, *, threads: Optional[int] = None, values: Any = None, recipe: str = "auto"):
+def spmv(A: Any, x: Any, *, threads: Optional[int] = None, values: Any = None, recipe: str = "auto",
+         target: Optional[str] = None):
     """``A @ x`` for a sparse matrix ``A`` and a dense vector ``x``."""
     if _wants_grad(x, values):
+        _cpu_gradients("spmv", target, x)
         return _autograd("spmv", A, x, values, threads, recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmv")
-    return _run(SPMV, {"A": A}, {"x": x}, "y", threads, values, recipe)
+    return _run(SPMV, {"A": A}, {"x": x}, "y", threads, values, recipe, target)
 
 
 def sddmm(A: Any, X: Any, Y: Any, *, threads: Optional[int] = None, values: Any = None,
-          recipe: str = "auto") -> Tensor:
+          recipe: str = "auto", target: Optional[str] = None) -> Tensor:
     """``A * (X @ Y.T)`` at the stored positions of ``A`` (sampled dense-dense matmul, DGL's
     ``u_dot_v``): ``X`` is (m, k), ``Y`` is (n, k), one row per column of ``A``. Returns a
     :class:`Tensor` with A's pattern and format."""
     _refuse_grad("sddmm", "sparsile.torch.sddmm(A, X, Y) returns a differentiable tensor of the values", X, Y, values)
     A = as_tensor(A)
     _check_order(A, 2, "sddmm")
-    return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values, recipe)
+    return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values, recipe, target)
 
 
 def spmm_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None,
-                 recipe: str = "auto"):
+                 recipe: str = "auto", target: Optional[str] = None):
     """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n, k)``."""
     if _wants_grad(X, values):
+        _cpu_gradients("spmm_batched", target, X)
         return _autograd("spmm_batched", A, X, values, threads, recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmm_batched")
-    return _run(SPMM_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe)
+    return _run(SPMM_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
 
 
 def spmv_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None,
-                 recipe: str = "auto"):
+                 recipe: str = "auto", target: Optional[str] = None):
     """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n)``."""
     if _wants_grad(X, values):
+        _cpu_gradients("spmv_batched", target, X)
         return _autograd("spmv_batched", A, X, values, threads, recipe)
     A = as_tensor(A)
     _check_order(A, 2, "spmv_batched")
-    return _run(SPMV_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe)
+    return _run(SPMV_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
 
 
-def mttkrp(B: Any, C: Any, D: Any, *, threads: Optional[int] = None, recipe: str = "auto"):
+def mttkrp(B: Any, C: Any, D: Any, *, threads: Optional[int] = None, recipe: str = "auto",
+           target: Optional[str] = None):
     """Matricized tensor times Khatri-Rao product of a 3-D sparse ``B`` (e.g. ``csf``)
     with dense ``C`` (p, r) and ``D`` (q, r): ``A[i,s] = sum B[i,k,l] C[k,s] D[l,s]``."""
     _refuse_grad("mttkrp", "it has no autograd formula yet", C, D)
     B = as_tensor(B, "B")
     _check_order(B, 3, "mttkrp")
-    return _run(MTTKRP, {"B": B}, {"C": C, "D": D}, "A", threads, recipe=recipe)
+    return _run(MTTKRP, {"B": B}, {"C": C, "D": D}, "A", threads, recipe=recipe, target=target)
 
 
-def rgms(A: Any, X: Any, W: Any, *, threads: Optional[int] = None, recipe: str = "auto"):
+def rgms(A: Any, X: Any, W: Any, *, threads: Optional[int] = None, recipe: str = "auto",
+         target: Optional[str] = None):
     """Relational gather-matmul-scatter (RGCN layers): ``A`` holds one sparse adjacency
     per relation (shape ``(relations, m, n)``), ``W`` one weight per relation
     (``(relations, p, q)``): ``Y = sum_r A[r] @ X @ W[r]``."""
     _refuse_grad("rgms", "it has no autograd formula yet", X, W)
     A = as_tensor(A)
     _check_order(A, 3, "rgms")
-    return _run(RGMS, {"A": A}, {"X": X, "W": W}, "Y", threads, recipe=recipe)
+    return _run(RGMS, {"A": A}, {"X": X, "W": W}, "Y", threads, recipe=recipe, target=target)

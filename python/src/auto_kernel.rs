@@ -16,12 +16,14 @@ pub struct AutoKernel {
 
 #[pymethods]
 impl AutoKernel {
-    /// `program` in index notation; `recipe` a recipe spec for every input, or `auto`.
+    /// `program` in index notation; `recipe` a recipe spec for every input, or `auto`;
+    /// `target` where it runs (`cpu`, `cuda`, `cuda-sim`).
     #[new]
-    #[pyo3(signature = (program, recipe="auto"))]
-    fn new(py: Python<'_>, program: &str, recipe: &str) -> PyResult<AutoKernel> {
+    #[pyo3(signature = (program, recipe="auto", target="cpu"))]
+    fn new(py: Python<'_>, program: &str, recipe: &str, target: &str) -> PyResult<AutoKernel> {
+        let target: sparsile::Target = target.parse().map_err(PyValueError::new_err)?;
         let inner = detached(py, || {
-            sparsile::AutoKernel::with_recipe(program, recipe).map_err(|e| message(&e))
+            sparsile::AutoKernel::with_target(program, recipe, target).map_err(|e| message(&e))
         })?
         .map_err(PyValueError::new_err)?;
         Ok(AutoKernel { inner })

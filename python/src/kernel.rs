@@ -154,14 +154,16 @@ impl Kernel {
     /// name; `trace` (JSON) replays a recorded schedule instead of the default one;
     /// `index_like` gives tensors whose index types (i32/i64) the kernel is specialised to.
     #[new]
-    #[pyo3(signature = (program, formats=None, trace=None, index_like=None))]
+    #[pyo3(signature = (program, formats=None, trace=None, index_like=None, target="cpu"))]
     fn new(
         py: Python<'_>,
         program: &str,
         formats: Option<HashMap<String, String>>,
         trace: Option<&str>,
         index_like: Option<HashMap<String, Bound<'_, Tensor>>>,
+        target: &str,
     ) -> PyResult<Kernel> {
+        let target: sparsile::Target = target.parse().map_err(PyValueError::new_err)?;
         let formats = formats
             .unwrap_or_default()
             .into_iter()
@@ -178,7 +180,7 @@ impl Kernel {
         let options = CompileOptions {
             formats,
             trace,
-            ..CompileOptions::default()
+            target,
         };
         let inner = detached(py, || {
             sparsile::compile_with(program, &inputs, &options).map_err(|e| message(&e))
@@ -208,9 +210,16 @@ impl Kernel {
         outputs_dict(py, outputs)
     }
 
-    /// The IR of one stage (`stage1`, `stage2`, `stage3`) or the C source (`c`).
+    /// The IR of one stage (`stage1`, `stage2`, `stage3`) or the generated source (`c` or
+    /// `cuda`: the kernel's, whichever it is).
     fn ir(&self, stage: &str) -> PyResult<String> {
         Ok(self.inner.ir(parse_stage(stage)?))
+    }
+
+    /// Where the kernel runs: `cpu`, `cuda` or `cuda-sim`.
+    #[getter]
+    fn target(&self) -> &'static str {
+        self.inner.target().name()
     }
 
     /// `(outcome, seconds)`: whether the native object came from the cache (`hit`) or was

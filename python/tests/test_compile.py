@@ -39,7 +39,9 @@ def test_ir_and_source():
     assert "for (" in k.source("c") and k.source() == k.ir("c")
     with pytest.raises(ValueError, match="unknown stage"):
         k.ir("stage4")
-    with pytest.raises(ValueError, match="unknown source language"):
+    with pytest.raises(ValueError, match="unknown source language 'fortran'"):
+        k.source("fortran")
+    with pytest.raises(ValueError, match="target is cpu, whose source is c, not 'cuda'"):
         k.source("cuda")
 
 

@@ -11,9 +11,9 @@ use sparsile_tune::op::{classify, OpInfo};
 use sparsile_tune::space::Candidate;
 
 use super::select::{select, Context, Selection, Source};
-use crate::compile::{CompileError, Kernel, RunOptions};
+use crate::compile::{CompileError, Kernel, RunOptions, Target};
 use crate::notation;
-use crate::recipe::compile_recipe;
+use crate::recipe::compile_recipe_for;
 
 /// What the choice for an input is remembered by: its pattern's fingerprint, the dense
 /// width and the thread count.
@@ -38,6 +38,10 @@ pub struct AutoKernel {
     info: OpInfo,
     hash: String,
     explicit: Option<String>,
+    /// Where the kernels run; GPU targets run GPU recipes.
+    target: Target,
+    /// The GPU rule's recipe for the program (used on GPU targets).
+    gpu_recipe: &'static str,
     /// The choices, and the tuning generation ([`super::tune::generation`]) they were
     /// made in: a tuning in this process makes them stale.
     choices: Mutex<(u64, HashMap<ChoiceKey, Selection>)>,
@@ -55,6 +59,8 @@ impl AutoKernel {
             info: classify(&stage1),
             hash: sparsile_tune::target::fingerprint(&[program.as_bytes()]),
             explicit: None,
+            target: Target::Cpu,
+            gpu_recipe: super::gpu_rule(&stage1),
             choices: Mutex::new((0, HashMap::new())),
             kernels: Mutex::new(HashMap::new()),
             last: Mutex::new(None),
@@ -70,6 +76,43 @@ impl AutoKernel {
             k.explicit = Some(spec.to_string());
         }
         Ok(k)
+    }
+
+    /// [`AutoKernel::with_recipe`] for `target`. On a GPU target (`cuda`, `cuda-sim`) the
+    /// recipe must be a GPU recipe; `"auto"` runs the GPU rule's (GPU kernels are not
+    /// tuned yet: there is no database or selector for them).
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use sparsile::formats::{CooTensor, Format, SparseTensor};
+    /// use sparsile::ir::DType;
+    /// let k = sparsile::AutoKernel::with_target(
+    ///     "tensor A: f32[m, n] csr\ntensor x: f32[n]\ntensor y: f32[m]\ny[i] = A[i,j] * x[j]\n",
+    ///     "auto",
+    ///     sparsile::Target::CudaSim,
+    /// ).unwrap();
+    /// let a = CooTensor::from_triplets(vec![2, 2], &[(0, 1, 2.0), (1, 0, 3.0)]).unwrap();
+    /// let inputs = HashMap::from([
+    ///     ("A".to_string(), SparseTensor::from_coo_with(&a, &Format::Csr, DType::F32).unwrap()),
+    ///     ("x".to_string(), SparseTensor::dense_from_f64(&[2], &[1.0, 1.0], DType::F32).unwrap()),
+    /// ]);
+    /// let y = &k.run(&inputs, &Default::default()).unwrap()["y"];
+    /// assert_eq!(y.to_dense_f64(), vec![2.0, 3.0]);
+    /// assert_eq!(k.last_selection().unwrap().candidate.recipe, "gpu_warp");
+    /// ```
+    pub fn with_target(
+        program: &str,
+        spec: &str,
+        target: Target,
+    ) -> Result<AutoKernel, CompileError> {
+        let mut k = AutoKernel::with_recipe(program, spec)?;
+        k.target = target;
+        Ok(k)
+    }
+
+    /// Where the kernels run.
+    pub fn target(&self) -> Target {
+        self.target
     }
 
     /// The operator the program computes.
@@ -97,16 +140,23 @@ impl AutoKernel {
                 .map(|k| (k.pattern.clone(), s.width, threads))
         };
         let (_, width) = super::select::operands(&self.info, inputs);
-        if let Some(spec) = &self.explicit {
+        let gpu_rule = (self.explicit.is_none() && self.target.is_gpu()).then_some(self.gpu_recipe);
+        if let Some(spec) = self.explicit.as_deref().or(gpu_rule) {
             let (sparse, _) = super::select::operands(&self.info, inputs);
             let format = sparse.map_or_else(|| "dense".to_string(), |t| t.format().to_string());
             return Selection {
                 op: self.info.op,
-                candidate: Candidate::new(format, spec.clone()),
-                source: Source::Explicit,
+                candidate: Candidate::new(format, spec.to_string()),
+                source: if gpu_rule.is_some() {
+                    Source::Rule
+                } else {
+                    Source::Explicit
+                },
                 features: None,
                 key: None,
-                note: None,
+                note: gpu_rule.map(|_| {
+                    "the GPU rule: GPU kernels have no tuning database or selector yet".to_string()
+                }),
                 width,
             };
         }
@@ -185,21 +235,26 @@ impl AutoKernel {
         {
             return Ok((Arc::clone(k), selection.clone()));
         }
-        let (kernel, used) =
-            match compile_recipe(&self.program, inputs, &selection.candidate.recipe) {
-                Ok(k) => (k, selection.clone()),
-                Err(e) if selection.source != Source::Explicit => {
-                    // The schedule compiling without one applies (checked loops only).
-                    let mut s = selection.clone();
-                    s.note = Some(format!(
-                        "{} did not apply ({e}); ran the default schedule",
-                        s.candidate
-                    ));
-                    s.candidate.recipe = "default".into();
-                    (crate::compile::compile_for(&self.program, inputs)?, s)
-                }
-                Err(e) => return Err(e),
-            };
+        let compiled = compile_recipe_for(
+            &self.program,
+            inputs,
+            &selection.candidate.recipe,
+            self.target,
+        );
+        let (kernel, used) = match compiled {
+            Ok(k) => (k, selection.clone()),
+            Err(e) if selection.source != Source::Explicit && !self.target.is_gpu() => {
+                // The schedule compiling without one applies (checked loops only).
+                let mut s = selection.clone();
+                s.note = Some(format!(
+                    "{} did not apply ({e}); ran the default schedule",
+                    s.candidate
+                ));
+                s.candidate.recipe = "default".into();
+                (crate::compile::compile_for(&self.program, inputs)?, s)
+            }
+            Err(e) => return Err(e),
+        };
         let kernel = Arc::new(kernel);
         self.kernels
             .lock()
