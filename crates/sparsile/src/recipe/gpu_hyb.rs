@@ -7,10 +7,13 @@
 //! launch, their grids side by side (`fuse_launches`).
 
 use sparsile_formats::decompose::DecomposeRule;
-use sparsile_ir::loops::{Expr, GpuAxis, GpuDim, Stmt};
-use sparsile_transform::schedule::{Schedule, SplitTail};
+use sparsile_ir::loops::Stmt;
+use sparsile_transform::schedule::Schedule;
 
-use super::gpu_rowwise::unbound_blocks;
+use super::gpu_block::{
+    block_shape, constant_extent, lane_loop, lanes_param, rows_and_lanes, rows_on_lanes,
+    rows_param, unbound_blocks, width_param,
+};
 use super::hyb::{decompose_parts, pick_buffer};
 use super::nest::nest;
 use super::rowwise::width_named;
@@ -36,21 +39,9 @@ fn info() -> RecipeInfo {
                 default: "5",
                 doc: "bucket widths 1, 2, ..., 2^k; longer rows are split",
             },
-            ParamInfo {
-                name: "width",
-                default: "auto",
-                doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
-            },
-            ParamInfo {
-                name: "lanes",
-                default: "32",
-                doc: "threads along threadIdx.x over the dense width (SpMM); SpMV runs lanes x rows rows per block",
-            },
-            ParamInfo {
-                name: "rows",
-                default: "4",
-                doc: "rows per block along threadIdx.y",
-            },
+            width_param("width"),
+            lanes_param("threads along threadIdx.x over the dense width (SpMM); SpMV runs lanes x rows rows per block"),
+            rows_param("rows per block along threadIdx.y"),
         ],
         source: "SparseTIR (hyb(c, k), one launch for all buckets by horizontal fusion)",
         gpu: true,
@@ -60,16 +51,7 @@ fn info() -> RecipeInfo {
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
     let c = args.int("c", 1, 1 << 16)? as usize;
     let k = args.int("k", 0, DecomposeRule::MAX_HYB_K as i64)? as u32;
-    let lanes = args.int("lanes", 1, 1024)?;
-    let rows = args.int("rows", 1, 1024)?;
-    if lanes * rows > 1024 {
-        return Err(RecipeError::BadArg {
-            recipe: NAME.into(),
-            arg: "rows".into(),
-            value: rows.to_string(),
-            expected: format!("lanes x rows threads per block, at most 1024 (lanes is {lanes})"),
-        });
-    }
+    let (lanes, rows) = block_shape(args, NAME, 1024)?;
     let s = sched(NAME);
     // The dense width is `width=` here (`k` is hyb's bucket parameter).
     if let Some((param, value)) = width_named(sch, args, ctx, "width")? {
@@ -89,35 +71,14 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         let (row, nz) = (row.clone(), nz.clone());
         match rest.last() {
             // SpMM: the dense loop above the row's non-zeros, over the lanes.
-            Some((dense, f)) if matches!((&f.lo, &f.hi), (Expr::Int(_), Expr::Int(_))) => {
+            Some((dense, f)) if constant_extent(&f.lo, &f.hi).is_some() => {
                 let dense = dense.clone();
-                let extent = match (&f.lo, &f.hi) {
-                    (Expr::Int(lo), Expr::Int(hi)) => hi - lo,
-                    _ => unreachable!("matched above"),
-                };
                 sch.reorder(&[dense.clone(), nz]).map_err(&s)?;
-                let lane = if extent <= lanes {
-                    dense
-                } else {
-                    sch.split(&dense, lanes, SplitTail::InnerFixed)
-                        .map_err(&s)?
-                        .1
-                };
-                let (o, i) = sch.split(&row, rows, SplitTail::InnerFixed).map_err(&s)?;
-                sch.bind_atomic(&o, GpuAxis::Block(GpuDim::X)).map_err(&s)?;
-                sch.bind_atomic(&i, GpuAxis::Thread(GpuDim::Y))
-                    .map_err(&s)?;
-                sch.bind(&lane, GpuAxis::Thread(GpuDim::X)).map_err(&s)?;
+                let lane = lane_loop(sch, NAME, &dense, lanes)?;
+                rows_and_lanes(sch, NAME, &row, &lane, rows, true)?;
             }
             // SpMV: a row per thread.
-            _ => {
-                let (o, i) = sch
-                    .split(&row, lanes * rows, SplitTail::InnerFixed)
-                    .map_err(&s)?;
-                sch.bind_atomic(&o, GpuAxis::Block(GpuDim::X)).map_err(&s)?;
-                sch.bind_atomic(&i, GpuAxis::Thread(GpuDim::X))
-                    .map_err(&s)?;
-            }
+            _ => rows_on_lanes(sch, NAME, &row, lanes * rows, true)?,
         }
     }
     unbound_blocks(sch, NAME, lanes, rows)?;

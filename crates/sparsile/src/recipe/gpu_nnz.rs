@@ -9,13 +9,16 @@
 //! equally busy, at the price of an atomic add per non-zero and output column.
 
 use sparsile_ir::coord::{IterKind, Program, Stmt as CoordStmt};
-use sparsile_ir::loops::{Expr, GpuAxis, GpuDim, Stmt};
-use sparsile_transform::schedule::{LoopRef, Schedule, SplitTail};
+use sparsile_ir::loops::Stmt;
+use sparsile_transform::schedule::{LoopRef, Schedule};
 
-use super::gpu_rowwise::unbound_blocks;
+use super::gpu_block::{
+    block_shape, constant_extent, lane_loop, lanes_param, rows_and_lanes, rows_on_lanes,
+    rows_param, unbound_blocks, width_param,
+};
 use super::nest::{main_iteration, nest};
 use super::rowwise::width;
-use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
+use super::{sched, Args, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
@@ -27,21 +30,9 @@ fn info() -> RecipeInfo {
         summary: "GPU: all non-zeros as one loop spread evenly over blocks and threadIdx.y (rows by binary search), the dense width over lanes, atomic adds into the output",
         ops: &["spmm", "spmv"],
         params: vec![
-            ParamInfo {
-                name: "k",
-                default: "auto",
-                doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
-            },
-            ParamInfo {
-                name: "lanes",
-                default: "32",
-                doc: "threads along threadIdx.x over the dense width (SpMM); SpMV runs lanes x rows non-zeros per block",
-            },
-            ParamInfo {
-                name: "rows",
-                default: "4",
-                doc: "non-zeros per block along threadIdx.y",
-            },
+            width_param("k"),
+            lanes_param("threads along threadIdx.x over the dense width (SpMM); SpMV runs lanes x rows non-zeros per block"),
+            rows_param("non-zeros per block along threadIdx.y"),
         ],
         source: "DA-SpMM (element balance, row-major, sequential reduction with atomics)",
         gpu: true,
@@ -66,16 +57,7 @@ fn row_col(program: &Program, main: &str) -> Option<(String, String)> {
 }
 
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
-    let lanes = args.int("lanes", 1, 1024)?;
-    let rows = args.int("rows", 1, 1024)?;
-    if lanes * rows > 1024 {
-        return Err(RecipeError::BadArg {
-            recipe: NAME.into(),
-            arg: "rows".into(),
-            value: rows.to_string(),
-            expected: format!("lanes x rows threads per block, at most 1024 (lanes is {lanes})"),
-        });
-    }
+    let (lanes, rows) = block_shape(args, NAME, 1024)?;
     let not = |reason: &str| RecipeError::NotApplicable {
         recipe: NAME.into(),
         reason: reason.to_string(),
@@ -97,38 +79,17 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     // search, whose loop stores nothing).
     let stores = |f: &sparsile_ir::loops::For| !Stmt::stored_buffers(&f.body).is_empty();
     let dense = nz_loop.body.iter().rev().find_map(|s| match s {
-        Stmt::For(f) if stores(f) && matches!((&f.lo, &f.hi), (Expr::Int(_), Expr::Int(_))) => {
-            Some((
-                LoopRef::new(main.as_str(), func.vars[f.var].name.clone()),
-                match (&f.lo, &f.hi) {
-                    (Expr::Int(lo), Expr::Int(hi)) => hi - lo,
-                    _ => unreachable!("matched above"),
-                },
-            ))
+        Stmt::For(f) if stores(f) && constant_extent(&f.lo, &f.hi).is_some() => {
+            Some(LoopRef::new(main.as_str(), func.vars[f.var].name.clone()))
         }
         _ => None,
     });
     match dense {
-        Some((k, extent)) => {
-            let lane = if extent <= lanes {
-                k
-            } else {
-                sch.split(&k, lanes, SplitTail::InnerFixed).map_err(&s)?.1
-            };
-            let (o, i) = sch.split(&nz, rows, SplitTail::InnerFixed).map_err(&s)?;
-            sch.bind_atomic(&o, GpuAxis::Block(GpuDim::X)).map_err(&s)?;
-            sch.bind_atomic(&i, GpuAxis::Thread(GpuDim::Y))
-                .map_err(&s)?;
-            sch.bind(&lane, GpuAxis::Thread(GpuDim::X)).map_err(&s)?;
+        Some(k) => {
+            let lane = lane_loop(sch, NAME, &k, lanes)?;
+            rows_and_lanes(sch, NAME, &nz, &lane, rows, true)?;
         }
-        None => {
-            let (o, i) = sch
-                .split(&nz, lanes * rows, SplitTail::InnerFixed)
-                .map_err(&s)?;
-            sch.bind_atomic(&o, GpuAxis::Block(GpuDim::X)).map_err(&s)?;
-            sch.bind_atomic(&i, GpuAxis::Thread(GpuDim::X))
-                .map_err(&s)?;
-        }
+        None => rows_on_lanes(sch, NAME, &nz, lanes * rows, true)?,
     }
     unbound_blocks(sch, NAME, lanes, rows)
 }

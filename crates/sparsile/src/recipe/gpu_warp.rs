@@ -13,13 +13,16 @@
 //! SpMM keeps its width on the lanes without a reduction: use `gpu_rowwise`.
 
 use sparsile_ir::coord::{IterKind, Program, Stmt as CoordStmt};
-use sparsile_ir::loops::{Expr, GpuAxis, GpuDim, Stmt};
-use sparsile_transform::schedule::{LoopRef, Schedule, SplitTail};
+use sparsile_ir::loops::Stmt;
+use sparsile_transform::schedule::{LoopRef, Schedule};
 
-use super::gpu_rowwise::unbound_blocks;
+use super::gpu_block::{
+    block_shape, constant_extent, lanes_param, rows_param, split, unbound_blocks, width_param,
+    BLOCK_X, THREAD_Y,
+};
 use super::nest::{main_iteration, nest};
 use super::rowwise::width;
-use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
+use super::{sched, Args, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
@@ -31,21 +34,9 @@ fn info() -> RecipeInfo {
         summary: "GPU: a warp per SpMV row or SDDMM non-zero, its terms over the lanes, combined by warp_sum",
         ops: &["sddmm", "spmv"],
         params: vec![
-            ParamInfo {
-                name: "k",
-                default: "auto",
-                doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
-            },
-            ParamInfo {
-                name: "lanes",
-                default: "32",
-                doc: "lanes per reduction along threadIdx.x: 2, 4, 8, 16 or 32 (32: one warp)",
-            },
-            ParamInfo {
-                name: "rows",
-                default: "4",
-                doc: "reductions per block along threadIdx.y",
-            },
+            width_param("k"),
+            lanes_param("lanes per reduction along threadIdx.x: 2, 4, 8, 16 or 32 (32: one warp)"),
+            rows_param("reductions per block along threadIdx.y"),
         ],
         source: "CSR-vector SpMV; Sputnik SDDMM (a warp per non-zero, one launch over all non-zeros)",
         gpu: true,
@@ -66,8 +57,8 @@ fn axes(program: &Program, main: &str) -> Option<Vec<(IterKind, String)>> {
 }
 
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
-    let lanes = args.int("lanes", 2, 32)?;
-    if !(lanes as u64).is_power_of_two() {
+    let (lanes, rows) = block_shape(args, NAME, 32)?;
+    if lanes < 2 || !(lanes as u64).is_power_of_two() {
         return Err(RecipeError::BadArg {
             recipe: NAME.into(),
             arg: "lanes".into(),
@@ -75,7 +66,6 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
             expected: "2, 4, 8, 16 or 32".into(),
         });
     }
-    let rows = args.int("rows", 1, 1024 / lanes)?;
     let not = |reason: &str| RecipeError::NotApplicable {
         recipe: NAME.into(),
         reason: reason.to_string(),
@@ -118,10 +108,7 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         .find_map(|s| match s {
             Stmt::For(f) => Some((
                 LoopRef::new(main.as_str(), func.vars[f.var].name.clone()),
-                match (&f.lo, &f.hi) {
-                    (Expr::Int(lo), Expr::Int(hi)) => Some(hi - lo),
-                    _ => None,
-                },
+                constant_extent(&f.lo, &f.hi),
             )),
             _ => None,
         })
@@ -131,15 +118,13 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     let r_i = if extent == Some(lanes) {
         reduction
     } else {
-        let (r_o, r_i) = sch
-            .split(&reduction, lanes, SplitTail::InnerFixed)
-            .map_err(&s)?;
+        let (r_o, r_i) = split(sch, NAME, &reduction, lanes)?;
         sch.reorder(&[r_i.clone(), r_o]).map_err(&s)?;
         r_i
     };
     sch.warp_reduce(&r_i).map_err(&s)?;
-    let (o, i) = sch.split(&outer, rows, SplitTail::InnerFixed).map_err(&s)?;
-    sch.bind(&o, GpuAxis::Block(GpuDim::X)).map_err(&s)?;
-    sch.bind(&i, GpuAxis::Thread(GpuDim::Y)).map_err(&s)?;
+    let (o, i) = split(sch, NAME, &outer, rows)?;
+    sch.bind(&o, BLOCK_X).map_err(&s)?;
+    sch.bind(&i, THREAD_Y).map_err(&s)?;
     unbound_blocks(sch, NAME, lanes, rows)
 }

@@ -30,6 +30,7 @@
 mod args;
 mod daspmm;
 mod default;
+mod gpu_block;
 mod gpu_hyb;
 mod gpu_nnz;
 mod gpu_rowwise;

@@ -25,7 +25,7 @@
 
 use sparsile_ir::loops::{BufferKind, Expr, For, ForKind, Func, Stmt};
 use sparsile_transform::lower_iterations;
-use sparsile_transform::schedule::{LoopPartition, Schedule, ScheduleError, SplitTail};
+use sparsile_transform::schedule::{LoopPartition, LoopRef, Schedule, ScheduleError, SplitTail};
 
 use super::default::parallel_outer;
 use super::nest::{blocks, gathered_rows, main_iteration, nest};
@@ -113,16 +113,7 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         if let Some((rows, row_loop)) = nest(&func, &main).first().map(|(r, f)| (r.clone(), *f)) {
             if cache {
                 for buffer in stored_values(&func, row_loop) {
-                    match sch.cache_write(&rows, &buffer) {
-                        Ok(_) => absorb_init(sch, &rows.block, &buffer, name)?,
-                        // Outputs that are not dense rows (SDDMM's sparse output) stay.
-                        Err(
-                            ScheduleError::CacheAccess(_)
-                            | ScheduleError::CacheBuffer { .. }
-                            | ScheduleError::CacheTooLarge { .. },
-                        ) => {}
-                        Err(e) => return Err(sched(name)(e)),
-                    }
+                    cache_row(sch, &rows, &rows.block, &buffer, name)?;
                 }
             }
             let part = match partition {
@@ -170,6 +161,27 @@ fn vectorize_local_sums(
             | ScheduleError::LoopCarriedAccess(_)
             | ScheduleError::NotReassociable { .. }
             | ScheduleError::NoLocalReduction { .. },
+        ) => Ok(()),
+        Err(e) => Err(sched(recipe)(e)),
+    }
+}
+
+/// Accumulates what `target` stores to `buffer` in a local (`cache_write`), started at the
+/// init constant where every element is written (`absorb_init`); an output that is not a
+/// dense row (SDDMM's sparse output) stays as it is.
+pub(super) fn cache_row(
+    sch: &mut Schedule,
+    target: &LoopRef,
+    block: &str,
+    buffer: &str,
+    recipe: &str,
+) -> Result<(), RecipeError> {
+    match sch.cache_write(target, buffer) {
+        Ok(_) => absorb_init(sch, block, buffer, recipe),
+        Err(
+            ScheduleError::CacheAccess(_)
+            | ScheduleError::CacheBuffer { .. }
+            | ScheduleError::CacheTooLarge { .. },
         ) => Ok(()),
         Err(e) => Err(sched(recipe)(e)),
     }
