@@ -24,12 +24,11 @@ use sparsile::Target;
 use sparsile_ir::settings::Settings;
 
 use crate::cmd_bench::args::{BenchArgs, Counts};
-use crate::cmd_bench::cases::Case;
 use crate::cmd_bench::operands::Dense;
 use crate::cmd_bench::roofline::{self, Roofline};
 use crate::cmd_bench::{
-    collect_cases, gpu_side, measure_all, peer_setup, peers, source_name, write_report, Matrix,
-    RunContext,
+    collect_cases, gpu_side, measure_all, peer_setup, peers, source_name, write_report, Entry,
+    Matrix, RunContext,
 };
 use crate::output::outln;
 
@@ -45,10 +44,10 @@ pub fn run(args: &BenchArgs, target: Target, counts: Counts) -> Result<()> {
     if let Some(notice) = &peer_list.notice {
         eprintln!("note: {notice}");
     }
-    let entries: Vec<Vec<Case>> = cases
+    let entries: Vec<Vec<Entry>> = cases
         .iter()
         .map(|c| gpu_side::entries(c, &recipes))
-        .collect();
+        .collect::<Result<_>>()?;
     let threads = args
         .threads
         .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&settings));
@@ -106,7 +105,7 @@ pub fn run(args: &BenchArgs, target: Target, counts: Counts) -> Result<()> {
         device: Some(device_name),
         cuda_device: ordinal,
     };
-    let mut ours = |entry: &Case, mat: &Matrix, dense: &Dense| {
+    let mut ours = |entry: &Entry, mat: &Matrix, dense: &Dense| {
         gpu_side::measure(entry, mat, dense, target, counts)
     };
     let (records, work) = measure_all(&cases, &entries, &context, &mut ours)?;

@@ -24,7 +24,7 @@ use crate::cmd_bench::args::{BenchArgs, Counts};
 use crate::cmd_bench::cases::Case;
 use crate::cmd_bench::operands::Dense;
 use crate::cmd_bench::sparsile_side::{operand_tensors, program_text, result_values, Measured};
-use crate::cmd_bench::Matrix;
+use crate::cmd_bench::{Entry, Matrix};
 
 /// Which GPU recipes each case runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,60 +98,60 @@ pub fn requested(args: &BenchArgs) -> Result<Recipes> {
     }
 }
 
-/// The entries of `case`: the case once per recipe it runs, with the format `auto`
-/// made CSR.
-pub fn entries(case: &Case, recipes: &Recipes) -> Vec<Case> {
-    let specs: Vec<String> = match recipes {
-        Recipes::Case => vec![case.recipe.clone()],
+/// The entries of `case`: the case once per recipe it runs, with the format `auto` made
+/// CSR and the recipe `auto` made the GPU rule's.
+pub fn entries(case: &Case, recipes: &Recipes) -> Result<Vec<Entry>> {
+    let format = if case.format == "auto" {
+        "csr".to_string()
+    } else {
+        case.format.clone()
+    };
+    let specs: Vec<(String, Option<String>)> = match recipes {
+        Recipes::Case if case.recipe == "auto" => {
+            let text = program_text(case.op, &format, case.k.unwrap_or(1));
+            let program = sparsile::compile_notation(&text)?;
+            vec![(
+                sparsile::auto::gpu_rule(&program).to_string(),
+                Some("GPU rule".to_string()),
+            )]
+        }
+        Recipes::Case => vec![(case.recipe.clone(), None)],
         Recipes::All => gpu_recipes()
             .into_iter()
             .filter(|r| r.ops.iter().any(|o| *o == case.op.name() || *o == "any"))
-            .map(|r| r.name.to_string())
+            .map(|r| (r.name.to_string(), None))
             .collect(),
-        Recipes::List(list) => list.clone(),
+        Recipes::List(list) => list.iter().map(|r| (r.clone(), None)).collect(),
     };
-    specs
+    Ok(specs
         .into_iter()
-        .map(|recipe| Case {
-            format: if case.format == "auto" {
-                "csr".into()
-            } else {
-                case.format.clone()
+        .map(|(recipe, chosen_by)| Entry {
+            case: Case {
+                format: format.clone(),
+                recipe,
+                ..case.clone()
             },
-            recipe,
-            ..case.clone()
+            chosen_by,
         })
-        .collect()
+        .collect())
 }
 
-/// Runs `entry` (a case with its recipe) on `target` (`cuda` or `cuda-sim`): `counts`
-/// untimed and timed runs; the result comes from the last run.
+/// Runs `entry` (a case with its format and recipe) on `target` (`cuda` or
+/// `cuda-sim`): `counts` untimed and timed runs; the result comes from the last run.
 pub fn measure(
-    entry: &Case,
+    entry: &Entry,
     mat: &Matrix,
     dense: &Dense,
     target: Target,
     counts: Counts,
 ) -> Result<Measured> {
+    let entry = &entry.case;
     let k = entry.k.unwrap_or(1);
-    let format = if entry.format == "auto" {
-        "csr"
-    } else {
-        entry.format.as_str()
-    };
+    let (format, recipe) = (entry.format.as_str(), entry.recipe.as_str());
     let text = program_text(entry.op, format, k);
-    let (recipe, chosen_by) = if entry.recipe == "auto" {
-        let program = sparsile::compile_notation(&text)?;
-        (
-            sparsile::auto::gpu_rule(&program).to_string(),
-            Some("GPU rule".to_string()),
-        )
-    } else {
-        (entry.recipe.clone(), None)
-    };
     let inputs = operand_tensors(entry, &mat.coo, &mat.csr, dense, format, k)?;
     let t0 = Instant::now();
-    let kernel = sparsile::recipe::compile_recipe_for(&text, &inputs, &recipe, target)
+    let kernel = sparsile::recipe::compile_recipe_for(&text, &inputs, recipe, target)
         .with_context(|| {
             format!(
                 "cannot compile {} ({format}, recipe {recipe}) for {target}",
@@ -165,7 +165,9 @@ pub fn measure(
                 warmup: counts.warmup,
                 repeat: counts.repeat,
             };
-            let timed = kernel.bench_cuda(&inputs, &RunOptions::default(), &bench)?;
+            let timed = kernel
+                .bench_cuda(&inputs, &RunOptions::default(), &bench)
+                .with_context(|| format!("{recipe} on the GPU"))?;
             (timed.times, timed.outputs, spills(&kernel))
         }
         Target::CudaSim => {
@@ -188,8 +190,8 @@ pub fn measure(
     };
     Ok(Measured {
         format: format.to_string(),
-        recipe,
-        chosen_by,
+        recipe: recipe.to_string(),
+        chosen_by: None,
         times,
         output: result_values(entry.op, &mat.csr, &outputs)?,
         compile_seconds,
@@ -285,9 +287,25 @@ mod tests {
     #[test]
     fn entries_per_case() {
         let names = |c: &Case, r: &Recipes| -> Vec<String> {
-            entries(c, r).into_iter().map(|e| e.recipe).collect()
+            entries(c, r)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.case.recipe)
+                .collect()
         };
-        assert_eq!(names(&case(Op::Spmm, "auto"), &Recipes::Case), ["auto"]);
+        let rule = entries(&case(Op::Spmm, "auto"), &Recipes::Case).unwrap();
+        assert_eq!(rule[0].case.recipe, "gpu_rowwise");
+        assert_eq!(rule[0].chosen_by.as_deref(), Some("GPU rule"));
+        assert_eq!(
+            names(&case(Op::Sddmm, "auto"), &Recipes::Case),
+            ["gpu_warp"]
+        );
+        assert_eq!(names(&case(Op::Spmv, "auto"), &Recipes::Case), ["gpu_warp"]);
+        let named = entries(&case(Op::Spmm, "gpu_nnz:rows=2"), &Recipes::Case).unwrap();
+        assert_eq!(
+            (named[0].case.recipe.as_str(), named[0].chosen_by.as_deref()),
+            ("gpu_nnz:rows=2", None)
+        );
         assert_eq!(
             names(&case(Op::Spmm, "auto"), &Recipes::All),
             ["gpu_rowwise", "gpu_nnz", "gpu_hyb"]
@@ -301,13 +319,13 @@ mod tests {
             ["gpu_rowwise", "gpu_warp", "gpu_nnz", "gpu_hyb"]
         );
         let list = Recipes::List(vec!["gpu_warp".into()]);
-        let e = entries(&case(Op::Spmv, "x"), &list);
+        let e = entries(&case(Op::Spmv, "x"), &list).unwrap();
         assert_eq!(
-            (e[0].recipe.as_str(), e[0].format.as_str()),
+            (e[0].case.recipe.as_str(), e[0].case.format.as_str()),
             ("gpu_warp", "csr")
         );
         let mut ell = case(Op::Spmm, "auto");
         ell.format = "ell".into();
-        assert_eq!(entries(&ell, &Recipes::Case)[0].format, "ell");
+        assert_eq!(entries(&ell, &Recipes::Case).unwrap()[0].case.format, "ell");
     }
 }

@@ -260,10 +260,18 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         device: None,
         cuda_device: None,
     };
-    let entries: Vec<Vec<Case>> = cases.iter().map(|c| vec![c.clone()]).collect();
-    let mut ours = |case: &Case, mat: &Matrix, dense: &Dense| {
+    let entries: Vec<Vec<Entry>> = cases
+        .iter()
+        .map(|c| {
+            vec![Entry {
+                case: c.clone(),
+                chosen_by: None,
+            }]
+        })
+        .collect();
+    let mut ours = |entry: &Entry, mat: &Matrix, dense: &Dense| {
         sparsile_side::measure(
-            case,
+            &entry.case,
             &mat.coo,
             &mat.csr,
             dense,
@@ -299,15 +307,24 @@ struct RunContext<'a> {
     cuda_device: Option<usize>,
 }
 
-/// Sparsile's measurement of one entry of a case (the case with the recipe to run).
-type MeasureOurs<'f> = dyn FnMut(&Case, &Matrix, &Dense) -> Result<sparsile_side::Measured> + 'f;
+/// One of Sparsile's records of a case: the case with the format and recipe to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub case: Case,
+    /// What chose the recipe when the case left it to Sparsile and it is known before
+    /// measuring (the GPU rule); the record's note says so even if the run fails.
+    pub chosen_by: Option<String>,
+}
+
+/// Sparsile's measurement of one entry of a case.
+type MeasureOurs<'f> = dyn FnMut(&Entry, &Matrix, &Dense) -> Result<sparsile_side::Measured> + 'f;
 
 /// Measures every case: `entries[i]` are the Sparsile records of `cases[i]` (the case
 /// with each recipe to measure), measured by `ours`; then every peer. Returns the
 /// records of each case and the folder of the operands (which the chart may use).
 fn measure_all(
     cases: &[Case],
-    entries: &[Vec<Case>],
+    entries: &[Vec<Entry>],
     context: &RunContext<'_>,
     ours: &mut MeasureOurs<'_>,
 ) -> Result<(Vec<Vec<Record>>, tempfile::TempDir)> {
@@ -378,7 +395,7 @@ fn write_report(args: &BenchArgs, cases: &[Vec<Record>], work: &Path) -> Result<
 /// `ours`, then every peer; returns Sparsile's records first.
 fn measure_case(
     case: &Case,
-    entries: &[Case],
+    entries: &[Entry],
     mat: &Matrix,
     dir: &Path,
     context: &RunContext<'_>,
@@ -443,8 +460,9 @@ fn measure_case(
         .iter()
         .map(|e| {
             let mut t = Tally::new(&base, SPARSILE.to_string());
-            t.record.format = Some(e.format.clone());
-            t.record.recipe = Some(e.recipe.clone());
+            t.record.format = Some(e.case.format.clone());
+            t.record.recipe = Some(e.case.recipe.clone());
+            t.record.note = e.chosen_by.as_ref().map(|by| format!("chosen by the {by}"));
             t
         })
         .chain(setup.names.iter().map(|p| Tally::new(&base, p.clone())))
@@ -458,7 +476,7 @@ fn measure_case(
             n => format!("{} {who} (round {}/{n})", case.label(), round + 1),
         };
         for (entry, ours_tally) in entries.iter().zip(tallies.iter_mut()) {
-            bar.set_message(of(&format!("sparsile {}", entry.recipe)));
+            bar.set_message(of(&format!("sparsile {}", entry.case.recipe)));
             if ours_tally.live {
                 match ours(entry, mat, &dense) {
                     Ok(m) => {
@@ -541,7 +559,10 @@ fn measure_case(
             bar.inc(1);
         }
     }
-    let mut records: Vec<Record> = tallies.into_iter().map(|t| t.finish(c)).collect();
+    let mut records: Vec<Record> = tallies
+        .into_iter()
+        .map(|t| t.finish(c, args.rounds))
+        .collect();
     set_speedups(&mut records);
     Ok(records)
 }

@@ -63,17 +63,22 @@ impl Tally {
         self.note(note);
     }
 
-    pub fn finish(mut self, cost: metrics::Cost) -> Record {
+    /// The record, with the statistics of every round's times (`rounds` in all).
+    pub fn finish(mut self, cost: metrics::Cost, rounds: usize) -> Record {
         if !self.times.is_empty() {
             let (med, min, max) = summarize(&self.times);
             self.record.set_times(med, min, max, cost);
         }
-        // Notes that differ between rounds (MKL's faster variant) say in how many.
+        // Notes that not every round gave (MKL's faster variant) say in how many.
         let text: Vec<String> = match self.notes.as_slice() {
             [(n, _)] => vec![n.clone()],
             all => all
                 .iter()
-                .map(|(n, c)| format!("{n} ({c} round{})", if *c == 1 { "" } else { "s" }))
+                .map(|(n, c)| match *c {
+                    c if c >= rounds => n.clone(),
+                    1 => format!("{n} (1 round)"),
+                    c => format!("{n} ({c} rounds)"),
+                })
                 .collect(),
         };
         if !text.is_empty() {
@@ -154,7 +159,7 @@ pub(crate) mod tests {
             t.check(ok(round as f64 * 1e-6));
             t.note(if round == 1 { "fresh" } else { "out=" }.into());
         }
-        let r = t.finish(cost);
+        let r = t.finish(cost, 3);
         // The median of all six runs, the extremes of all rounds, the largest error.
         assert_eq!(r.median_ms, Some(3.5));
         assert_eq!((r.min_ms, r.max_ms), (Some(1.0), Some(6.0)));
@@ -174,10 +179,13 @@ pub(crate) mod tests {
         t.check(ok(0.0));
         t.note("same".into());
         t.note("same".into());
-        let r = t.finish(metrics::Cost {
-            flops: 1.0,
-            bytes: 1.0,
-        });
+        let r = t.finish(
+            metrics::Cost {
+                flops: 1.0,
+                bytes: 1.0,
+            },
+            3,
+        );
         assert_eq!((r.correct, r.max_abs_err), (Some(false), Some(1.0)));
         assert_eq!(r.note.as_deref(), Some("same"));
 
@@ -186,24 +194,31 @@ pub(crate) mod tests {
         t.check(ok(0.0));
         t.fail("failed: out of memory".into());
         assert!(!t.live);
-        let r = t.finish(metrics::Cost {
-            flops: 1.0,
-            bytes: 1.0,
-        });
+        let r = t.finish(
+            metrics::Cost {
+                flops: 1.0,
+                bytes: 1.0,
+            },
+            3,
+        );
         assert_eq!((r.median_ms, r.correct), (None, None));
         assert_eq!(r.note.as_deref(), Some("failed: out of memory"));
 
-        // A note on the record itself comes first.
+        // A note on the record itself comes first; notes of every round need no count.
         let mut t = Tally::new(&record(SPARSILE, None, None), SPARSILE.into());
         t.record.note = Some("chosen by the GPU rule".into());
-        t.note("not GPU times".into());
-        let r = t.finish(metrics::Cost {
+        for _ in 0..2 {
+            t.note("not GPU times".into());
+        }
+        t.note("once".into());
+        let cost = metrics::Cost {
             flops: 1.0,
             bytes: 1.0,
-        });
+        };
+        let r = t.finish(cost, 2);
         assert_eq!(
             r.note.as_deref(),
-            Some("chosen by the GPU rule; not GPU times")
+            Some("chosen by the GPU rule; not GPU times; once (1 round)")
         );
     }
 
