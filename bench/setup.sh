@@ -22,7 +22,7 @@ for arg in "$@"; do
     --minimal) mode=minimal ;;
     --torch) torch=1 ;;
     --gpu) mode=minimal; gpu=1 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
