@@ -64,7 +64,7 @@ while [ $# -gt 0 ]; do
     --warmup) need_value "$@"; warmup="$2"; shift 2 ;;
     --repeat) need_value "$@"; repeat="$2"; shift 2 ;;
     --skip-product-check) product_check=0; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) die "unknown option $1 (try --help)" ;;
   esac
 done
