@@ -13,10 +13,11 @@
 //!    before a run's start event, so they are not timed.
 //! 3. A timed run is the device time between an event recorded before its first launch
 //!    and one recorded after its last, on the device's stream. Runs are queued without
-//!    waiting for each other (the host waits only every [`EVENT_BATCH`] timed runs, to
-//!    read the events), so the device is kept busy and a run's time is the device's
-//!    time for it, not the host's time to launch it, unless launching takes longer than
-//!    running (then the gap shows, as it would in an application).
+//!    waiting for each other: the host reads the events of [`EVENT_BATCH`] runs at a
+//!    time while the next batch is already queued, so the device is kept busy and a
+//!    run's time is the device's time for it, not the host's time to launch it, unless
+//!    launching takes longer than running (then the gap shows, as it would in an
+//!    application).
 //! 4. The outputs of the last run are copied back, for checking.
 //!
 //! What it measures: kernel time on the device with the operands resident in device
@@ -47,7 +48,7 @@ use crate::interp::Outputs;
 use crate::kernel::initialised::initialised_outputs;
 use crate::KernelOptions;
 
-/// How many timed runs are queued before the host waits to read their events.
+/// How many timed runs the host reads at a time (with as many more queued behind them).
 pub const EVENT_BATCH: usize = 64;
 
 /// The runs of [`CudaKernel::bench`].
@@ -109,12 +110,18 @@ impl CudaKernel {
             .sum();
         let device = self.device();
 
+        // Two batches of events in flight: the host reads one batch while the device
+        // still has the next queued, so no run starts on an idle device for want of work.
         let batch = bench.repeat.min(EVENT_BATCH);
-        let events = (0..batch)
+        let ring = if bench.repeat > batch {
+            2 * batch
+        } else {
+            batch
+        };
+        let events = (0..ring)
             .map(|_| Ok((device.event()?, device.event()?)))
             .collect::<Result<Vec<(CudaEvent, CudaEvent)>, CudaError>>()?;
         let mut times = Vec::with_capacity(bench.repeat);
-        let mut pending = 0;
         for run in 0..bench.warmup + bench.repeat {
             if run > 0 {
                 for &b in &reset {
@@ -123,21 +130,19 @@ impl CudaKernel {
                     }
                 }
             }
-            let timed = run >= bench.warmup;
-            if timed {
-                device.record(&events[pending].0)?;
-            }
+            let Some(timed) = run.checked_sub(bench.warmup) else {
+                self.queue(&staged, &params)?;
+                continue;
+            };
+            let (start, end) = &events[timed % ring];
+            device.record(start)?;
             self.queue(&staged, &params)?;
-            if timed {
-                device.record(&events[pending].1)?;
-                pending += 1;
-                if pending == events.len() {
-                    read_times(self, &events[..pending], &mut times)?;
-                    pending = 0;
-                }
+            device.record(end)?;
+            if timed + 1 - times.len() == ring {
+                read_times(self, &events, times.len()..times.len() + batch, &mut times)?;
             }
         }
-        read_times(self, &events[..pending], &mut times)?;
+        read_times(self, &events, times.len()..bench.repeat, &mut times)?;
         device.synchronize()?;
         let launches = staged.launches.len();
         let upload_bytes = staged.upload_bytes;
@@ -152,18 +157,21 @@ impl CudaKernel {
     }
 }
 
-/// Waits for the last of `events` and appends the time between each pair, in seconds.
+/// Waits for the timed runs `runs` (their events are `events[run % events.len()]`) and
+/// appends their times, in seconds.
 fn read_times(
     kernel: &CudaKernel,
     events: &[(CudaEvent, CudaEvent)],
+    runs: std::ops::Range<usize>,
     times: &mut Vec<f64>,
 ) -> Result<(), CudaError> {
-    let Some((_, last)) = events.last() else {
+    let Some(last) = runs.clone().last() else {
         return Ok(());
     };
     let device = kernel.device();
-    device.wait_for(last)?;
-    for (start, end) in events {
+    device.wait_for(&events[last % events.len()].1)?;
+    for run in runs {
+        let (start, end) = &events[run % events.len()];
         times.push(device.elapsed_ms(start, end)? / 1e3);
     }
     Ok(())
