@@ -4,8 +4,9 @@ The harness writes the case folder as for the CPU peers (see common.py: A.indptr
 A.indices.i32, A.values.f32, X.f32, Y.f32 for SDDMM, case.json, whose "device" is the
 GPU's ordinal) and runs `python NAME_gpu_peer.py case.json`. A GPU peer copies the
 operands to the GPU once, times each run of the operation with CUDA events (warm-up
-runs first; runs are queued back to back and the host waits only every EVENT_BATCH
-runs, as Sparsile's own device timing does), copies the last result back and writes
+runs first; runs are queued back to back, the host reading EVENT_BATCH runs' events at
+a time while the next batch is queued, as Sparsile's own device timing does), copies
+the last result back and writes
 `out.NAME.f32` and `result.NAME.json` (optionally with "preprocess_ms": work done once
 per matrix before the runs, such as cuSPARSE's preprocessing, reported apart).
 
@@ -17,7 +18,7 @@ never a traceback.
 import json
 import os
 
-# Timed runs queued before the host waits to read their events.
+# Timed runs whose events the host reads at a time (with as many more queued).
 EVENT_BATCH = 64
 
 
@@ -64,23 +65,30 @@ def arrays(case):
 def time_on_device(run, warmup, repeat, event, elapsed_ms):
     """Runs `run()` `warmup` times, then `repeat` times each between two events from
     `event()` (objects with `record()` and `synchronize()`); `elapsed_ms(a, b)` reads a
-    pair. Returns the last result and the times in ms."""
+    pair. The host reads EVENT_BATCH runs' events at a time while the next batch is
+    already queued, so the device is not left idle. Returns the last result and the
+    times in ms."""
     result = None
     for _ in range(warmup):
         result = run()
-    pairs = [(event(), event()) for _ in range(max(1, min(repeat, EVENT_BATCH)))]
+    batch = max(1, min(repeat, EVENT_BATCH))
+    ring = 2 * batch if repeat > batch else batch
+    pairs = [(event(), event()) for _ in range(ring)]
     times = []
-    pending = 0
+
+    def read(upto):
+        pairs[(upto - 1) % ring][1].synchronize()
+        times.extend(elapsed_ms(*pairs[i % ring]) for i in range(len(times), upto))
+
     for i in range(repeat):
-        start, end = pairs[pending]
+        start, end = pairs[i % ring]
         start.record()
         result = run()
         end.record()
-        pending += 1
-        if pending == len(pairs) or i == repeat - 1:
-            pairs[pending - 1][1].synchronize()
-            times.extend(elapsed_ms(a, b) for a, b in pairs[:pending])
-            pending = 0
+        if i + 1 - len(times) == ring:
+            read(len(times) + batch)
+    if len(times) < repeat:
+        read(repeat)
     return result, times
 
 

@@ -78,6 +78,26 @@ def check(what, cond, detail):
     print(f"ok: {what}")
 
 
+# gpu_common.time_on_device across batches of events: every run timed, in order.
+sys.path.insert(0, peers_dir)
+import gpu_common  # noqa: E402
+import fake_clock  # noqa: E402
+from cupy import cuda as fake_cuda  # noqa: E402
+
+
+def one_run():
+    fake_clock.tick()
+    return fake_clock.now()
+
+
+for warmup, repeat in [(0, 1), (2, 7), (1, 64), (0, 65), (3, 131), (0, 300)]:
+    last, times = gpu_common.time_on_device(
+        one_run, warmup, repeat, fake_cuda.Event, fake_cuda.get_elapsed_time
+    )
+    check(f"time_on_device {warmup}+{repeat}", len(times) == repeat and set(times) == {0.5}
+          and last == fake_clock.now(), (len(times), set(times)))
+
+
 for op, k in [("spmm", 4), ("spmv", 1), ("sddmm", 3)]:
     r = run("torch", op, k)
     check(f"torch {op}", r["supported"] and "Fake GPU" in r["version"], r)
