@@ -12,7 +12,8 @@
 //! - [`CudaDevice`] opens a device through the driver (`libcuda.so.1`, loaded at run
 //!   time): memory, copies, modules, launches, synchronisation.
 //! - [`CudaKernel`] puts them together for a stage-III GPU function and its
-//!   [`LaunchPlan`], with the CPU kernels' argument checks.
+//!   [`LaunchPlan`], with the CPU kernels' argument checks; [`CudaKernel::bench`] times
+//!   it on operands kept on the device, with CUDA events (`bench.rs`).
 //!
 //! # Preconditions
 //! Compiling needs NVRTC (11.2 or later; `pip install nvidia-cuda-nvrtc-cu12`), and no
@@ -42,6 +43,7 @@
 //! ```
 
 mod arch;
+mod bench;
 mod cache;
 mod device;
 mod error;
@@ -53,9 +55,11 @@ mod resources;
 mod transfer;
 
 pub use arch::Arch;
+pub use bench::{fp32_lanes_per_sm, BenchOptions, DeviceTimes, NominalPeaks, EVENT_BATCH};
 pub use cache::CubinCache;
 pub use device::{
-    CudaDevice, CudaFunction, CudaModule, DeviceBuffer, HostValue, LaunchArg, LaunchConfig,
+    CudaDevice, CudaEvent, CudaFunction, CudaModule, DeviceBuffer, HostValue, LaunchArg,
+    LaunchConfig,
 };
 pub use error::CudaError;
 pub use kernel::{CudaCompileInfo, CudaKernel};
