@@ -20,7 +20,9 @@
 use sparsile_ir::loops::Stmt;
 use sparsile_transform::schedule::{Schedule, ScheduleError};
 
-use super::gpu_block::{rows_and_lanes, rows_param, split, unbound_blocks, width_param};
+use super::gpu_block::{
+    constant_extent, rows_and_lanes, rows_param, split, unbound_blocks, width_param,
+};
 use super::gpu_rowwise::{output_of, shape_of, Shape};
 use super::nest::{main_iteration, nest};
 use super::rowwise::{cache_row, width};
@@ -53,18 +55,20 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         recipe: NAME.into(),
         reason: reason.to_string(),
     };
-    let Some((param, value)) = width(sch, args, ctx)? else {
-        return Err(not(
-            "it needs the dense width: give the inputs (k=auto) or a number (k=64)",
-        ));
-    };
-    sch.specialize(&param, value).map_err(sched(NAME))?;
+    if let Some((param, value)) = width(sch, args, ctx)? {
+        sch.specialize(&param, value).map_err(sched(NAME))?;
+    }
     let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
     let main = main_iteration(sch.program()).ok_or_else(|| not("the program has no iteration"))?;
     let loops = nest(&func, &main);
     if loops.len() != 3 || !matches!(shape_of(&func, &loops), Shape::DenseOutput) {
         return Err(not(
             "the main iteration is not SpMM-shaped (rows, a row's non-zeros, the dense width)",
+        ));
+    }
+    if constant_extent(&loops[2].1.lo, &loops[2].1.hi).is_none() {
+        return Err(not(
+            "it needs the dense width: give the inputs (k=auto) or a number (k=64)",
         ));
     }
     let output = output_of(&func, loops[0].1).ok_or_else(|| not("the main nest stores nothing"))?;
