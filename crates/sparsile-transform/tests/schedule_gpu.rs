@@ -188,7 +188,7 @@ fn warp_reduce_preconditions() {
             error(SPMV, &["split y j_p 24", "reorder y j_p_i j_p_o"], |f| {
                 warp_reduce(f, &at("y", "j_p_i"))
             }),
-            "warp_reduce: loop `j_p_i` in block `y` (line 4, column 1) cannot be bound to `threadIdx.x`: a warp reduction runs `0..lanes` with lanes a power of two from 2 to 32",
+            "warp_reduce: loop `j_p_i` in block `y` (line 4, column 1) cannot be bound to `threadIdx.x`: a reduction over lanes runs `0..lanes` with lanes a power of two from 2 to 1024",
         ),
         (
             error(SPMV, &["split y.init i 32"], |f| {
@@ -203,6 +203,20 @@ fn warp_reduce_preconditions() {
                 |f| warp_reduce(f, &at("y", "j_p_i")),
             ),
             "warp_reduce: loop `j_p_i` in block `y`: the iterations share `y_local` but not as a float sum in memory (a local would hold the sum in one lane only) (line 4, column 1)",
+        ),
+        (
+            error(
+                SPMV,
+                &[
+                    "split y i_2 2",
+                    "bind y i_2_o blockIdx.x",
+                    "bind y i_2_i threadIdx.y",
+                    "split y j_p 64",
+                    "reorder y j_p_i j_p_o",
+                ],
+                |f| warp_reduce(f, &at("y", "j_p_i")),
+            ),
+            "warp_reduce: loop `j_p_i` in block `y` (line 4, column 1) cannot be bound to `threadIdx.x`: 64 lanes span several warps, whose sums meet behind sync_threads, but a condition or loop bound around the loop depends on the thread",
         ),
         (
             error(SPMV, &["split y i_2 32"], |f| warp_reduce(f, &at("y", "i_2_i"))),

@@ -84,12 +84,17 @@ fn matrices() -> Vec<(&'static str, CooTensor)> {
     ]
 }
 
+/// Every GPU recipe with its defaults, and the variants whose schedules differ in kind
+/// (a block per reduction: the warps' sums meet in shared memory).
 fn gpu_recipes() -> Vec<(&'static str, &'static [&'static str])> {
-    list()
+    let mut out: Vec<(&'static str, &'static [&'static str])> = list()
         .into_iter()
         .filter(|r| r.gpu)
         .map(|r| (r.name, r.ops))
-        .collect()
+        .collect();
+    out.push(("gpu_warp:lanes=128,rows=1", &["sddmm", "spmv"]));
+    out.push(("gpu_warp:lanes=64,rows=1", &["spmv"]));
+    out
 }
 
 #[test]

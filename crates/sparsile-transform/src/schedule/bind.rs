@@ -55,7 +55,7 @@ use sparsile_ir::loops::{
 };
 use sparsile_ir::Span;
 
-use super::parallel::{check_independent, with_loop};
+use super::parallel::{check_independent_with, with_loop};
 use super::{LoopRef, ScheduleError};
 
 const PRIMITIVE: &str = "bind";
@@ -163,7 +163,7 @@ fn bind_with(
         }
     }
     if independent {
-        check_independent(&func, f, target, PRIMITIVE, false)?;
+        check_independent_with(&func, f, target, PRIMITIVE, false, !axis.is_thread())?;
     }
     let span = f.span;
     let out = with_loop(&func, target, |l| l.kind = ForKind::Bound(axis));

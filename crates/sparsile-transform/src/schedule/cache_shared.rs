@@ -67,6 +67,7 @@ use sparsile_ir::Span;
 use super::cache_write::{accesses, affine_in, cache_buffer_for, positions_of, Body};
 use super::error::CacheAccess;
 use super::insert_barriers::insert_barriers;
+use super::launch_path::{block_uniform, dependents, depends, path_to, Around, Path};
 use super::loop_ref::{fresh_index_var, fresh_name, loop_mut};
 use super::parallel::find_loop;
 use super::{LoopRef, ScheduleError};
@@ -170,69 +171,6 @@ fn runs_once(f: &For) -> bool {
     matches!((&f.lo, &f.hi), (Expr::Int(lo), Expr::Int(hi)) if hi - lo == 1)
 }
 
-/// What encloses the loop, from the launch down.
-struct Path<'a> {
-    launch: &'a [Stmt],
-    /// Loops and conditions between the launch and the loop, outermost first.
-    around: Vec<Around<'a>>,
-    /// Whether a serial loop inside the launch encloses the loop (it runs again).
-    serial_inside_launch: bool,
-}
-
-enum Around<'a> {
-    Loop(&'a For),
-    Cond(&'a Expr),
-}
-
-/// The launch and the loops and conditions around the loop over `var`.
-fn path_to(stmts: &[Stmt], var: VarId) -> Option<Path<'_>> {
-    fn walk<'a>(stmts: &'a [Stmt], var: VarId, around: &mut Vec<Around<'a>>) -> bool {
-        for s in stmts {
-            match s {
-                Stmt::For(f) if f.var == var => return true,
-                Stmt::For(f) => {
-                    around.push(Around::Loop(f));
-                    if walk(&f.body, var, around) {
-                        return true;
-                    }
-                    around.pop();
-                }
-                Stmt::If {
-                    cond,
-                    then_body,
-                    else_body,
-                    ..
-                } => {
-                    around.push(Around::Cond(cond));
-                    if walk(then_body, var, around) || walk(else_body, var, around) {
-                        return true;
-                    }
-                    around.pop();
-                }
-                Stmt::Block { body, .. } if walk(body, var, around) => return true,
-                _ => {}
-            }
-        }
-        false
-    }
-    stmts.iter().find_map(|s| match s {
-        Stmt::Launch { body, .. } => {
-            let mut around = Vec::new();
-            walk(body, var, &mut around).then(|| {
-                let serial_inside_launch = around
-                    .iter()
-                    .any(|a| matches!(a, Around::Loop(f) if f.kind.gpu_axis().is_none()));
-                Path {
-                    launch: body.as_slice(),
-                    around,
-                    serial_inside_launch,
-                }
-            })
-        }
-        _ => None,
-    })
-}
-
 /// The threads that run the loop together.
 struct Team {
     /// The `threadIdx.x` loop: its variable and bounds.
@@ -289,11 +227,6 @@ impl Team {
         // Lane-dependent values: the lane, lets computed from it, locals assigned per lane.
         let mut per_lane: HashSet<VarId> = HashSet::from([lane_loop.var]);
         dependents(&lane_loop.body, &mut per_lane);
-        let depends = |e: &Expr, on: &HashSet<VarId>| {
-            let mut d = false;
-            e.visit(&mut |x| d |= matches!(x, Expr::Var(v) if on.contains(v)));
-            d
-        };
         let below = &path.around[at + 1..];
         let lane_dependent = below.iter().any(|a| match a {
             Around::Loop(l) => depends(&l.lo, &per_lane) || depends(&l.hi, &per_lane),
@@ -307,23 +240,7 @@ impl Team {
             BarrierScope::Warp
         } else if lanes % WARP_SIZE as i64 == 0 {
             // Every thread of the block must reach sync_threads.
-            let mut per_thread: HashSet<VarId> = HashSet::new();
-            for a in &path.around {
-                if let Around::Loop(l) = a {
-                    if l.kind.gpu_axis().is_some_and(GpuAxis::is_thread) {
-                        per_thread.insert(l.var);
-                    }
-                }
-            }
-            for s in path.launch {
-                dependents(std::slice::from_ref(s), &mut per_thread);
-            }
-            let divergent = path.around.iter().any(|a| match a {
-                Around::Loop(l) => depends(&l.lo, &per_thread) || depends(&l.hi, &per_thread),
-                Around::Cond(c) => depends(c, &per_thread),
-            }) || depends(&f.lo, &per_thread)
-                || depends(&f.hi, &per_thread);
-            if divergent {
+            if !block_uniform(path, f) {
                 return Err(format!("{lanes} lanes span several warps, so the barrier is sync_threads, but a condition or loop bound around the loop depends on the thread"));
             }
             BarrierScope::Block
@@ -350,39 +267,6 @@ impl Team {
             g = add(mul(g, Expr::Int(n)), sub(Expr::Var(v), Expr::Int(lo)));
         }
         g
-    }
-}
-
-/// Adds to `on` every variable of `stmts` whose value may depend on one in `on`: `let`s
-/// computed from them, and every assigned local or warp-reduction result (conservative).
-fn dependents(stmts: &[Stmt], on: &mut HashSet<VarId>) {
-    loop {
-        let before = on.len();
-        Stmt::visit_all(stmts, &mut |s| match s {
-            Stmt::Let { var, value, .. } => {
-                let mut d = false;
-                value.visit(&mut |x| d |= matches!(x, Expr::Var(v) if on.contains(v)));
-                if d {
-                    on.insert(*var);
-                }
-            }
-            Stmt::Assign { var, .. } | Stmt::WarpReduce { var, .. } => {
-                on.insert(*var);
-            }
-            Stmt::For(l) => {
-                let mut d = false;
-                for e in [&l.lo, &l.hi] {
-                    e.visit(&mut |x| d |= matches!(x, Expr::Var(v) if on.contains(v)));
-                }
-                if d {
-                    on.insert(l.var);
-                }
-            }
-            _ => {}
-        });
-        if on.len() == before {
-            return;
-        }
     }
 }
 

@@ -42,6 +42,7 @@ pub mod hoist_factor;
 pub mod hoist_loop;
 pub mod horizontal_fuse;
 pub(crate) mod insert_barriers;
+pub(crate) mod launch_path;
 pub mod loop_ref;
 pub mod parallel;
 pub mod partition;

@@ -726,6 +726,20 @@ pub(crate) fn check_independent(
     primitive: &'static str,
     allow_local_reductions: bool,
 ) -> Result<(), ScheduleError> {
+    check_independent_with(func, f, target, primitive, allow_local_reductions, false)
+}
+
+/// [`check_independent`]; with `private_shared`, `shared` buffers are private to each
+/// iteration like locals (the loop is spread over the blocks of a grid, and each block
+/// has its own shared memory).
+pub(crate) fn check_independent_with(
+    func: &Func,
+    f: &For,
+    target: &LoopRef,
+    primitive: &'static str,
+    allow_local_reductions: bool,
+    private_shared: bool,
+) -> Result<(), ScheduleError> {
     let v = f.var;
     let mut b = Body::default();
     collect_stmts(&f.body, &mut b);
@@ -753,7 +767,8 @@ pub(crate) fn check_independent(
     let mut written: Vec<BufferId> = b.stores.iter().copied().collect();
     written.sort();
     for buffer in written {
-        if func.buffers[buffer].kind == BufferKind::Local {
+        let kind = &func.buffers[buffer].kind;
+        if *kind == BufferKind::Local || (private_shared && *kind == BufferKind::Shared) {
             // Private to each iteration.
             continue;
         }

@@ -10,6 +10,9 @@
 //!   work whatever the row lengths, rows found by a binary search), each non-zero's dot
 //!   product over the lanes (`K` in passes of `lanes`).
 //!
+//! With more than 32 lanes (long rows, wide dot products) each reduction takes a block:
+//! `warp_reduce` sums each warp with shuffles and the warps' sums in shared memory.
+//!
 //! SpMM keeps its width on the lanes without a reduction: use `gpu_rowwise`.
 
 use sparsile_ir::coord::{IterKind, Program, Stmt as CoordStmt};
@@ -35,7 +38,7 @@ fn info() -> RecipeInfo {
         ops: &["sddmm", "spmv"],
         params: vec![
             width_param("k"),
-            lanes_param("lanes per reduction along threadIdx.x: 2, 4, 8, 16 or 32 (32: one warp)"),
+            lanes_param("lanes per reduction along threadIdx.x, a power of two up to 1024: up to 32 a warp_sum; more, a block per reduction whose warps' sums meet in shared memory"),
             rows_param("reductions per block along threadIdx.y"),
         ],
         source: "CSR-vector SpMV; Sputnik SDDMM (a warp per non-zero, one launch over all non-zeros)",
@@ -57,13 +60,23 @@ fn axes(program: &Program, main: &str) -> Option<Vec<(IterKind, String)>> {
 }
 
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
-    let (lanes, rows) = block_shape(args, NAME, 32)?;
+    let (lanes, rows) = block_shape(args, NAME, 1024)?;
     if lanes < 2 || !(lanes as u64).is_power_of_two() {
         return Err(RecipeError::BadArg {
             recipe: NAME.into(),
             arg: "lanes".into(),
             value: lanes.to_string(),
-            expected: "2, 4, 8, 16 or 32".into(),
+            expected: "a power of two from 2 to 1024".into(),
+        });
+    }
+    if lanes > 32 && rows != 1 {
+        return Err(RecipeError::BadArg {
+            recipe: NAME.into(),
+            arg: "rows".into(),
+            value: rows.to_string(),
+            expected: format!(
+                "1: {lanes} lanes (more than a warp) take a block per reduction, whose warps' sums meet behind sync_threads"
+            ),
         });
     }
     let not = |reason: &str| RecipeError::NotApplicable {
@@ -123,8 +136,13 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         r_i
     };
     sch.warp_reduce(&r_i).map_err(&s)?;
-    let (o, i) = split(sch, NAME, &outer, rows)?;
-    sch.bind(&o, BLOCK_X).map_err(&s)?;
-    sch.bind(&i, THREAD_Y).map_err(&s)?;
+    if lanes > 32 {
+        // A block per reduction: no condition on the thread around sync_threads.
+        sch.bind(&outer, BLOCK_X).map_err(&s)?;
+    } else {
+        let (o, i) = split(sch, NAME, &outer, rows)?;
+        sch.bind(&o, BLOCK_X).map_err(&s)?;
+        sch.bind(&i, THREAD_Y).map_err(&s)?;
+    }
     unbound_blocks(sch, NAME, lanes, rows)
 }
