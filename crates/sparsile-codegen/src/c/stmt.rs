@@ -212,6 +212,12 @@ fn emit_stmt(
                 span: *span,
             })
         }
+        Stmt::Mma(m) => {
+            return Err(CodegenError::GpuNode {
+                what: "an `mma`".to_string(),
+                span: m.span,
+            })
+        }
     }
     Ok(())
 }
@@ -327,7 +333,8 @@ pub(crate) fn assigned_vars(stmts: &[Stmt]) -> HashSet<VarId> {
                 | Stmt::Prefetch { .. }
                 | Stmt::AtomicAdd { .. }
                 | Stmt::Barrier { .. }
-                | Stmt::WarpReduce { .. } => {}
+                | Stmt::WarpReduce { .. }
+                | Stmt::Mma(_) => {}
             }
         }
     }

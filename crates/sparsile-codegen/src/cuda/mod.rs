@@ -98,6 +98,7 @@
 
 mod check;
 mod kernel;
+mod mma;
 mod prelude;
 mod reserved;
 mod stmt;

@@ -29,6 +29,7 @@ use sparsile_ir::loops::{
 };
 use sparsile_ir::{BufferId, DType, VarId};
 
+use super::mma::emit_mma;
 use super::warp::emit_warp_reduce;
 use crate::c::ctx::Ctx;
 use crate::c::expr::{emit_as, emit_offset, emit_truth, PREC_ADD};
@@ -272,6 +273,10 @@ fn emit_stmt(
                 key.as_ref(),
                 *lanes,
             )?;
+        }
+        Stmt::Mma(m) => {
+            ctx.span = m.span;
+            emit_mma(ctx, launch, w, m)?;
         }
         Stmt::Launch { name, span, .. } => {
             return Err(CodegenError::CudaUnsupported {
