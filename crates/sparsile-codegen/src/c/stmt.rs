@@ -251,10 +251,18 @@ pub(crate) fn store_line(
     let offset = emit_offset(ctx, buffer, indices)?;
     let ty = ctx.buffer_ty(buffer)?;
     let v = emit_as(ctx, value, ty)?;
-    let v = if ctx.buffer(buffer)?.dtype == DType::I32 {
-        format!("(int32_t){}", v.at(super::expr::PREC_UNARY))
-    } else {
-        v.text
+    let v = match ctx.buffer(buffer)?.dtype {
+        DType::I32 => format!("(int32_t){}", v.at(super::expr::PREC_UNARY)),
+        // Half-precision elements (CUDA only) are stored as their raw bits.
+        DType::F16 => {
+            ctx.helpers.insert(Helper::F32ToF16);
+            format!("sparsile_f32_to_f16({})", v.text)
+        }
+        DType::BF16 => {
+            ctx.helpers.insert(Helper::F32ToBf16);
+            format!("sparsile_f32_to_bf16({})", v.text)
+        }
+        _ => v.text,
     };
     Ok(format!(
         "{}[{}] = {v};",

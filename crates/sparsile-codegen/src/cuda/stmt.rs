@@ -17,6 +17,7 @@
 //! - `atomic B[i] += v` → `atomicAdd(&B[i], v);` (a plain add on a `local` buffer, which
 //!   one thread owns).
 //! - `prefetch` → a comment (the GPU's caches are not steered from here).
+//! - `mma` → fragment loads, an inline-PTX `mma.sync` and stores (see `mma.rs`).
 //!
 //! A bound loop whose variable nothing reads declares nothing. Block names become
 //! comments, as in C.
@@ -276,7 +277,7 @@ fn emit_stmt(
         }
         Stmt::Mma(m) => {
             ctx.span = m.span;
-            emit_mma(ctx, launch, w, m)?;
+            emit_mma(ctx, w, m)?;
         }
         Stmt::Launch { name, span, .. } => {
             return Err(CodegenError::CudaUnsupported {
