@@ -81,8 +81,10 @@ use super::expr::Expr;
 use crate::id::{BufferId, VarId};
 use crate::Span;
 
-/// The shape of one `mma`: an `M × N` output tile, depth `K`.
+/// The shape of one `mma`: an `M × N` output tile, depth `K`. Serialised as its text
+/// (`"m16n8k16"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MmaShape {
     /// Text `m16n8k16`.
     M16N8K16,
@@ -132,7 +134,9 @@ impl fmt::Display for MmaShape {
 }
 
 /// The type the products of an `mma` take their operands in; the accumulator is f32.
+/// Serialised as its text (`"f16"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MmaType {
     /// Text `f16`: IEEE half precision.
     F16,
