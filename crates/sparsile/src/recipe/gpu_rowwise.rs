@@ -38,6 +38,7 @@ fn info() -> RecipeInfo {
         name: NAME,
         summary: "GPU: rows over blocks and threadIdx.y, the dense width over threadIdx.x lanes (coalesced), sums in registers",
         ops: &["spmm", "sddmm", "spmv"],
+        formats: &["any"],
         params: vec![
             ParamInfo {
                 name: "k",

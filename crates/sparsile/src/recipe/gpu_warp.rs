@@ -30,6 +30,7 @@ fn info() -> RecipeInfo {
         name: NAME,
         summary: "GPU: a warp per SpMV row or SDDMM non-zero, its terms over the lanes, combined by warp_sum",
         ops: &["sddmm", "spmv"],
+        formats: &["any"],
         params: vec![
             ParamInfo {
                 name: "k",

@@ -30,6 +30,7 @@
 mod args;
 mod daspmm;
 mod default;
+mod gpu_bsr_mma;
 mod gpu_hyb;
 mod gpu_nnz;
 mod gpu_rowwise;
@@ -74,6 +75,10 @@ pub struct RecipeInfo {
     pub summary: &'static str,
     /// The operators it applies to (e.g. `spmm`, `sddmm`, `spmv`, `any`).
     pub ops: &'static [&'static str],
+    /// The formats of the sparse operand it applies to: `any`, or format families
+    /// (`bsr`: blocks of `bsr:RxC`, whatever their size; the recipe says which sizes it
+    /// takes when it refuses one).
+    pub formats: &'static [&'static str],
     pub params: Vec<ParamInfo>,
     /// Where the design comes from.
     pub source: &'static str,
@@ -136,6 +141,7 @@ fn registry() -> Vec<Recipe> {
         gpu_warp::RECIPE,
         gpu_nnz::RECIPE,
         gpu_hyb::RECIPE,
+        gpu_bsr_mma::RECIPE,
     ]
 }
 
