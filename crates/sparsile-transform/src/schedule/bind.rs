@@ -305,7 +305,8 @@ fn count_accesses(stmts: &[Stmt], of: &HashSet<BufferId>) -> Vec<BufferId> {
     Stmt::visit_all(stmts, &mut |s| {
         if let Stmt::Store { buffer, .. }
         | Stmt::AtomicAdd { buffer, .. }
-        | Stmt::Prefetch { buffer, .. } = s
+        | Stmt::Prefetch { buffer, .. }
+        | Stmt::Mma(sparsile_ir::loops::Mma { c: buffer, .. }) = s
         {
             if of.contains(buffer) {
                 out.push(*buffer);
