@@ -27,7 +27,8 @@ _TEMPLATES = {"spmm": SPMM, "spmv": SPMV, "sddmm": SDDMM}
 
 
 def recipes() -> List[Dict[str, Any]]:
-    """Every named recipe: ``name``, ``summary``, ``ops`` it applies to, ``params`` (each
+    """Every named recipe: ``name``, ``summary``, ``ops`` and ``formats`` (of the sparse
+    operand: ``any``, or a family such as ``bsr``) it applies to, ``params`` (each
     ``name``, ``default``, ``doc``), ``source`` and ``gpu`` (whether it makes a GPU
     function, for the ``cuda`` and ``cuda-sim`` targets)."""
     return json.loads(_native.recipes())

@@ -1,5 +1,5 @@
-//! `sparsile recipes`: the named schedules, the operators they apply to, the targets
-//! their code runs on and their parameters (a table, or `--json`).
+//! `sparsile recipes`: the named schedules, the operators and formats they apply to, the
+//! targets their code runs on and their parameters (a table, or `--json`).
 
 use anyhow::Result;
 
@@ -20,8 +20,15 @@ pub fn run(args: &RecipesArgs) -> Result<()> {
         return Ok(());
     }
     let mut table = Table::new(
-        &["recipe", "ops", "targets", "parameters", "what it does"],
-        &[false; 5],
+        &[
+            "recipe",
+            "ops",
+            "formats",
+            "targets",
+            "parameters",
+            "what it does",
+        ],
+        &[false; 6],
     );
     for r in &recipes {
         let params = if r.params.is_empty() {
@@ -36,6 +43,7 @@ pub fn run(args: &RecipesArgs) -> Result<()> {
         table.row(vec![
             r.name.to_string(),
             r.ops.join(","),
+            r.formats.join(","),
             if r.gpu { "cuda,cuda-sim" } else { "cpu" }.to_string(),
             params,
             r.summary.to_string(),

@@ -183,7 +183,23 @@ fn recipes_name_their_targets() {
             "gpu_warp",
             "gpu_nnz",
             "gpu_hyb",
-            "gpu_rowcache"
+            "gpu_rowcache",
+            "gpu_bsr_mma"
         ]
     );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("gpu_bsr_mma"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("spmm") && line.contains(" bsr ") && line.contains("tf32=off"),
+        "{line}"
+    );
+    let bsr = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "gpu_bsr_mma")
+        .unwrap();
+    assert_eq!(bsr["formats"], serde_json::json!(["bsr"]));
 }

@@ -80,13 +80,7 @@ pub enum CodegenError {
         func: String,
         errors: Vec<VerifyError>,
     },
-    #[error("{}buffer `{buffer}` has element type {dtype}: the CUDA backend does not compile f16/bf16 buffers yet", at(.span))]
-    CudaHalfPrecisionBuffer {
-        buffer: String,
-        dtype: DType,
-        span: Span,
-    },
-    #[error("local `{var}` has type {dtype}: the CUDA backend does not compute in f16/bf16 yet")]
+    #[error("local `{var}` has type {dtype}: the CUDA backend computes in f32 or f64 (declare the local f32; f16/bf16 buffers are loaded and stored as such)")]
     CudaHalfPrecisionLocal { var: String, dtype: DType },
     #[error("{}{what} has no CUDA lowering", at(.span))]
     CudaUnsupported { what: String, span: Span },

@@ -108,21 +108,26 @@ fn stage_two_functions_are_refused() {
 }
 
 #[test]
-fn half_precision_buffers_and_locals_are_refused() {
-    for (dtype, name) in [(DType::F16, "f16"), (DType::BF16, "bf16")] {
-        let err = emit_cuda(&parse(&scale(name))).unwrap_err();
+fn half_precision_buffers_are_raw_bits_and_locals_are_refused() {
+    for (name, load, store) in [
+        ("f16", "sparsile_f16_to_f32", "cvt.rn.f16.f32"),
+        ("bf16", "sparsile_bf16_to_f32", "cvt.rn.bf16.f32"),
+    ] {
+        let text = scale(name).replace("buffer Y: f32[n]", &format!("buffer Y: {name}[n]"));
+        let cuda = emit_cuda(&parse(&text)).unwrap();
         assert!(
-            matches!(err, CodegenError::CudaHalfPrecisionBuffer { ref buffer, dtype: d, .. }
-                if buffer == "X" && d == dtype),
-            "{err:?}"
+            cuda.code
+                .contains("const unsigned short *__restrict__ X, unsigned short *__restrict__ Y"),
+            "{}",
+            cuda.code
         );
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "line 2, column 3: buffer `X` has element type {name}: the CUDA backend does \
-                 not compile f16/bf16 buffers yet"
-            )
+        assert!(
+            cuda.code
+                .contains(&format!("2.0f * {load}(X[b * 128 + t])")),
+            "{}",
+            cuda.code
         );
+        assert!(cuda.code.contains(store), "{}", cuda.code);
     }
     let text = scale("f32").replace(
         "          Y[b * 128 + t] = 2.0 * X[b * 128 + t]\n",
@@ -138,7 +143,7 @@ fn half_precision_buffers_and_locals_are_refused() {
     );
     assert_eq!(
         err.to_string(),
-        "local `h` has type f16: the CUDA backend does not compute in f16/bf16 yet"
+        "local `h` has type f16: the CUDA backend computes in f32 or f64 (declare the local f32; f16/bf16 buffers are loaded and stored as such)"
     );
 }
 

@@ -92,6 +92,14 @@ fn statement_errors() {
             "line 3, column 40: expected `,`, found `)`",
         ),
         ("  let warp_sum: f32 = 1.0\n", "line 3, column 7: expected a variable name, found `warp_sum`"),
+        ("  mma m16n8k2 f16 (r, c, p) X[r] += X[p] * X[c]\n", "line 3, column 7: expected an mma shape (`m16n8k16`, `m16n8k8` or `m16n8k4`), found `m16n8k2`"),
+        ("  mma m16n8k16 f8 (r, c, p) X[r] += X[p] * X[c]\n", "line 3, column 16: expected an mma type (`f16`, `bf16` or `tf32`), found `f8`"),
+        ("  mma m16n8k16 f16 (r, c) X[r] += X[r] * X[c]\n", "line 3, column 25: expected `,`, found `)`"),
+        ("  mma m16n8k16 f16 (r, c, p) X[r] += X[p] + X[c]\n", "line 3, column 38: expected the product of the two operands (`A * B`) after `+=`"),
+        ("  mma m16n8k16 f16 (r, c, p) X[r] = X[p] * X[c]\n", "line 3, column 35: expected `+`, found `=`"),
+        ("  mma m16n8k16 f16 (r, c, p) where r < n X[r] += X[p] * X[c]\n", "line 3, column 42: expected `:`, found `X`"),
+        ("  mma m16n8k16 f16 (r, c, p) X[r] += X[p] * X[c]\n  X[r] = 1.0\n", "line 4, column 5: unknown variable or parameter `r`"),
+        ("  mma m16n8k16 f16 (n, c, p) X[c] += X[p] * X[c]\n", "line 3, column 21: variable `n` has the name of a parameter"),
     ];
     let mut failures = Vec::new();
     for (body, expected) in cases {

@@ -50,6 +50,7 @@ impl Env<'_> {
         for s in stmts {
             n += match s {
                 Stmt::Store { .. } | Stmt::AtomicAdd { .. } | Stmt::Assign { .. } => 1,
+                Stmt::Mma(m) => i64::from(m.shape.m() * m.shape.n() * m.shape.k()),
                 Stmt::Let { .. }
                 | Stmt::Prefetch { .. }
                 | Stmt::Barrier { .. }

@@ -120,6 +120,12 @@ fn walk(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Expr)) {
                 expr(value, f);
                 key.iter_mut().for_each(|k| expr(k, f));
             }
+            Stmt::Mma(m) => {
+                m.c_indices.iter_mut().for_each(|i| expr(i, f));
+                expr(&mut m.a, f);
+                expr(&mut m.b, f);
+                m.guard.iter_mut().for_each(|g| expr(g, f));
+            }
             Stmt::Barrier { .. } => {}
             Stmt::Block { body, .. } | Stmt::Launch { body, .. } => walk(body, f),
         }

@@ -1,7 +1,8 @@
 //! Mutated GPU functions never make the SIMT interpreter panic: each mutant (one
 //! expression replaced, one loop's kind or axis changed, one buffer's kind or length
 //! changed, a barrier added or removed, a reduction's lanes changed) runs without the
-//! verifier and either gives outputs or an error.
+//! verifier and either gives outputs or an error (kernels with shared memory, a warp
+//! reduction, a segmented sum and tensor-core `mma`s).
 //!
 //! Replacement constants are small or extreme (`i64::MIN`, `i64::MAX`: overflow), never
 //! merely large, so that no mutant runs a loop for hours.
@@ -82,6 +83,12 @@ fn exprs(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Expr)) {
             Stmt::WarpReduce { value, key, .. } => {
                 expr(value, f);
                 key.iter_mut().for_each(|k| expr(k, f));
+            }
+            Stmt::Mma(m) => {
+                m.c_indices.iter_mut().for_each(|i| expr(i, f));
+                expr(&mut m.a, f);
+                expr(&mut m.b, f);
+                m.guard.iter_mut().for_each(|g| expr(g, f));
             }
             Stmt::Barrier { .. } => {}
             Stmt::Block { body, .. } | Stmt::Launch { body, .. } => exprs(body, f),
@@ -388,5 +395,39 @@ fn mutants_of_a_segmented_sum_kernel_never_panic() {
         &opts,
         46,
         400,
+    );
+}
+
+#[test]
+fn mutants_of_a_tensor_core_kernel_never_panic() {
+    let mut r = rng(47);
+    let coo = rows(&mut r, 37, 29, |i| 1 + i % 4);
+    let bsr: Format = "bsr:16x16".parse().unwrap();
+    let b: Vec<f64> = (0..29 * 20).map(|i| (i % 7) as f64 - 3.0).collect();
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(&coo, &bsr, DType::F16).unwrap(),
+        ),
+        (
+            "B".to_string(),
+            SparseTensor::dense_from_f64(&[29, 20], &b, DType::F16).unwrap(),
+        ),
+    ]);
+    let opts = InterpOptions {
+        params: HashMap::from([("m".to_string(), 37)]),
+        ..Default::default()
+    };
+    let flat = include_str!("simt/bsr_mma.flat")
+        .replace("TYPE", "f16")
+        .replace("MMA", "m16n8k16 f16")
+        .replace("DEPTH", "1");
+    mutants_of(
+        &include_str!("simt/bsr.sir").replace("TYPE", "f16"),
+        &flat,
+        &inputs,
+        &opts,
+        48,
+        300,
     );
 }

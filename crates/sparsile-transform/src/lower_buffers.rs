@@ -19,7 +19,7 @@
 //! `A[io, jo_p, ii, ji]` becomes `A[jo_p * (r * c) + ii * c + ji]`, length `nnz * r * c`.
 
 use sparsile_ir::coord::AxisDecl;
-use sparsile_ir::loops::{BufferLayout, Expr, Func, Stage, Stmt};
+use sparsile_ir::loops::{BufferLayout, Expr, Func, Mma, Stage, Stmt};
 use sparsile_ir::{AxisId, BufferId, IdVec};
 
 use crate::index_expr::{add, mul, npos};
@@ -115,7 +115,8 @@ pub fn value_offset(all: &IdVec<AxisId, AxisDecl>, axes: &[AxisId], positions: V
 type Rewrite<'a> = dyn Fn(BufferId, Vec<Expr>) -> Vec<Expr> + 'a;
 
 /// `body` with every access's indices rewritten by `rw`: loads anywhere, and the
-/// element each store, atomic add and prefetch names.
+/// element each store, atomic add and prefetch names (and the accumulator element of an
+/// `mma`).
 fn stmts(body: &[Stmt], rw: &Rewrite<'_>) -> Vec<Stmt> {
     let loads = Stmt::map_exprs(body, &mut |e| expr(e, rw));
     Stmt::map_leaves(&loads, &mut |s| match s {
@@ -150,6 +151,10 @@ fn stmts(body: &[Stmt], rw: &Rewrite<'_>) -> Vec<Stmt> {
             indices: rw(*buffer, indices.clone()),
             span: *span,
         }),
+        Stmt::Mma(m) => Some(Stmt::Mma(Mma {
+            c_indices: rw(m.c, m.c_indices.clone()),
+            ..m.clone()
+        })),
         _ => None,
     })
 }

@@ -162,6 +162,10 @@ fn every_buffer_becomes_flat() {
                     check(value);
                     key.iter().for_each(check);
                 }
+                Stmt::Mma(m) => {
+                    assert_eq!(m.c_indices.len(), 1);
+                    m.exprs().into_iter().for_each(check);
+                }
                 Stmt::Barrier { .. } => {}
             }
         }

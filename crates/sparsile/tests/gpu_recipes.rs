@@ -6,11 +6,18 @@
 //! coordinates, sizes that no block size divides. Every kernel's CUDA source compiles
 //! with NVRTC for sm_80 and sm_90 without register spills (when NVRTC is found: otherwise
 //! that part says it skipped), and each trace replays to the same function.
+//!
+//! The tensor-core recipe `gpu_bsr_mma` runs on BSR inputs (16x16, 32x32 and 16x8 blocks)
+//! with f16, bf16 and (as tf32) f32 operands and f32 outputs, against the interpreter on
+//! the same (rounded) inputs: widths that are not multiples of 8 or of the blocks, block
+//! rows with no blocks, matrices with no rows or no non-zeros, sizes that no block size
+//! divides; its refusals have their messages.
 
 mod support;
 
 use std::collections::HashMap;
 
+use rand::Rng;
 use sparsile::formats::{CooTensor, Format, SparseTensor};
 use sparsile::ir::settings::Settings;
 use sparsile::ir::DType;
@@ -84,12 +91,13 @@ fn matrices() -> Vec<(&'static str, CooTensor)> {
     ]
 }
 
-/// Every GPU recipe with its defaults, and the variants whose schedules differ in kind
-/// (a block per reduction: the warps' sums meet in shared memory).
+/// The GPU recipes for any format (those for one format family have their own tests)
+/// with their defaults, and the variants whose schedules differ in kind (a block per
+/// reduction: the warps' sums meet in shared memory).
 fn gpu_recipes() -> Vec<(&'static str, &'static [&'static str])> {
     let mut out: Vec<(&'static str, &'static [&'static str])> = list()
         .into_iter()
-        .filter(|r| r.gpu)
+        .filter(|r| r.gpu && r.formats.contains(&"any"))
         .map(|r| (r.name, r.ops))
         .collect();
     out.push(("gpu_warp:lanes=128,rows=1", &["sddmm", "spmv"]));
@@ -101,14 +109,7 @@ fn gpu_recipes() -> Vec<(&'static str, &'static [&'static str])> {
 fn every_gpu_recipe_matches_the_interpreter_in_the_simt_interpreter() {
     let recipes = gpu_recipes();
     assert!(recipes.len() >= 3, "GPU recipes: {recipes:?}");
-    let nvrtc = match Nvrtc::load(&Settings::from_env()) {
-        Ok(nvrtc) => Some(nvrtc),
-        Err(e @ CudaError::NvrtcMissing { .. }) => {
-            println!("NVRTC compile checks skipped: {e}");
-            None
-        }
-        Err(e) => panic!("{e}"),
-    };
+    let nvrtc = nvrtc();
     let mut compiled = std::collections::HashSet::new();
     let mut runs = 0;
     for (recipe, ops) in &recipes {
@@ -227,4 +228,307 @@ fn gpu_functions_refuse_the_cpu_target_and_cpu_functions_the_gpu_targets() {
         err.to_string().contains("gpu_warp` does not apply"),
         "{err}"
     );
+}
+
+/// Loads NVRTC, or says the compile checks are skipped.
+fn nvrtc() -> Option<std::sync::Arc<Nvrtc>> {
+    match Nvrtc::load(&Settings::from_env()) {
+        Ok(nvrtc) => Some(nvrtc),
+        Err(e @ CudaError::NvrtcMissing { .. }) => {
+            println!("NVRTC compile checks skipped: {e}");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// BSR SpMM with operands of `dtype` (blocks `block`) and an f32 output.
+fn bsr_program(dtype: DType, block: &str) -> String {
+    format!(
+        "tensor A: {dtype}[m, n] bsr:{block}\ntensor X: {dtype}[n, k]\ntensor Y: f32[m, k]\nY[i,c] = A[i,j] * X[j,c]\n"
+    )
+}
+
+/// `v` for operands of `dtype`: f16 and bf16 values are rounded to the type by the
+/// tensors' constructors (the reference then computes with those same values); f32
+/// values get at most 11 significant bits, so that the tensor cores' tf32 keeps them.
+fn representable(v: f64, dtype: DType) -> f64 {
+    if dtype == DType::F32 {
+        (v * 1024.0).round() / 1024.0
+    } else {
+        v
+    }
+}
+
+fn bsr_inputs(
+    a: &CooTensor,
+    block: &str,
+    k: usize,
+    dtype: DType,
+    seed: u64,
+) -> HashMap<String, SparseTensor<'static>> {
+    let mut g = rng(seed);
+    let mut a = a.clone();
+    a.values
+        .iter_mut()
+        .for_each(|v| *v = representable(*v, dtype));
+    let format: Format = format!("bsr:{block}").parse().unwrap();
+    let n = a.shape[1];
+    let x: Vec<f64> = (0..n * k)
+        .map(|_| representable(g.random_range(-1.0..1.0), dtype))
+        .collect();
+    HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(&a, &format, dtype).unwrap(),
+        ),
+        (
+            "X".to_string(),
+            SparseTensor::dense_from_f64(&[n, k], &x, dtype).unwrap(),
+        ),
+    ])
+}
+
+/// The matrices the tensor-core recipe runs on: those of the other recipes, and one
+/// whose middle block rows hold no blocks.
+fn bsr_matrices() -> Vec<(&'static str, CooTensor)> {
+    let mut g = rng(17);
+    let mut out = matrices();
+    let entries: Vec<(usize, usize, f64)> = (0..70)
+        .filter(|i| !(16..48).contains(i))
+        .flat_map(|i| [(i, (i * 7) % 40, 0.5), (i, (i * 3 + 1) % 40, -0.25)])
+        .collect();
+    let mut empty_rows = CooTensor::from_triplets(vec![70, 40], &entries).unwrap();
+    empty_rows.sort_and_sum_duplicates();
+    out.push(("empty_block_rows", empty_rows));
+    out.push(("blocks_fill", matrix("random", 64, 48, &mut g)));
+    out
+}
+
+#[test]
+fn bsr_spmm_on_tensor_cores_matches_the_interpreter_in_the_simt_interpreter() {
+    let nvrtc = nvrtc();
+    let mut compiled = std::collections::HashSet::new();
+    let cases = [
+        (DType::F16, "16x16", "gpu_bsr_mma", "m16n8k16 f16"),
+        (DType::BF16, "16x16", "gpu_bsr_mma", "m16n8k16 bf16"),
+        (DType::F16, "32x32", "gpu_bsr_mma:warps=2", "m16n8k16 f16"),
+        (DType::BF16, "16x8", "gpu_bsr_mma", "m16n8k8 bf16"),
+        (DType::F32, "16x16", "gpu_bsr_mma:tf32=on", "m16n8k8 tf32"),
+        (DType::F32, "16x4", "gpu_bsr_mma:tf32=on", "m16n8k4 tf32"),
+    ];
+    let mut runs = 0;
+    for (dtype, block, spec, mma) in cases {
+        let text = bsr_program(dtype, block);
+        for k in [8, 20, 3, 70] {
+            for (kind, a) in bsr_matrices() {
+                let what = format!("{spec} {dtype} bsr:{block} k={k} {kind}");
+                let ins = bsr_inputs(&a, block, k, dtype, runs as u64);
+                let kernel = compile_recipe_for(&text, &ins, spec, Target::CudaSim)
+                    .unwrap_or_else(|e| panic!("{what}: compile: {e}"));
+                let stage3 = kernel.ir(Stage::Stage3);
+                assert!(
+                    stage3.contains(&format!("mma {mma} (")),
+                    "{what}:\n{stage3}"
+                );
+                let cuda = kernel.ir(Stage::Cuda);
+                assert!(
+                    cuda.contains(&format!(
+                        "mma.sync.aligned.{}.row.col.f32.",
+                        mma.split(' ').next().unwrap()
+                    )),
+                    "{what}: no mma.sync"
+                );
+                if let Some(nvrtc) = &nvrtc {
+                    if compiled.insert(cuda.clone()) {
+                        for arch in ["sm_80", "sm_90"] {
+                            let cubin = nvrtc
+                                .compile(&cuda, "kernel.cu", arch)
+                                .unwrap_or_else(|e| panic!("{what}, {arch}: {e}"));
+                            assert!(
+                                !cubin.log.to_lowercase().contains("warning"),
+                                "{what}, {arch}: warnings:\n{}",
+                                cubin.log
+                            );
+                            for r in &cubin.kernels {
+                                assert!(
+                                    r.spill_stores == 0 && r.spill_loads == 0,
+                                    "{what}, {arch}: `{}` spills:\n{}",
+                                    r.name,
+                                    cubin.log
+                                );
+                                println!(
+                                    "{arch} {spec} {dtype} bsr:{block} k={k}: `{}` {} registers, no spills",
+                                    r.name, r.registers
+                                );
+                            }
+                        }
+                    }
+                }
+                let got = kernel
+                    .run(&ins, &RunOptions::default())
+                    .unwrap_or_else(|e| panic!("{what}: SIMT run: {e}"));
+                let expected =
+                    evaluate(&text, &ins).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
+                // The reference computes in f64 from the same (f16-, bf16- or
+                // tf32-representable) values; the products are exact on tensor cores too,
+                // and their sums are rounded to f32 once per block of the row.
+                for (name, t) in &expected {
+                    assert_eq!(got[name].shape(), t.shape(), "{what}: {name}");
+                    close(
+                        &got[name].to_dense_f64(),
+                        &t.to_dense_f64(),
+                        1e-5,
+                        &format!("{what}: {name}"),
+                    );
+                }
+                runs += 1;
+            }
+        }
+    }
+    assert_eq!(runs, 6 * 4 * 7);
+    if nvrtc.is_some() {
+        println!(
+            "{} distinct tensor-core kernels compiled for sm_80 and sm_90",
+            compiled.len()
+        );
+    }
+}
+
+/// Without rounding the inputs first, tf32 loses their low bits: the result is within
+/// tf32's precision of the f32 reference, not f32's.
+#[test]
+fn tf32_rounds_f32_operands() {
+    let mut g = rng(23);
+    let a = matrix("random", 37, 29, &mut g);
+    let text = bsr_program(DType::F32, "16x16");
+    let x = dense(&[29, 20], DType::F32, &mut g);
+    let ins = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(&a, &"bsr:16x16".parse().unwrap(), DType::F32).unwrap(),
+        ),
+        ("X".to_string(), x),
+    ]);
+    let kernel = compile_recipe_for(&text, &ins, "gpu_bsr_mma:tf32=on", Target::CudaSim).unwrap();
+    let got = kernel.run(&ins, &RunOptions::default()).unwrap()["Y"].to_dense_f64();
+    let want = evaluate(&text, &ins).unwrap()["Y"].to_dense_f64();
+    close(&got, &want, 4e-3, "tf32");
+    assert!(
+        got.iter()
+            .zip(&want)
+            .any(|(g, w)| (g - w).abs() > 1e-6 * (1.0 + w.abs())),
+        "tf32 rounding left no trace"
+    );
+}
+
+#[test]
+fn gpu_bsr_mma_refusals_are_named() {
+    let mut g = rng(29);
+    let a = matrix("random", 37, 29, &mut g);
+    let refuse = |text: &str, ins: &HashMap<String, SparseTensor<'static>>, spec: &str| {
+        compile_recipe_for(text, ins, spec, Target::CudaSim)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "compiled".to_string())
+    };
+    let cases = vec![
+        (
+            refuse(
+                &program("spmm", DType::F16),
+                &inputs("spmm", &a, 8, DType::F16, 1),
+                "gpu_bsr_mma",
+            ),
+            "recipe `gpu_bsr_mma` does not apply to this program: the main nest has 3 loops; it runs SpMM with the sparse operand in BSR (`bsr:16x16`, ...), whose nest loops over block rows, a row's blocks, a block's rows and columns, and the dense width",
+        ),
+        (
+            refuse(
+                &bsr_program(DType::F64, "16x16").replace("tensor Y: f32", "tensor Y: f64"),
+                &bsr_inputs(&a, "16x16", 8, DType::F64, 2),
+                "gpu_bsr_mma",
+            ),
+            "recipe `gpu_bsr_mma` does not apply to this program: f64 operands: tensor cores multiply f16, bf16 or (rounded) f32 values",
+        ),
+        (
+            refuse(
+                &bsr_program(DType::F32, "16x16"),
+                &bsr_inputs(&a, "16x16", 8, DType::F32, 3),
+                "gpu_bsr_mma",
+            ),
+            "recipe `gpu_bsr_mma` does not apply to this program: f32 operands: tensor cores multiply f16 or bf16 values exactly; pass `tf32=on` to round f32 operands to tf32",
+        ),
+        (
+            refuse(
+                &bsr_program(DType::F16, "8x8"),
+                &bsr_inputs(&a, "8x8", 8, DType::F16, 4),
+                "gpu_bsr_mma",
+            ),
+            "recipe `gpu_bsr_mma` does not apply to this program: blocks of 8 rows: an mma covers 16 rows (use bsr:16x16, bsr:32x32, ...)",
+        ),
+        (
+            refuse(
+                &bsr_program(DType::F16, "16x4"),
+                &bsr_inputs(&a, "16x4", 8, DType::F16, 5),
+                "gpu_bsr_mma",
+            ),
+            "recipe `gpu_bsr_mma` does not apply to this program: blocks of 4 columns: an mma on f16 operands needs a multiple of 8",
+        ),
+        (
+            refuse(
+                &bsr_program(DType::F16, "16x16").replace("tensor Y: f32", "tensor Y: f16"),
+                &bsr_inputs(&a, "16x16", 8, DType::F16, 6),
+                "gpu_bsr_mma",
+            ),
+            "recipe `gpu_bsr_mma` does not apply to this program: the output is f16; tensor cores accumulate in f32 (declare the output f32: f16 and bf16 operands may be assigned to it)",
+        ),
+        (
+            refuse(
+                &bsr_program(DType::F16, "16x16"),
+                &bsr_inputs(&a, "16x16", 8, DType::F16, 7),
+                "gpu_bsr_mma:k=none",
+            ),
+            "recipe `gpu_bsr_mma` does not apply to this program: the dense width must be known at compile time (`k=auto` or a number): the warps take its columns",
+        ),
+        (
+            refuse(
+                &bsr_program(DType::F16, "16x16"),
+                &bsr_inputs(&a, "16x16", 8, DType::F16, 8),
+                "gpu_bsr_mma:tf32=maybe",
+            ),
+            "recipe `gpu_bsr_mma`: parameter `tf32` = `maybe`: expected one of on, off",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (got, want) in &cases {
+        if got != want {
+            failures.push(format!("got:  {got}\nwant: {want}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn gpu_bsr_mma_traces_replay_to_the_same_function() {
+    let a = matrices().remove(0).1;
+    for (dtype, block, spec) in [
+        (DType::F16, "16x16", "gpu_bsr_mma"),
+        (DType::F16, "32x32", "gpu_bsr_mma:warps=1"),
+        (DType::F32, "16x8", "gpu_bsr_mma:tf32=on"),
+    ] {
+        let text = bsr_program(dtype, block);
+        let ins = bsr_inputs(&a, block, 40, dtype, 1);
+        let (_, stage1, trace) = recipe_trace(&text, &ins, spec).unwrap();
+        let json = trace.to_json();
+        let replayed = sparsile::transform::schedule::Trace::from_json(&json)
+            .unwrap()
+            .replay(&stage1)
+            .unwrap();
+        let again = trace.replay(&stage1).unwrap();
+        assert_eq!(
+            replayed.func().unwrap().to_string(),
+            again.func().unwrap().to_string(),
+            "{spec}"
+        );
+        assert!(json.contains("\"step\": \"tensorize\""), "{spec}: {json}");
+    }
 }

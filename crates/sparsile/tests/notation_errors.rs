@@ -121,6 +121,26 @@ fn type_errors() {
         8,
     );
     assert!(matches!(e, NotationError::DTypeMismatch { .. }));
+    // Half-precision values widen into f32 and f64 outputs, never the other way.
+    for (from, to) in [("f16", "f32"), ("bf16", "f64")] {
+        let text = format!(
+            "tensor A: {from}[m]\ntensor B: {from}[m]\ntensor C: {to}[m]\nC[i] = A[i] * B[i]\n"
+        );
+        sparsile::notation::compile_notation(&text)
+            .unwrap_or_else(|e| panic!("{from} -> {to}: {e}"));
+    }
+    let e = error_at(
+        "tensor A: f32[m]\ntensor C: f16[m]\nC[i] = A[i] * 2\n",
+        3,
+        8,
+    );
+    assert!(matches!(e, NotationError::DTypeMismatch { .. }));
+    let e = error_at(
+        "tensor A: f16[m]\ntensor B: f32[m]\ntensor C: f32[m]\nC[i] = A[i] * B[i]\n",
+        4,
+        8,
+    );
+    assert!(matches!(e, NotationError::DTypeMismatch { .. }));
     let e = error_at(
         "tensor A: i32[m]\ntensor C: i32[m]\nC[i] = A[i] * 0.5\n",
         3,

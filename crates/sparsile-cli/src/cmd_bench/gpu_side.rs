@@ -119,6 +119,7 @@ pub fn entries(case: &Case, recipes: &Recipes) -> Result<Vec<Entry>> {
         Recipes::All => gpu_recipes()
             .into_iter()
             .filter(|r| r.ops.iter().any(|o| *o == case.op.name() || *o == "any"))
+            .filter(|r| r.takes_format(&format))
             .map(|r| (r.name.to_string(), None))
             .collect(),
         Recipes::List(list) => list.iter().map(|r| (r.clone(), None)).collect(),
@@ -308,8 +309,13 @@ mod tests {
         );
         assert_eq!(
             names(&case(Op::Spmm, "auto"), &Recipes::All),
-            ["gpu_rowwise", "gpu_nnz", "gpu_hyb"]
+            ["gpu_rowwise", "gpu_nnz", "gpu_hyb", "gpu_rowcache"]
         );
+        let bsr = Case {
+            format: "bsr:16x8".into(),
+            ..case(Op::Spmm, "auto")
+        };
+        assert!(names(&bsr, &Recipes::All).contains(&"gpu_bsr_mma".to_string()));
         assert_eq!(
             names(&case(Op::Sddmm, "auto"), &Recipes::All),
             ["gpu_rowwise", "gpu_warp"]

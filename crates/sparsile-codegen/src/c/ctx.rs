@@ -86,8 +86,7 @@ impl<'f> Ctx<'f> {
 
     /// Names the params and buffers of `func` with `names` (which may hold reserved
     /// words already), without checking anything: the caller has refused what its
-    /// backend does not support, f16/bf16 buffers and locals and axis layouts among them
-    /// ([`Ctx::buffer_ty`] relies on it).
+    /// backend does not support (f16/bf16 locals and axis layouts; f16/bf16 buffers in C).
     pub(crate) fn with_names(func: &'f Func, mut names: Names) -> Ctx<'f> {
         let param_names = func.params.values().map(|p| names.fresh(&p.name)).collect();
         let buffer_names = func
@@ -132,9 +131,9 @@ impl<'f> Ctx<'f> {
         Ok(&self.buffer_names[id.0 as usize])
     }
 
-    /// The computation type of the buffer's elements.
+    /// The computation type of the buffer's elements (f32 for f16/bf16 elements).
     pub(crate) fn buffer_ty(&self, id: BufferId) -> Result<Ty, CodegenError> {
-        Ok(Ty::of_dtype(self.buffer(id)?.dtype).expect("half buffers refused before naming"))
+        Ok(Ty::of_dtype(self.buffer(id)?.dtype))
     }
 
     pub(crate) fn var(&self, id: VarId) -> Result<&'f Var, CodegenError> {

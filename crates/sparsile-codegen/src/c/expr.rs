@@ -24,7 +24,7 @@ const PREC_REL: u8 = 10;
 const PREC_EQ: u8 = 9;
 const PREC_AND: u8 = 5;
 const PREC_OR: u8 = 4;
-const PREC_COND: u8 = 3;
+pub(crate) const PREC_COND: u8 = 3;
 
 /// C text and the precedence of its outermost operator.
 #[derive(Debug, Clone)]
@@ -167,10 +167,18 @@ fn emit_typed(ctx: &mut Ctx, e: &Expr, ty: Ty) -> Result<Code, CodegenError> {
                 format!("{}[{}]", ctx.buffer_name(*buffer)?, offset.text),
                 PREC_PRIMARY,
             );
-            if ctx.buffer(*buffer)?.dtype == DType::I32 {
-                cast("int64_t", &access)
-            } else {
-                access
+            match ctx.buffer(*buffer)?.dtype {
+                DType::I32 => cast("int64_t", &access),
+                // The raw bits of a half-precision element (CUDA only), widened exactly.
+                DType::F16 => {
+                    ctx.helpers.insert(Helper::F16ToF32);
+                    call("sparsile_f16_to_f32", &[&access])
+                }
+                DType::BF16 => {
+                    ctx.helpers.insert(Helper::Bf16ToF32);
+                    call("sparsile_bf16_to_f32", &[&access])
+                }
+                _ => access,
             }
         }
         Expr::Unary { op, arg } => emit_unary(ctx, *op, arg, ty)?,

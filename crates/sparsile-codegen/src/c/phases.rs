@@ -258,6 +258,11 @@ impl Uses {
                 self.expr(value);
                 key.iter().for_each(|k| self.expr(k));
             }
+            Stmt::Mma(m) => {
+                self.buffers.insert(m.c);
+                self.vars.extend(m.tile_vars());
+                m.exprs().into_iter().for_each(|e| self.expr(e));
+            }
             Stmt::Block { body, .. } | Stmt::Launch { body, .. } => self.stmts(body),
             Stmt::Barrier { .. } => {}
         }

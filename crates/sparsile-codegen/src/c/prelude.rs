@@ -33,6 +33,13 @@ pub(crate) enum Helper {
     VectorTypes,
     /// Needs [`Helper::VectorTypes`] before it (the enum order is the emission order).
     TransposedSums,
+    /// The CUDA backend only (the C backend refuses f16/bf16 buffers): conversions between
+    /// f32 and the raw 16 bits of f16/bf16 elements, and f32 to tf32, in inline PTX.
+    F16ToF32,
+    F32ToF16,
+    Bf16ToF32,
+    F32ToBf16,
+    F32ToTf32,
 }
 
 impl Helper {
@@ -65,6 +72,11 @@ impl Helper {
             | Helper::ScalarLoopMacro
             | Helper::VectorTypes
             | Helper::TransposedSums => None,
+            Helper::F16ToF32
+            | Helper::F32ToF16
+            | Helper::Bf16ToF32
+            | Helper::F32ToBf16
+            | Helper::F32ToTf32 => Some(self.definition().to_string()),
         }
     }
 
@@ -316,6 +328,55 @@ static inline void sparsile_atomic_add_f32(float *p, float v)
     do {
         next = old + v;
     } while (!__atomic_compare_exchange(p, &old, &next, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+"
+            }
+            Helper::F16ToF32 => {
+                "/* The f16 whose bits are h, as a float (exact). */
+static __device__ __forceinline__ float sparsile_f16_to_f32(unsigned short h)
+{
+    float f;
+    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));
+    return f;
+}
+"
+            }
+            Helper::F32ToF16 => {
+                "/* The bits of f rounded to f16 (to nearest even). */
+static __device__ __forceinline__ unsigned short sparsile_f32_to_f16(float f)
+{
+    unsigned short h;
+    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));
+    return h;
+}
+"
+            }
+            Helper::Bf16ToF32 => {
+                "/* The bf16 whose bits are h, as a float (exact: the top half of its bits). */
+static __device__ __forceinline__ float sparsile_bf16_to_f32(unsigned short h)
+{
+    return __uint_as_float((unsigned int)h << 16);
+}
+"
+            }
+            Helper::F32ToBf16 => {
+                "/* The bits of f rounded to bf16 (to nearest even; sm_80 and later). */
+static __device__ __forceinline__ unsigned short sparsile_f32_to_bf16(float f)
+{
+    unsigned short h;
+    asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));
+    return h;
+}
+"
+            }
+            Helper::F32ToTf32 => {
+                "/* f rounded to tf32 (10 mantissa bits, to nearest, ties away from zero), as the
+ * 32 bits an mma operand register holds. */
+static __device__ __forceinline__ unsigned int sparsile_f32_to_tf32(float f)
+{
+    unsigned int t;
+    asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(t) : \"f\"(f));
+    return t;
 }
 "
             }

@@ -212,6 +212,12 @@ fn emit_stmt(
                 span: *span,
             })
         }
+        Stmt::Mma(m) => {
+            return Err(CodegenError::GpuNode {
+                what: "an `mma`".to_string(),
+                span: m.span,
+            })
+        }
     }
     Ok(())
 }
@@ -245,10 +251,18 @@ pub(crate) fn store_line(
     let offset = emit_offset(ctx, buffer, indices)?;
     let ty = ctx.buffer_ty(buffer)?;
     let v = emit_as(ctx, value, ty)?;
-    let v = if ctx.buffer(buffer)?.dtype == DType::I32 {
-        format!("(int32_t){}", v.at(super::expr::PREC_UNARY))
-    } else {
-        v.text
+    let v = match ctx.buffer(buffer)?.dtype {
+        DType::I32 => format!("(int32_t){}", v.at(super::expr::PREC_UNARY)),
+        // Half-precision elements (CUDA only) are stored as their raw bits.
+        DType::F16 => {
+            ctx.helpers.insert(Helper::F32ToF16);
+            format!("sparsile_f32_to_f16({})", v.text)
+        }
+        DType::BF16 => {
+            ctx.helpers.insert(Helper::F32ToBf16);
+            format!("sparsile_f32_to_bf16({})", v.text)
+        }
+        _ => v.text,
     };
     Ok(format!(
         "{}[{}] = {v};",
@@ -327,7 +341,8 @@ pub(crate) fn assigned_vars(stmts: &[Stmt]) -> HashSet<VarId> {
                 | Stmt::Prefetch { .. }
                 | Stmt::AtomicAdd { .. }
                 | Stmt::Barrier { .. }
-                | Stmt::WarpReduce { .. } => {}
+                | Stmt::WarpReduce { .. }
+                | Stmt::Mma(_) => {}
             }
         }
     }

@@ -33,13 +33,13 @@ impl Ty {
         self != Ty::I64
     }
 
-    /// The computation type of elements of `dtype` (`None` for f16/bf16).
-    pub(crate) fn of_dtype(dtype: DType) -> Option<Ty> {
+    /// The computation type of elements of `dtype` (f16 and bf16 elements, which only
+    /// the CUDA backend accepts, compute in f32).
+    pub(crate) fn of_dtype(dtype: DType) -> Ty {
         match dtype {
-            DType::F32 => Some(Ty::F32),
-            DType::F64 => Some(Ty::F64),
-            DType::I32 | DType::I64 => Some(Ty::I64),
-            DType::F16 | DType::BF16 => None,
+            DType::F32 | DType::F16 | DType::BF16 => Ty::F32,
+            DType::F64 => Ty::F64,
+            DType::I32 | DType::I64 => Ty::I64,
         }
     }
 
@@ -53,14 +53,15 @@ impl Ty {
     }
 }
 
-/// The C storage type of buffer elements of `dtype`.
+/// The C storage type of buffer elements of `dtype`: f16 and bf16 elements (CUDA only)
+/// are their raw 16 bits.
 pub(crate) fn storage_name(dtype: DType) -> &'static str {
     match dtype {
         DType::F32 => "float",
         DType::F64 => "double",
         DType::I32 => "int32_t",
         DType::I64 => "int64_t",
-        DType::F16 | DType::BF16 => unreachable!("f16/bf16 buffers are rejected up front"),
+        DType::F16 | DType::BF16 => "unsigned short",
     }
 }
 

@@ -1,7 +1,8 @@
 //! What the CUDA backend accepts, checked before anything is written: a stage-III
 //! function, with launches, that passes the loop-IR verifier (so every launch has a
 //! well-formed shape and its barriers are reached by whole blocks), with no f16/bf16
-//! buffer or local. Each refusal is its own [`CodegenError`].
+//! local (f16/bf16 buffers are fine: their elements are loaded and stored as raw 16-bit
+//! words and computed with in f32). Each refusal is its own [`CodegenError`].
 
 use sparsile_ir::loops::{is_gpu_body, verify, Func, Stage, VarType};
 use sparsile_ir::DType;
@@ -9,7 +10,7 @@ use sparsile_ir::DType;
 use crate::CodegenError;
 
 /// Refuses what [`super::emit_cuda`] cannot emit, in this order: a stage-II function, a
-/// CPU function, a function the verifier rejects, half-precision buffers and locals.
+/// CPU function, a function the verifier rejects, half-precision locals.
 pub(super) fn supported(func: &Func) -> Result<(), CodegenError> {
     if func.stage != Stage::Flat {
         return Err(CodegenError::CudaNotFlat {
@@ -25,13 +26,6 @@ pub(super) fn supported(func: &Func) -> Result<(), CodegenError> {
         func: func.name.clone(),
         errors,
     })?;
-    if let Some(b) = func.buffers.values().find(|b| is_half(b.dtype)) {
-        return Err(CodegenError::CudaHalfPrecisionBuffer {
-            buffer: b.name.clone(),
-            dtype: b.dtype,
-            span: b.span,
-        });
-    }
     for v in func.vars.values() {
         if let VarType::Value(dtype) = v.ty {
             if is_half(dtype) {

@@ -7,8 +7,7 @@
 //! refuses, with a named [`CodegenError`] and never a panic: a stage-II function
 //! ([`CodegenError::CudaNotFlat`]), a function without launches
 //! ([`CodegenError::NotGpu`]), one the verifier rejects ([`CodegenError::Unverified`]),
-//! f16/bf16 buffers or locals ([`CodegenError::CudaHalfPrecisionBuffer`],
-//! [`CodegenError::CudaHalfPrecisionLocal`]).
+//! f16/bf16 locals ([`CodegenError::CudaHalfPrecisionLocal`]).
 //!
 //! # Launch convention
 //! Each launch is one kernel ([`KernelInfo`], in [`CudaSource::kernels`]); the runtime
@@ -27,7 +26,8 @@
 //! - **Arguments**: exactly [`KernelInfo::args`], in order: the params the launch uses
 //!   (in the function's order, each a 64-bit `long long`), then the global buffers it
 //!   uses (in the function's order, each a device pointer to `len` elements of its
-//!   dtype: `float`, `double`, `int32_t`, `int64_t`). Buffers are distinct,
+//!   dtype: `float`, `double`, `int32_t`, `int64_t`, or `unsigned short` holding the
+//!   raw bits of f16 and bf16 elements). Buffers are distinct,
 //!   non-overlapping allocations (the kernels declare them `__restrict__`).
 //! - **Buffers**: [`CudaSource::buffer_order`] lists every buffer of the function (the
 //!   index a [`KernelArg::Buffer`] gives). Values, `indptr` and `indices` buffers are the
@@ -37,7 +37,8 @@
 //!   them.
 //!
 //! # Shape of the code
-//! A prelude (NVRTC has no standard headers: `typedef long long int64_t;`,
+//! A prelude (NVRTC has no standard headers, and the kernels include none:
+//! `typedef long long int64_t;`,
 //! `typedef int int32_t;`, `typedef unsigned long long uint64_t;`, `INT64_C`,
 //! `INT64_MIN`, `INFINITY`, `NAN`) and the helpers the kernels call (the C backend's
 //! floor division, binary search, integer max/min, … as `static __device__
@@ -58,6 +59,15 @@
 //!   `#pragma unroll` before them; `let`s are typed locals (`int64_t`, `float`,
 //!   `double`) and every expression is written by the C backend's expression code, with
 //!   the loop IR's exact semantics (floor division, exact literals, …);
+//! - f16 and bf16 elements are loaded as raw 16 bits and widened to `float` exactly
+//!   (`cvt.f32.f16`; a shift for bf16), and stored rounded to nearest even
+//!   (`cvt.rn.f16.f32`, `cvt.rn.bf16.f32`): expressions over them compute in f32. Raw
+//!   bits rather than `cuda_fp16.h`'s `__half`: NVRTC ships that header, but including
+//!   it would cost compile time on every cache miss and tie the cubins to its version,
+//!   the three conversions are one instruction each, and `mma` operands are 32-bit
+//!   registers of packed 16-bit values anyway;
+//! - `mma` is the warp's fragments loaded lane by lane, one inline-PTX `mma.sync`, and the
+//!   accumulator stored back (see `mma.rs`; sm_80 and later);
 //! - `sync_threads` is `__syncthreads();`, `sync_warp` is `__syncwarp();`; warp
 //!   reductions are shuffles (see `warp.rs`); `atomic B[i] += v` is
 //!   `atomicAdd(&B[i], v)` (f32 and f64: sm_60 and later); `prefetch` and block names
@@ -98,6 +108,7 @@
 
 mod check;
 mod kernel;
+mod mma;
 mod prelude;
 mod reserved;
 mod stmt;

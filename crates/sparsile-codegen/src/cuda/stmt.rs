@@ -17,6 +17,7 @@
 //! - `atomic B[i] += v` → `atomicAdd(&B[i], v);` (a plain add on a `local` buffer, which
 //!   one thread owns).
 //! - `prefetch` → a comment (the GPU's caches are not steered from here).
+//! - `mma` → fragment loads, an inline-PTX `mma.sync` and stores (see `mma.rs`).
 //!
 //! A bound loop whose variable nothing reads declares nothing. Block names become
 //! comments, as in C.
@@ -29,6 +30,7 @@ use sparsile_ir::loops::{
 };
 use sparsile_ir::{BufferId, DType, VarId};
 
+use super::mma::emit_mma;
 use super::warp::emit_warp_reduce;
 use crate::c::ctx::Ctx;
 use crate::c::expr::{emit_as, emit_offset, emit_truth, PREC_ADD};
@@ -272,6 +274,10 @@ fn emit_stmt(
                 key.as_ref(),
                 *lanes,
             )?;
+        }
+        Stmt::Mma(m) => {
+            ctx.span = m.span;
+            emit_mma(ctx, w, m)?;
         }
         Stmt::Launch { name, span, .. } => {
             return Err(CodegenError::CudaUnsupported {

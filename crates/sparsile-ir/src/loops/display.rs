@@ -262,6 +262,29 @@ fn write_stmt(f: &mut Formatter<'_>, names: Names<'_>, stmt: &Stmt, depth: usize
             f.write_str("}\n")
         }
         Stmt::Barrier { scope, .. } => writeln!(f, "{}", scope.keyword()),
+        Stmt::Mma(m) => {
+            write!(
+                f,
+                "mma {} {} ({}, {}, {}) ",
+                m.shape,
+                m.ty,
+                names.var(m.row),
+                names.var(m.col),
+                names.var(m.depth),
+            )?;
+            if let Some(guard) = &m.guard {
+                f.write_str("where ")?;
+                write_expr(f, names, guard)?;
+                f.write_str(": ")?;
+            }
+            f.write_str(&names.buffer(m.c))?;
+            write_list(f, names, '[', &m.c_indices, ']')?;
+            f.write_str(" += ")?;
+            // The operands print as one product; the parser splits it at its top `*`.
+            let product = Expr::binary(BinaryOp::Mul, m.a.clone(), m.b.clone());
+            write_expr(f, names, &product)?;
+            f.write_str("\n")
+        }
         Stmt::WarpReduce {
             var,
             op,

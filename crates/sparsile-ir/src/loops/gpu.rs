@@ -13,6 +13,8 @@
 //! - `sync_threads` / `sync_warp` ([`Stmt::Barrier`]).
 //! - `let s: f32 = warp_sum(v, 32)`, `warp_max`, `warp_min`, and
 //!   `let s: f32 = warp_segment_sum(v, key, 32)` ([`Stmt::WarpReduce`]).
+//! - `mma m16n8k16 f16 (i, j, p) C[…] += a * b` ([`Stmt::Mma`]): a warp's matrix
+//!   multiply-accumulate on tensor cores; its semantics are in [`crate::loops::mma`].
 //!
 //! # Semantics of a launch
 //! The grid and the block follow from the bound loops ([`launch_shape`]):
@@ -41,9 +43,9 @@
 //!   warp), or by the end of a launch. Otherwise they race and the result is undefined.
 //! - `sync_threads` is reached by every thread of the block together, `sync_warp` by
 //!   every thread of the warp (32 consecutive threads, numbered `x + bx·(y + by·z)`).
-//! - A warp reduction is reached by every thread of the warp together. The lanes are
-//!   grouped in aligned runs of `lanes` (2, 4, 8, 16 or 32); each lane gets the sum (max,
-//!   min) of `value` over its group. `warp_segment_sum(value, key, lanes)` needs keys that
+//! - A warp reduction or an `mma` is reached by every thread of the warp together. The
+//!   lanes of a warp reduction are grouped in aligned runs of `lanes` (2, 4, 8, 16 or 32);
+//!   each lane gets the sum (max, min) of `value` over its group. `warp_segment_sum(value, key, lanes)` needs keys that
 //!   do not decrease along each group, and gives each lane the sum over the lanes from
 //!   itself to the last lane of its group with the same key (the first lane of each run
 //!   of equal keys gets the run's sum: DA-SpMM's segmented reduction).

@@ -35,6 +35,7 @@ mod expr;
 mod func;
 pub mod gpu;
 mod local_reduction;
+pub mod mma;
 pub mod parser;
 mod stmt;
 mod substitute;
@@ -56,6 +57,7 @@ pub use gpu::{
 pub use local_reduction::{
     local_reductions, reduction_addend, update_addend, LocalReduction, ReductionError,
 };
+pub use mma::{fragment_element, fragment_len, fragment_owner, Mma, MmaOperand, MmaShape, MmaType};
 pub use parser::ParseError;
 pub use stmt::{For, ForKind, Partition, Stmt};
 pub use verify::{expr_type, verify, verify_stage, ScalarKind, TypeError, VerifyError};

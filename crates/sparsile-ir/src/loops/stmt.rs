@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::expr::Expr;
 use super::gpu::{BarrierScope, GpuAxis, WarpOp};
+use super::mma::Mma;
 use crate::id::{BufferId, VarId};
 use crate::Span;
 
@@ -245,6 +246,9 @@ pub enum Stmt {
         lanes: u32,
         span: Span,
     },
+    /// `mma m16n8k16 f16 (i, j, p) C[…] += a * b if guard`: a warp's matrix
+    /// multiply-accumulate on tiles (see [`crate::loops::mma`]); only inside a launch.
+    Mma(Mma),
 }
 
 impl Stmt {
@@ -252,6 +256,7 @@ impl Stmt {
     pub fn span(&self) -> Span {
         match self {
             Stmt::For(f) => f.span,
+            Stmt::Mma(m) => m.span,
             Stmt::If { span, .. }
             | Stmt::Let { span, .. }
             | Stmt::Assign { span, .. }

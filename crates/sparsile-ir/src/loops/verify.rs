@@ -21,7 +21,7 @@
 //!   buffers (`indptr`/`indices`) are flat, integer-typed inputs of an existing `values`
 //!   buffer; `scratch` buffers are `temp`; `local` buffers are `temp` and flat with a
 //!   constant length of at least 1.
-//! - variables: each is declared by exactly one `for` or `let`; loop variables are
+//! - variables: each is declared by exactly one `for`, `let` or `mma`; loop variables are
 //!   indices; a local's type is `idx` or a float type, and its value has that kind;
 //!   variables are used only in scope (after their declaration); `x = e` assigns only a
 //!   `let` local (never a loop variable) with a value of its kind.
@@ -34,6 +34,13 @@
 //!   adds go to float buffers; accesses give one index per axis (`Axes`) or exactly one
 //!   (`Flat`); indices are integers; stored values match the buffer's element type
 //!   (integer or float); no stores to `input` buffers.
+//! - `mma` ([`crate::loops::mma`]): a shape `mma.sync` has for the type (f16/bf16:
+//!   m16n8k16, m16n8k8; tf32: m16n8k8, m16n8k4); three tile variables of type `idx`,
+//!   declared by the statement and in scope in it only; an f32 accumulator that is not an
+//!   input or `local`, accessed like a store; float operands, an integer guard; the
+//!   accumulator's indices and the guard do not use the depth variable, the left operand
+//!   not the column one, the right operand not the row one; nothing in the statement
+//!   reads the accumulator's buffer or a `local` buffer.
 //! - expressions ([`expr_type`]): operands of `+ - * / max min` and of comparisons have
 //!   the same kind; `%` on integers only; unary functions on floats only; `&&`, `||`
 //!   and `select` conditions are integers; both `select` branches have the same kind;
@@ -54,12 +61,13 @@ use super::batched::batched_shape;
 use super::expr::Expr;
 use super::func::{BufferKind, BufferLayout, Func, Stage, VarType};
 use super::local_reduction::local_reductions;
+use super::mma::Mma;
 use super::parser::{is_valid_block_name, is_valid_name};
 use super::stmt::{For, ForKind, Stmt};
 use crate::coord::{BinaryOp, BufferRole, Program};
 pub use crate::coord::{ScalarKind, TypeError, VerifyError};
 use crate::id::{BufferId, VarId};
-use crate::Span;
+use crate::{DType, Span};
 
 fn type_error(message: String) -> TypeError {
     TypeError { message }
@@ -655,6 +663,136 @@ impl<'a> Verifier<'a> {
         }
     }
 
+    /// The rules of an `mma` (see [`crate::loops::mma`]).
+    fn mma(&mut self, m: &Mma, scope: &mut Scope) {
+        let span = m.span;
+        let name = self.buffer_name(m.c);
+        let ctx = format!("mma into `{name}`");
+        if !m.ty.supports(m.shape) {
+            let shapes: Vec<&str> = m.ty.shapes().iter().map(|s| s.name()).collect();
+            self.error(
+                span,
+                format!(
+                    "{ctx}: there is no {} `mma` for {} operands (it has {})",
+                    m.shape,
+                    m.ty,
+                    shapes.join(" and ")
+                ),
+            );
+        }
+        let len = scope.vars.len();
+        for v in m.tile_vars() {
+            self.declare(v, false, span, scope, &ctx);
+            if self
+                .func
+                .vars
+                .get(v)
+                .is_some_and(|x| x.ty != VarType::Index)
+            {
+                let var = self.var_name(v);
+                self.error(span, format!("{ctx}: tile variable `{var}` has type `idx`"));
+            }
+        }
+        let access = Expr::Load {
+            buffer: m.c,
+            indices: m.c_indices.clone(),
+        };
+        self.expr(&access, scope, span, &format!("{ctx}: the accumulator"));
+        if let Some(b) = self.func.buffers.get(m.c) {
+            if b.dtype != DType::F32 {
+                self.error(
+                    span,
+                    format!(
+                        "{ctx}: the accumulator is {} (an `mma` accumulates into f32 buffers)",
+                        b.dtype
+                    ),
+                );
+            }
+            if b.role == BufferRole::Input {
+                self.error(
+                    span,
+                    format!(
+                        "{ctx}: buffer `{name}` is an input (stores go to output or temp buffers)"
+                    ),
+                );
+            }
+            if b.kind == BufferKind::Local {
+                self.error(
+                    span,
+                    format!("{ctx}: the accumulator is a local buffer (its tile is spread over the lanes of a warp: use global or shared memory)"),
+                );
+            }
+        }
+        for (what, e) in [("the left operand", &m.a), ("the right operand", &m.b)] {
+            if self.expr(e, scope, span, &format!("{ctx}: {what}")) == Some(ScalarKind::Int) {
+                self.error(
+                    span,
+                    format!("{ctx}: {what} is an integer (expected a float)"),
+                );
+            }
+        }
+        if let Some(g) = &m.guard {
+            self.expect_int(g, scope, span, &format!("{ctx}: the guard"));
+        }
+        let uses = |e: &Expr, v: VarId| {
+            let mut hit = false;
+            e.visit(&mut |x| hit |= *x == Expr::Var(v));
+            hit
+        };
+        let mut misuse = Vec::new();
+        for e in &m.c_indices {
+            if uses(e, m.depth) {
+                misuse.push(("the accumulator's indices", m.depth));
+            }
+        }
+        if m.guard.as_ref().is_some_and(|g| uses(g, m.depth)) {
+            misuse.push(("the guard", m.depth));
+        }
+        if uses(&m.a, m.col) {
+            misuse.push(("the left operand", m.col));
+        }
+        if uses(&m.b, m.row) {
+            misuse.push(("the right operand", m.row));
+        }
+        misuse.dedup();
+        for (what, v) in misuse {
+            let var = self.var_name(v);
+            self.error(
+                span,
+                format!(
+                    "{ctx}: {what} use{} tile variable `{var}`",
+                    if what.ends_with('s') { "" } else { "s" }
+                ),
+            );
+        }
+        let mut reads = std::collections::HashSet::new();
+        for e in m.exprs() {
+            e.loaded_buffers(&mut reads);
+        }
+        let mut reads: Vec<BufferId> = reads.into_iter().collect();
+        reads.sort();
+        for b in reads {
+            if b == m.c {
+                self.error(
+                    span,
+                    format!("{ctx}: the operands, guard or indices read the accumulator `{name}`"),
+                );
+            } else if self
+                .func
+                .buffers
+                .get(b)
+                .is_some_and(|x| x.kind == BufferKind::Local)
+            {
+                let local = self.buffer_name(b);
+                self.error(
+                    span,
+                    format!("{ctx}: it reads local buffer `{local}` (a local differs between the lanes of the warp)"),
+                );
+            }
+        }
+        scope.vars.truncate(len);
+    }
+
     fn var_kind(&self, v: VarId) -> Option<ScalarKind> {
         self.func.vars.get(v).map(|x| match x.ty {
             VarType::Index => ScalarKind::Int,
@@ -855,6 +993,7 @@ impl<'a> Verifier<'a> {
                 self.stmts(body, scope, in_parallel);
             }
             Stmt::Barrier { .. } => {}
+            Stmt::Mma(m) => self.mma(m, scope),
             Stmt::WarpReduce {
                 var,
                 op,

@@ -13,13 +13,14 @@
 //!   variable, or a local computed from one, from a warp reduction, or assigned under
 //!   such a condition), and in no thread-bound loop that leaves some threads out (extent
 //!   below the block's);
-//! - a launch with a warp reduction has whole warps (its threads a multiple of 32);
+//! - a launch with a warp reduction or an `mma` has whole warps (its threads a multiple
+//!   of 32);
 //! - the `shared` buffers a launch uses fit in 48 KiB.
 //!
-//! In any other function: no launch, bound loop, barrier, warp reduction or `shared`
-//! buffer.
+//! In any other function: no launch, bound loop, barrier, warp reduction, `mma` or
+//! `shared` buffer.
 //!
-//! `sync_warp` and warp reductions under thread-dependent conditions are left to the SIMT
+//! `sync_warp`, warp reductions and `mma`s under thread-dependent conditions are left to the SIMT
 //! interpreter: a condition that is the same for the 32 threads of a warp (one row per
 //! warp) is common and cannot be told apart here.
 
@@ -99,6 +100,7 @@ fn cpu_function(func: &Func, err: &mut impl FnMut(Span, String)) {
             err(*span, format!("`{}` outside a launch", scope.keyword()))
         }
         Stmt::WarpReduce { span, .. } => err(*span, "a warp reduction outside a launch".into()),
+        Stmt::Mma(m) => err(m.span, "an `mma` outside a launch".into()),
         _ => {}
     });
     for b in func.buffers.values() {
@@ -195,7 +197,8 @@ fn thread_dependent(body: &[Stmt]) -> HashSet<VarId> {
                 Stmt::Store { .. }
                 | Stmt::AtomicAdd { .. }
                 | Stmt::Prefetch { .. }
-                | Stmt::Barrier { .. } => {}
+                | Stmt::Barrier { .. }
+                | Stmt::Mma(_) => {}
             }
         }
         changed
@@ -283,16 +286,30 @@ fn warps(
 ) {
     let threads = shape.threads();
     Stmt::visit_all(body, &mut |s| {
-        if let Stmt::WarpReduce { var, span, .. } = s {
-            if threads % i64::from(WARP_SIZE) != 0 {
-                err(
-                    *span,
-                    format!(
-                        "{ctx}: warp reduction into `{}` in a block of {threads} threads (whole warps of {WARP_SIZE} are needed)",
-                        var_name(func, *var)
-                    ),
-                );
-            }
+        let what = match s {
+            Stmt::WarpReduce { var, span, .. } => (
+                *span,
+                format!("warp reduction into `{}`", var_name(func, *var)),
+            ),
+            Stmt::Mma(m) => (
+                m.span,
+                format!(
+                    "`mma` into `{}`",
+                    func.buffers
+                        .get(m.c)
+                        .map_or_else(|| m.c.to_string(), |b| b.name.clone())
+                ),
+            ),
+            _ => return,
+        };
+        if threads % i64::from(WARP_SIZE) != 0 {
+            err(
+                what.0,
+                format!(
+                    "{ctx}: {} in a block of {threads} threads (whole warps of {WARP_SIZE} are needed)",
+                    what.1
+                ),
+            );
         }
     });
 }

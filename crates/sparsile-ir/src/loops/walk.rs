@@ -39,13 +39,14 @@ impl Stmt {
                 | Stmt::AtomicAdd { .. }
                 | Stmt::Prefetch { .. }
                 | Stmt::Barrier { .. }
-                | Stmt::WarpReduce { .. } => {}
+                | Stmt::WarpReduce { .. }
+                | Stmt::Mma(_) => {}
             }
         }
     }
 
     /// `stmts` rebuilt with every statement that holds no body (`let`, assignment,
-    /// store, atomic add, prefetch, barrier, warp reduction) — nested ones included —
+    /// store, atomic add, prefetch, barrier, warp reduction, `mma`) — nested ones included —
     /// replaced by `f`'s answer, or kept when `f` answers `None`. Loops, conditionals,
     /// blocks and launches keep their shape.
     pub fn map_leaves(stmts: &[Stmt], f: &mut impl FnMut(&Stmt) -> Option<Stmt>) -> Vec<Stmt> {
@@ -83,7 +84,8 @@ impl Stmt {
     }
 
     /// `stmts` rebuilt with `f`'s answer for every expression they hold — loop bounds,
-    /// conditions, values, and the indices of stores, atomic adds and prefetches —
+    /// conditions, values, the indices of stores, atomic adds and prefetches, and the
+    /// accumulator's indices, operands and guard of an `mma` —
     /// nested statements included. The statements keep their shape, buffers and spans.
     ///
     /// ```
@@ -133,6 +135,7 @@ impl Stmt {
                     scope: *scope,
                     span: *span,
                 },
+                Stmt::Mma(m) => Stmt::Mma(m.map_exprs(f)),
                 Stmt::WarpReduce {
                     var,
                     op,
@@ -195,7 +198,8 @@ impl Stmt {
 
     /// The expressions this statement holds itself (not those of the statements nested in
     /// it): a store's indices and value, a prefetch's indices, a `let`'s or assignment's
-    /// value, a warp reduction's value and key, a conditional's condition, a loop's bounds.
+    /// value, a warp reduction's value and key, a conditional's condition, a loop's bounds,
+    /// an `mma`'s accumulator indices, operands and guard.
     pub fn own_exprs(&self) -> Vec<&Expr> {
         match self {
             Stmt::Store { indices, value, .. } | Stmt::AtomicAdd { indices, value, .. } => {
@@ -206,14 +210,19 @@ impl Stmt {
             Stmt::If { cond, .. } => vec![cond],
             Stmt::For(l) => vec![&l.lo, &l.hi],
             Stmt::WarpReduce { value, key, .. } => [value].into_iter().chain(key).collect(),
+            Stmt::Mma(m) => m.exprs(),
             Stmt::Block { .. } | Stmt::Launch { .. } | Stmt::Barrier { .. } => Vec::new(),
         }
     }
 
-    /// The buffers loaded or searched anywhere in `stmts`, nested statements included.
+    /// The buffers loaded or searched anywhere in `stmts`, nested statements included
+    /// (an `mma` reads its accumulator too).
     pub fn loaded_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
         let mut out = HashSet::new();
         Stmt::visit_all(stmts, &mut |s| {
+            if let Stmt::Mma(m) = s {
+                out.insert(m.c);
+            }
             s.own_exprs()
                 .into_iter()
                 .for_each(|e| e.loaded_buffers(&mut out))
@@ -221,24 +230,30 @@ impl Stmt {
         out
     }
 
-    /// The buffers stored or atomically added to anywhere in `stmts`.
+    /// The buffers stored, atomically added to or accumulated into by an `mma` anywhere
+    /// in `stmts`.
     pub fn stored_buffers(stmts: &[Stmt]) -> HashSet<BufferId> {
         let mut out = HashSet::new();
-        Stmt::visit_all(stmts, &mut |s| {
-            if let Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } = s {
+        Stmt::visit_all(stmts, &mut |s| match s {
+            Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
                 out.insert(*buffer);
             }
+            Stmt::Mma(m) => {
+                out.insert(m.c);
+            }
+            _ => {}
         });
         out
     }
 
-    /// The variables declared anywhere in `stmts` (loop variables, `let`s and warp
-    /// reductions), in order.
+    /// The variables declared anywhere in `stmts` (loop variables, `let`s, warp
+    /// reductions and the tile variables of `mma`s), in order.
     pub fn declared_vars(stmts: &[Stmt]) -> Vec<VarId> {
         let mut out = Vec::new();
         Stmt::visit_all(stmts, &mut |s| match s {
             Stmt::For(l) => out.push(l.var),
             Stmt::Let { var, .. } | Stmt::WarpReduce { var, .. } => out.push(*var),
+            Stmt::Mma(m) => out.extend(m.tile_vars()),
             _ => {}
         });
         out

@@ -23,7 +23,8 @@
 //! - any other bounds (reading variables declared in the nest in another way) make the
 //!   estimate unknown (`None`).
 //!
-//! A leaf statement counts `T` of its innermost enclosing loop; both branches of a
+//! A leaf statement counts `T` of its innermost enclosing loop (an `mma` counts `M·N·K`
+//! times that, the multiply-adds of the loop nest it stands for); both branches of a
 //! conditional count. The result is an upper estimate of executed leaves and ignores
 //! vector widths: it ranks work, it does not time it. Evaluate it only when `f` runs at
 //! least once: it reads structure arrays at `f`'s bounds.
@@ -94,6 +95,8 @@ impl Estimator {
         for s in stmts {
             match s {
                 Stmt::Store { .. } | Stmt::AtomicAdd { .. } | Stmt::Assign { .. } => leaves += 1,
+                // The tile's multiply-adds, as many as the loop nest it stands for.
+                Stmt::Mma(m) => leaves += i64::from(m.shape.m() * m.shape.n() * m.shape.k()),
                 Stmt::Let { .. }
                 | Stmt::Prefetch { .. }
                 | Stmt::Barrier { .. }

@@ -188,6 +188,10 @@ impl<'f, 'i> Exec<'f, 'i> {
                 what: "a warp reduction".to_string(),
                 at: *span,
             }),
+            Stmt::Mma(m) => Err(FlatInterpError::GpuNode {
+                what: "an `mma`".to_string(),
+                at: m.span,
+            }),
         }
     }
 

@@ -105,6 +105,11 @@ impl Checker<'_> {
                     key.iter().for_each(|k| self.expr(k));
                 }
                 Stmt::Barrier { .. } => {}
+                Stmt::Mma(m) => {
+                    m.tile_vars().into_iter().for_each(|v| self.var(v));
+                    self.buffer(m.c);
+                    m.exprs().into_iter().for_each(|e| self.expr(e));
+                }
                 Stmt::Store {
                     buffer,
                     indices,

@@ -166,7 +166,7 @@ pub enum SimtError {
         missing: Dim3,
     },
 
-    /// A `sync_warp` or warp reduction that some lanes of a warp do not reach.
+    /// A `sync_warp`, warp reduction or `mma` that some lanes of a warp do not reach.
     #[error("launch `{launch}`, block {block}, warp {warp}: {what} at {at} needs every lane of the warp, but {inactive} inactive")]
     WarpDivergence {
         launch: String,
@@ -178,8 +178,8 @@ pub enum SimtError {
         inactive: String,
     },
 
-    /// A warp reduction in the last warp of a block whose thread count is not a multiple
-    /// of 32.
+    /// A warp reduction or `mma` in the last warp of a block whose thread count is not a
+    /// multiple of 32.
     #[error("launch `{launch}`, block {block}, warp {warp}: {what} at {at} needs a whole warp of 32 lanes, but the block's {threads} threads leave this warp {lanes}")]
     PartialWarp {
         launch: String,
@@ -189,6 +189,32 @@ pub enum SimtError {
         at: Span,
         threads: usize,
         lanes: usize,
+    },
+
+    /// An `mma` whose expressions read a variable that differs between the lanes of a
+    /// warp (the warp computes one tile: everything but the tile variables must be the
+    /// same in every lane).
+    #[error("launch `{launch}`, block {block}, warp {warp}: `mma` at {at} reads `{var}`, which differs between lane 0 and lane {lane} (an `mma`'s expressions are the same in every lane of the warp)")]
+    MmaNotUniform {
+        launch: String,
+        block: Dim3,
+        warp: u32,
+        at: Span,
+        var: String,
+        lane: u32,
+    },
+
+    /// An `mma` whose accumulator indices name one element for two positions of the tile.
+    #[error("launch `{launch}`, block {block}, warp {warp}: `mma` at {at} accumulates positions ({}, {}) and ({}, {}) of its tile into the same element `{buffer}[{offset}]`", .first.0, .first.1, .second.0, .second.1)]
+    MmaAccumulatorOverlap {
+        launch: String,
+        block: Dim3,
+        warp: u32,
+        at: Span,
+        buffer: String,
+        offset: usize,
+        first: (u32, u32),
+        second: (u32, u32),
     },
 
     /// A warp reduction over groups of lanes that are not a power of two up to 32.

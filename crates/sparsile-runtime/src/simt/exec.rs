@@ -7,7 +7,7 @@
 //! serial loop runs iteration `k` with the threads whose own bounds give an iteration
 //! `k`, while any does; a thread-bound loop keeps the threads whose `threadIdx` falls in
 //! its range; a block-bound loop runs once when the block's number falls in its range.
-//! Barriers and warp reductions are in [`super::warp`].
+//! Barriers and warp reductions are in [`super::warp`], `mma` in [`super::mma`].
 
 use std::cell::RefCell;
 
@@ -141,6 +141,7 @@ impl<'f, 'i> Sim<'f, 'i> {
                 at: *span,
             }),
             Stmt::Barrier { scope, span } => self.barrier(*scope, mask, *span),
+            Stmt::Mma(m) => self.mma(m, mask),
             Stmt::WarpReduce {
                 var,
                 op,

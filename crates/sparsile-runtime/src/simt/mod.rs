@@ -28,8 +28,12 @@
 //!   passed (one block), a `sync_warp` (one warp) or the end of the launch. Inputs are
 //!   not tracked; local buffers are private.
 //! - **Barrier divergence**: a `sync_threads` not reached by every thread of the block; a
-//!   `sync_warp` or warp reduction not reached by every lane of a warp that reaches it; a
-//!   warp reduction in a short last warp.
+//!   `sync_warp`, warp reduction or `mma` not reached by every lane of a warp that
+//!   reaches it; a warp reduction or `mma` in a short last warp.
+//! - **`mma`** (module `mma`): expressions that differ between the lanes of a warp, two
+//!   tile positions accumulated into one element; each tile element is read and written
+//!   by the lane that holds it in the PTX fragment layout, so races and uninitialised
+//!   reads are found as for any access.
 //! - **Uninitialised reads**: a load of a shared element no thread of the block stored, or
 //!   of a local element the thread did not store.
 //! - Unsorted keys of `warp_segment_sum`; grids beyond the hardware limits, or whose
@@ -99,6 +103,7 @@ mod access;
 mod error;
 mod exec;
 mod launch;
+mod mma;
 mod shadow;
 mod state;
 mod warp;

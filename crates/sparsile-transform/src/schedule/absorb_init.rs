@@ -172,10 +172,10 @@ fn nested_block(stmts: &[Stmt], name: &str) -> Option<Span> {
 /// Whether `s` stores to `buf` anywhere.
 fn writes(s: &Stmt, buf: BufferId) -> bool {
     let mut found = false;
-    Stmt::visit_all(
-        std::slice::from_ref(s),
-        &mut |x| found |= matches!(x, Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } if *buffer == buf),
-    );
+    Stmt::visit_all(std::slice::from_ref(s), &mut |x| {
+        found |= matches!(x, Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } if *buffer == buf)
+            || matches!(x, Stmt::Mma(m) if m.c == buf)
+    });
     found
 }
 
@@ -492,11 +492,11 @@ impl Ctx<'_> {
         };
         let mut other = None;
         Stmt::visit_all(std::slice::from_ref(init), &mut |s| match s {
-            Stmt::Store { buffer, span, .. } | Stmt::AtomicAdd { buffer, span, .. }
-                if *buffer != self.buf && other.is_none() =>
-            {
-                other = Some((*buffer, *span))
-            }
+            Stmt::Store { buffer, span, .. }
+            | Stmt::AtomicAdd { buffer, span, .. }
+            | Stmt::Mma(sparsile_ir::loops::Mma {
+                c: buffer, span, ..
+            }) if *buffer != self.buf && other.is_none() => other = Some((*buffer, *span)),
             Stmt::Assign { span, .. } if other.is_none() => other = Some((self.buf, *span)),
             _ => {}
         });

@@ -168,13 +168,13 @@ fn bind_with(
     let span = f.span;
     let out = with_loop(&func, target, |l| l.kind = ForKind::Bound(axis));
     if axis.is_thread() {
-        threads_cover_stores(&out, launch, target, axis, span)?;
+        threads_cover_stores(&out, launch, target, axis, span, PRIMITIVE)?;
     }
     Ok(out)
 }
 
 /// One statement on the way from a launch's body down to the target loop.
-enum PathItem {
+pub(crate) enum PathItem {
     Block,
     Loop(ForKind),
     /// A conditional or anything else that is not a block or a loop.
@@ -183,7 +183,7 @@ enum PathItem {
 
 /// The launch (its index in the body) holding `target`, what encloses the loop inside
 /// the launch (outermost first), and the loop.
-fn locate<'f>(
+pub(crate) fn locate<'f>(
     func: &'f Func,
     target: &LoopRef,
 ) -> Result<(usize, Vec<PathItem>, &'f For), ScheduleError> {
@@ -305,7 +305,8 @@ fn count_accesses(stmts: &[Stmt], of: &HashSet<BufferId>) -> Vec<BufferId> {
     Stmt::visit_all(stmts, &mut |s| {
         if let Stmt::Store { buffer, .. }
         | Stmt::AtomicAdd { buffer, .. }
-        | Stmt::Prefetch { buffer, .. } = s
+        | Stmt::Prefetch { buffer, .. }
+        | Stmt::Mma(sparsile_ir::loops::Mma { c: buffer, .. }) = s
         {
             if of.contains(buffer) {
                 out.push(*buffer);
@@ -325,20 +326,21 @@ fn count_accesses(stmts: &[Stmt], of: &HashSet<BufferId>) -> Vec<BufferId> {
 }
 
 /// After binding `target` to a thread axis: the block's size is within limits, and every
-/// store to a non-local buffer of the launch lies inside loops bound to every thread axis
-/// with more than one thread.
-fn threads_cover_stores(
+/// store to a non-local buffer of the launch (an `mma`'s accumulator included) lies
+/// inside loops bound to every thread axis with more than one thread.
+pub(crate) fn threads_cover_stores(
     func: &Func,
     launch: usize,
     target: &LoopRef,
     axis: GpuAxis,
     span: Span,
+    primitive: &'static str,
 ) -> Result<(), ScheduleError> {
     let Stmt::Launch { body, .. } = &func.body[launch] else {
         unreachable!("located in a launch")
     };
     let refuse = |reason: String| ScheduleError::NotBindable {
-        primitive: PRIMITIVE,
+        primitive,
         block: target.block.clone(),
         var: target.var.clone(),
         axis,
@@ -378,7 +380,11 @@ fn threads_cover_stores(
                     walk(func, else_body, inside, shape, bad);
                 }
                 Stmt::Block { body, .. } => walk(func, body, inside, shape, bad),
-                Stmt::Store { buffer, span, .. } | Stmt::AtomicAdd { buffer, span, .. } => {
+                Stmt::Store { buffer, span, .. }
+                | Stmt::AtomicAdd { buffer, span, .. }
+                | Stmt::Mma(sparsile_ir::loops::Mma {
+                    c: buffer, span, ..
+                }) => {
                     let b = &func.buffers[*buffer];
                     if b.kind == BufferKind::Local || bad.is_some() {
                         continue;

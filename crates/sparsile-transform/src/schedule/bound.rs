@@ -168,6 +168,9 @@ fn modified(stmts: &[Stmt], stores: &mut HashSet<BufferId>, assigns: &mut HashSe
             Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
                 stores.insert(*buffer);
             }
+            Stmt::Mma(m) => {
+                stores.insert(m.c);
+            }
             Stmt::Let { .. }
             | Stmt::Prefetch { .. }
             | Stmt::Barrier { .. }

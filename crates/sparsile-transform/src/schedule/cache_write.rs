@@ -212,6 +212,10 @@ impl Body {
                 Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
                     self.stores.insert(*buffer);
                 }
+                Stmt::Mma(m) => {
+                    self.inner_vars.extend(m.tile_vars());
+                    self.stores.insert(m.c);
+                }
                 Stmt::Prefetch { .. } | Stmt::Barrier { .. } => {}
                 Stmt::Block { body, .. } | Stmt::Launch { body, .. } => self.walk(body),
             }
@@ -888,6 +892,15 @@ pub(crate) fn accesses(stmts: &[Stmt], buffer: BufferId) -> Vec<(Option<Vec<Expr
                     .into_iter()
                     .chain(key)
                     .for_each(|e| expr(e, buffer, *span, out)),
+                // A tile of elements: not one the analysis can name.
+                Stmt::Mma(m) => {
+                    if m.c == buffer {
+                        out.push((None, m.span));
+                    }
+                    m.exprs()
+                        .into_iter()
+                        .for_each(|e| expr(e, buffer, m.span, out));
+                }
                 Stmt::Barrier { .. } => {}
                 Stmt::Block { body, .. } | Stmt::Launch { body, .. } => walk(body, buffer, out),
             }

@@ -513,6 +513,64 @@ pub enum ScheduleError {
         loop_span: Span,
     },
     // ---- end of batch_reduction ----
+    // ---- tensorize (also UnknownLoop, NotSerial) ----
+    /// The nest under the loop is not three loops around one update `C[e] = C[e] + a * b`
+    /// (with `let`s and conditions between them).
+    #[error("tensorize: loop `{var}` in block `{block}` ({span}): the nest is not a tile product: {reason}")]
+    TensorizeNest {
+        block: String,
+        var: String,
+        reason: String,
+        span: Span,
+    },
+    /// A loop of the tile does not run `0..N` with `N` a multiple of the instruction's
+    /// extent for its role.
+    #[error("tensorize: loop `{var}` in block `{block}` ({span}): loop `{tile_loop}` runs the tile's {role} over `{range}`; an {shape} mma needs `0..N` with N a multiple of {multiple}")]
+    TensorizeExtent {
+        block: String,
+        var: String,
+        tile_loop: String,
+        role: &'static str,
+        range: String,
+        shape: sparsile_ir::loops::MmaShape,
+        multiple: u32,
+        span: Span,
+    },
+    /// `mma.sync` has no such shape for the type.
+    #[error("tensorize: there is no {shape} mma for {ty} operands (it has {shapes})")]
+    TensorizeInstruction {
+        shape: sparsile_ir::loops::MmaShape,
+        ty: sparsile_ir::loops::MmaType,
+        shapes: String,
+    },
+    /// An operand or the accumulator does not fit the instruction (the reason names it).
+    #[error("tensorize: loop `{var}` in block `{block}` ({span}): {reason}")]
+    TensorizeOperand {
+        block: String,
+        var: String,
+        reason: String,
+        span: Span,
+    },
+    /// A condition of the nest cannot be split into the rows' and the columns' guards.
+    #[error("tensorize: loop `{var}` in block `{block}` ({span}): condition `{cond}` {reason}")]
+    TensorizeGuard {
+        block: String,
+        var: String,
+        cond: String,
+        reason: String,
+        span: Span,
+    },
+    /// The nest is not where a warp can run it (the reason names the rule).
+    #[error(
+        "tensorize: loop `{var}` in block `{block}` ({span}) cannot run as a warp's mma: {reason}"
+    )]
+    TensorizePlacement {
+        block: String,
+        var: String,
+        reason: String,
+        span: Span,
+    },
+    // ---- end of tensorize ----
     // ---- bind (also UnknownLoop, NotSerial, LoopCarriedLocal, LoopCarriedAccess) ----
     /// The loop cannot be bound to this GPU axis (the reason names the rule).
     #[error(

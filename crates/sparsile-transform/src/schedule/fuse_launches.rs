@@ -182,6 +182,12 @@ impl Uses {
                 Stmt::AtomicAdd { buffer, .. } => {
                     u.written.insert(*buffer);
                 }
+                // An `mma` reads and writes its accumulator's tile.
+                Stmt::Mma(m) => {
+                    u.written.insert(m.c);
+                    u.stored.insert(m.c);
+                    u.read.insert(m.c);
+                }
                 _ => {}
             }
             for e in s.own_exprs() {

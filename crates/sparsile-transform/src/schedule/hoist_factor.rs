@@ -65,10 +65,14 @@ pub fn hoist_factor(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError
     let mut inside: HashSet<VarId> = Stmt::declared_vars(&f.body).into_iter().collect();
     inside.insert(f.var);
     let mut stored: HashSet<BufferId> = HashSet::new();
-    Stmt::visit_all(&f.body, &mut |s| {
-        if let Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } = s {
+    Stmt::visit_all(&f.body, &mut |s| match s {
+        Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
             stored.insert(*buffer);
         }
+        Stmt::Mma(m) => {
+            stored.insert(m.c);
+        }
+        _ => {}
     });
     let fixed = |e: &Expr| {
         let mut ok = true;

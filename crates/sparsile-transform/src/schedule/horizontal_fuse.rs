@@ -323,6 +323,12 @@ impl Uses {
                     self.expr(value);
                 }
                 Stmt::Prefetch { indices, .. } => indices.iter().for_each(|i| self.expr(i)),
+                // The tile's update is not one `X[e] = X[e] + v` the fusion can see.
+                Stmt::Mma(m) => {
+                    self.written.insert(m.c);
+                    plain_writes.insert(m.c);
+                    m.exprs().into_iter().for_each(|e| self.expr(e));
+                }
             }
         }
     }

@@ -201,6 +201,7 @@ pub fn bounds_invariant(f: &For) -> bool {
         for s in stmts {
             match s {
                 Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => bufs.push(*buffer),
+                Stmt::Mma(m) => bufs.push(m.c),
                 Stmt::Assign { var, .. } => vars.push(*var),
                 Stmt::For(g) => written(&g.body, bufs, vars),
                 Stmt::If {

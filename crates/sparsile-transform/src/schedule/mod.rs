@@ -55,6 +55,7 @@ pub mod sparse_fuse;
 pub mod sparse_reorder;
 pub mod specialize;
 pub mod split;
+pub mod tensorize;
 pub mod trace;
 pub mod unroll;
 pub mod vectorize;
@@ -87,6 +88,7 @@ pub use sparse_fuse::sparse_fuse;
 pub use sparse_reorder::sparse_reorder;
 pub use specialize::specialize;
 pub use split::{split, SplitTail};
+pub use tensorize::tensorize;
 pub use trace::{Step, Trace};
 pub use unroll::unroll;
 pub use vectorize::vectorize;
@@ -95,7 +97,7 @@ pub use warp_reduce::warp_reduce;
 
 use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
-use sparsile_ir::loops::{verify, Func, GpuAxis};
+use sparsile_ir::loops::{verify, Func, GpuAxis, MmaShape, MmaType};
 
 use crate::{lower_buffers, lower_iterations, Lowered};
 
@@ -164,6 +166,7 @@ impl Schedule {
             Step::BindAtomic { target, axis } => self.bind_atomic(target, *axis),
             Step::FuseLaunches { launches } => self.fuse_launches(launches),
             Step::WarpReduce { target } => self.warp_reduce(target),
+            Step::Tensorize { target, shape, ty } => self.tensorize(target, *shape, *ty),
             Step::Reorder { loops } => self.reorder(loops),
             Step::SparseReorder { iteration, order } => self.sparse_reorder(iteration, order),
             Step::SparseFuse { iteration, axes } => self.sparse_fuse(iteration, axes),
@@ -345,6 +348,22 @@ impl Schedule {
             target: target.clone(),
         };
         self.stage2(step, |f| warp_reduce(f, target).map(|f| (f, ())))
+    }
+
+    /// [`tensorize()`]: replaces the tile product nest at `target` by a warp's `mma` of
+    /// `shape` on `ty` operands.
+    pub fn tensorize(
+        &mut self,
+        target: &LoopRef,
+        shape: MmaShape,
+        ty: MmaType,
+    ) -> Result<(), ScheduleError> {
+        let step = Step::Tensorize {
+            target: target.clone(),
+            shape,
+            ty,
+        };
+        self.stage2(step, |f| tensorize(f, target, shape, ty).map(|f| (f, ())))
     }
 
     /// [`vectorize()`]: marks the loop vectorized.

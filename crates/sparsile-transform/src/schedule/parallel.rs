@@ -247,7 +247,8 @@ pub(crate) fn find_loop<'a>(
                 | Stmt::Prefetch { .. }
                 | Stmt::AtomicAdd { .. }
                 | Stmt::Barrier { .. }
-                | Stmt::WarpReduce { .. } => {}
+                | Stmt::WarpReduce { .. }
+                | Stmt::Mma(_) => {}
             }
         }
         None
@@ -304,7 +305,8 @@ pub(crate) fn with_loop(func: &Func, target: &LoopRef, edit: impl FnOnce(&mut Fo
                 | Stmt::Prefetch { .. }
                 | Stmt::AtomicAdd { .. }
                 | Stmt::Barrier { .. }
-                | Stmt::WarpReduce { .. } => {}
+                | Stmt::WarpReduce { .. }
+                | Stmt::Mma(_) => {}
             }
         }
     }
@@ -491,6 +493,30 @@ fn collect_stmts(stmts: &[Stmt], b: &mut Body) {
                     .into_iter()
                     .chain(key)
                     .for_each(|e| collect_expr(e, *span, b));
+            }
+            // Like the loop nest it stands for: the tile variables are inner loops with
+            // constant bounds, and the accumulator is loaded and stored at its indices.
+            Stmt::Mma(m) => {
+                let extents = [m.shape.m(), m.shape.n(), m.shape.k()];
+                for (v, n) in m.tile_vars().into_iter().zip(extents) {
+                    b.variant.insert(v);
+                    b.inner_loops.push(v);
+                    b.bounded.insert(v, (0, i64::from(n) - 1));
+                    b.ranges.push((v, Expr::Int(0), Expr::Int(i64::from(n))));
+                }
+                m.exprs()
+                    .into_iter()
+                    .for_each(|e| collect_expr(e, m.span, b));
+                let load = Expr::load(m.c, m.c_indices.clone());
+                collect_expr(&load, m.span, b);
+                b.stores.insert(m.c);
+                b.accesses.push(Access {
+                    buffer: m.c,
+                    is_store: true,
+                    atomic: false,
+                    indices: Some(m.c_indices.clone()),
+                    span: m.span,
+                });
             }
             Stmt::Barrier { .. } => {}
             Stmt::Block { body, .. } | Stmt::Launch { body, .. } => collect_stmts(body, b),

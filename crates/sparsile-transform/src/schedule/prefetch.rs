@@ -323,7 +323,7 @@ fn find_load(
                 .into_iter()
                 .chain(key)
                 .find_map(|e| in_expr(e, buf, conds, loops)),
-            Stmt::Barrier { .. } => None,
+            Stmt::Barrier { .. } | Stmt::Mma(_) => None,
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } => {
                 in_expr(value, buf, conds, loops)
             }

@@ -202,6 +202,7 @@ fn count_stores(stmts: &[Stmt], id: BufferId) -> usize {
         .iter()
         .map(|s| match s {
             Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } if *buffer == id => 1,
+            Stmt::Mma(m) if m.c == id => 1,
             Stmt::For(g) => count_stores(&g.body, id),
             Stmt::If {
                 then_body,

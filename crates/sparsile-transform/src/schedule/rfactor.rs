@@ -43,7 +43,7 @@
 use sparsile_ir::coord::Extent;
 use sparsile_ir::coord::{BinaryOp, BufferRole};
 use sparsile_ir::id::{BufferId, VarId};
-use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, Expr, For, ForKind, Func, Stmt};
+use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, Expr, For, ForKind, Func, Mma, Stmt};
 use sparsile_ir::{AxisKind, Span};
 
 use super::cache_write::{accesses, Body};
@@ -292,7 +292,7 @@ pub(crate) fn collect_updates(
                     *outside = Some(*span);
                 }
             }
-            Stmt::AtomicAdd { span, .. } => {
+            Stmt::AtomicAdd { span, .. } | Stmt::Mma(Mma { span, .. }) => {
                 if outside.is_none() {
                     *outside = Some(*span);
                 }

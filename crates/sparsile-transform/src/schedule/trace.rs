@@ -20,7 +20,7 @@
 use serde::{Deserialize, Serialize};
 use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
-use sparsile_ir::loops::GpuAxis;
+use sparsile_ir::loops::{GpuAxis, MmaShape, MmaType};
 
 use super::loop_ref::LoopRef;
 use super::partition::LoopPartition;
@@ -71,6 +71,12 @@ pub enum Step {
     /// Stage II: run the reduction loop on the lanes of a warp, combined by `warp_sum`.
     WarpReduce {
         target: LoopRef,
+    },
+    /// Stage II: replace the tile product nest at `target` by a warp's `mma`.
+    Tensorize {
+        target: LoopRef,
+        shape: MmaShape,
+        ty: MmaType,
     },
     Fuse {
         outer: LoopRef,
@@ -183,6 +189,7 @@ impl Step {
             Step::BindAtomic { .. } => "bind_atomic",
             Step::FuseLaunches { .. } => "fuse_launches",
             Step::WarpReduce { .. } => "warp_reduce",
+            Step::Tensorize { .. } => "tensorize",
             Step::Reorder { .. } => "reorder",
             Step::Parallel { .. } => "parallel",
             Step::Vectorize { .. } => "vectorize",

@@ -149,7 +149,7 @@ impl<'f> Machine<'f> {
                 self.bufs[b][off as usize] += v;
             }
             Stmt::Block { body, .. } => self.stmts(body),
-            Stmt::Launch { .. } | Stmt::Barrier { .. } | Stmt::WarpReduce { .. } => {
+            Stmt::Launch { .. } | Stmt::Barrier { .. } | Stmt::WarpReduce { .. } | Stmt::Mma(_) => {
                 panic!("this test evaluator runs CPU functions only")
             }
         }

@@ -14,7 +14,9 @@
 //! before. An index may be an integer tensor read (`X[idx[i], k]`; on the left,
 //! `Y[out[p], k] = ...` scatters: colliding writes add up, writes out of range are
 //! skipped). Each term of a sum is summed over its own indices not on the left.
-//! Assigned tensors are outputs, the others inputs.
+//! Assigned tensors are outputs, the others inputs. Operands of one operation have one
+//! element type, the output's, except that f16/bf16 values may be assigned to f32 or f64
+//! outputs (`tensor C: f32[m, k]` with f16 `A` and `B`: mixed precision).
 //!
 //! ```
 //! use sparsile::notation::compile_notation;

@@ -4,7 +4,8 @@
 //! every tensor is declared once with a format that can hold its order; every access
 //! names a declared tensor with the right number of indices; every index variable ranges
 //! over one dimension size within its statement; value types agree with the output's
-//! element type; indirect indices read integer tensors; outputs are assigned (`=`) before
+//! element type (or are f16/bf16 values assigned to an f32 or f64 output: computed in
+//! f64 like every value, rounded once when stored); indirect indices read integer tensors; outputs are assigned (`=`) before
 //! they are read or accumulated into (`+=`), and no statement reads its own output.
 //!
 //! ```
@@ -127,7 +128,11 @@ pub fn check(ast: &Program) -> Result<Checked, NotationError> {
         let ty = value_type(ast, &s.rhs)?;
         let dtype = out_decl.dtype;
         let ok = match ty {
-            ValueType::Of(d) => d == dtype,
+            // Half-precision values widen exactly into f32 and f64 outputs (mixed
+            // precision: f16 operands, f32 results).
+            ValueType::Of(d) => {
+                d == dtype || (is_half(d) && matches!(dtype, DType::F32 | DType::F64))
+            }
             ValueType::AnyFloat => dtype.is_float(),
             ValueType::AnyInt => true,
         };
@@ -275,6 +280,10 @@ impl ValueType {
             _ => Ok(AnyFloat),
         }
     }
+}
+
+fn is_half(d: DType) -> bool {
+    matches!(d, DType::F16 | DType::BF16)
 }
 
 fn value_type(ast: &Program, e: &Expr) -> Result<ValueType, NotationError> {

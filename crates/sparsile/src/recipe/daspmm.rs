@@ -40,6 +40,7 @@ fn info() -> RecipeInfo {
         name: NAME,
         summary: "the 8 DA-SpMM designs: balance=row|nnz x dense=row|col x reduce=seq|par",
         ops: &["spmm"],
+        formats: &["any"],
         params: vec![
             ParamInfo {
                 name: "balance",

@@ -17,6 +17,7 @@ fn info() -> RecipeInfo {
         name: "default",
         summary: "outermost spatial loop of each block in parallel, even static chunks (what compiling without a schedule does)",
         ops: &["any"],
+        formats: &["any"],
         params: Vec::new(),
         source: "Sparsile",
         gpu: false,

@@ -28,6 +28,7 @@ fn info() -> RecipeInfo {
         name: NAME,
         summary: "GPU: hyb(c, k) decomposition, each part's rows over blocks and threadIdx.y and the dense width over lanes, all parts in one launch",
         ops: &["spmm", "spmv"],
+        formats: &["any"],
         params: vec![
             ParamInfo {
                 name: "c",

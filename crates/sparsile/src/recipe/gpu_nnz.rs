@@ -29,6 +29,7 @@ fn info() -> RecipeInfo {
         name: NAME,
         summary: "GPU: all non-zeros as one loop spread evenly over blocks and threadIdx.y (rows by binary search), the dense width over lanes, atomic adds into the output",
         ops: &["spmm", "spmv"],
+        formats: &["any"],
         params: vec![
             width_param("k"),
             lanes_param("threads along threadIdx.x over the dense width (SpMM); SpMV runs lanes x rows non-zeros per block"),

@@ -40,6 +40,7 @@ fn info() -> RecipeInfo {
         name: NAME,
         summary: "GPU SpMM: a warp per row, each lane several columns of the width in registers, the row's indices and values staged in shared memory 32 at a time (coalesced)",
         ops: &["spmm"],
+        formats: &["any"],
         params: vec![
             width_param("k"),
             rows_param("rows (warps of 32 lanes) per block along threadIdx.y"),

@@ -39,6 +39,7 @@ fn info() -> RecipeInfo {
         name: NAME,
         summary: "GPU: rows over blocks and threadIdx.y, the dense width over threadIdx.x lanes (coalesced), sums in registers",
         ops: &["spmm", "sddmm", "spmv"],
+        formats: &["any"],
         params: vec![
             width_param("k"),
             lanes_param("threads along threadIdx.x: the dense width's columns (SpMM), a row's non-zeros (SDDMM) or rows (SpMV) side by side"),

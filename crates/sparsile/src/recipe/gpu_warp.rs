@@ -36,6 +36,7 @@ fn info() -> RecipeInfo {
         name: NAME,
         summary: "GPU: a warp per SpMV row or SDDMM non-zero, its terms over the lanes, combined by warp_sum",
         ops: &["sddmm", "spmv"],
+        formats: &["any"],
         params: vec![
             width_param("k"),
             lanes_param("lanes per reduction along threadIdx.x, a power of two up to 1024: up to 32 a warp_sum; more, a block per reduction whose warps' sums meet in shared memory"),

@@ -26,6 +26,7 @@ fn info() -> RecipeInfo {
         name: "hyb",
         summary: "decompose the sparse operand into c column partitions x power-of-two row buckets (ELL parts), parts fused into one loop",
         ops: &["spmm", "spmv"],
+        formats: &["any"],
         params: vec![
             ParamInfo {
                 name: "c",

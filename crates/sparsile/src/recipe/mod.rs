@@ -31,6 +31,7 @@ mod args;
 mod daspmm;
 mod default;
 mod gpu_block;
+mod gpu_bsr_mma;
 mod gpu_hyb;
 mod gpu_nnz;
 mod gpu_rowcache;
@@ -76,12 +77,25 @@ pub struct RecipeInfo {
     pub summary: &'static str,
     /// The operators it applies to (e.g. `spmm`, `sddmm`, `spmv`, `any`).
     pub ops: &'static [&'static str],
+    /// The formats of the sparse operand it applies to: `any`, or format families
+    /// (`bsr`: blocks of `bsr:RxC`, whatever their size; the recipe says which sizes it
+    /// takes when it refuses one).
+    pub formats: &'static [&'static str],
     pub params: Vec<ParamInfo>,
     /// Where the design comes from.
     pub source: &'static str,
     /// Whether the schedule makes a GPU function (bound loops in launches, run by the
     /// CUDA backend or the SIMT interpreter) rather than a CPU one.
     pub gpu: bool,
+}
+
+impl RecipeInfo {
+    /// Whether the recipe applies to a sparse operand stored as `format` (a format
+    /// spec such as `csr` or `bsr:4x4`; its family is the part before `:`).
+    pub fn takes_format(&self, format: &str) -> bool {
+        let family = format.split(':').next().unwrap_or(format);
+        self.formats.iter().any(|f| *f == "any" || *f == family)
+    }
 }
 
 /// What a recipe knows besides the program: the values of its parameters that the
@@ -139,6 +153,7 @@ fn registry() -> Vec<Recipe> {
         gpu_nnz::RECIPE,
         gpu_hyb::RECIPE,
         gpu_rowcache::RECIPE,
+        gpu_bsr_mma::RECIPE,
     ]
 }
 

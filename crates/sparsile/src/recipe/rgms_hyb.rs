@@ -16,6 +16,7 @@ fn info() -> RecipeInfo {
         name: "rgms_hyb",
         summary: "decompose the order-3 sparse operand (relation x row x column) into one bucketed ELL per relation, parts fused into one loop",
         ops: &["rgms"],
+        formats: &["any"],
         params: vec![
             ParamInfo {
                 name: "k",

@@ -38,6 +38,7 @@ fn info() -> RecipeInfo {
         name: "rowwise",
         summary: "rows in parallel; the innermost dense extent (K) fixed at compile time; innermost loops vectorised",
         ops: &["spmm", "sddmm", "spmv"],
+        formats: &["any"],
         params: vec![
             ParamInfo {
                 name: "k",

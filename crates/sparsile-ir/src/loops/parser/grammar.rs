@@ -9,6 +9,7 @@ use crate::id::{AxisId, VarId};
 use crate::loops::expr::{CmpOp, Expr, LogicOp};
 use crate::loops::func::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
 use crate::loops::gpu::{BarrierScope, GpuAxis, GpuDim, WarpOp, WARP_SEGMENT_SUM};
+use crate::loops::mma::{Mma, MmaShape, MmaType};
 use crate::loops::stmt::{For, ForKind, Stmt};
 use crate::{AxisKind, DType, IndexType, Span};
 
@@ -618,6 +619,7 @@ impl Parser {
                 start,
                 format!("`{word}` declarations must come before the statements"),
             )),
+            "mma" if matches!(self.peek_at(1), Tok::Ident(_)) => self.mma(),
             "atomic" if matches!(self.peek_at(1), Tok::Ident(_)) => {
                 self.bump();
                 let (name, nspan) = self.expect_name("a buffer name")?;
@@ -669,6 +671,82 @@ impl Parser {
                 "a statement (`for`, `if`, `let`, `block`, `launch`, `sync_threads`, `sync_warp`, `x = ...` or `buffer[...] = ...`) or `}`",
             )),
         }
+    }
+
+    /// `mma SHAPE TYPE (row, col, depth) [where GUARD:] C[indices] += A * B`: the tile
+    /// variables are in scope in the rest of the statement only; the operands are the two
+    /// sides of the product's outermost `*`.
+    fn mma(&mut self) -> PResult<Stmt> {
+        let start = self.expect_keyword("mma")?;
+        let (shape_name, shape_span) = self.expect_word("an mma shape (`m16n8k16`, ...)")?;
+        let shape = MmaShape::parse(&shape_name).ok_or_else(|| {
+            ParseError::new(
+                shape_span,
+                format!("expected an mma shape (`m16n8k16`, `m16n8k8` or `m16n8k4`), found `{shape_name}`"),
+            )
+        })?;
+        let (ty_name, ty_span) = self.expect_word("an mma type (`f16`, `bf16` or `tf32`)")?;
+        let ty = MmaType::parse(&ty_name).ok_or_else(|| {
+            ParseError::new(
+                ty_span,
+                format!("expected an mma type (`f16`, `bf16` or `tf32`), found `{ty_name}`"),
+            )
+        })?;
+        let scope_len = self.scope.len();
+        self.expect_punct("(")?;
+        let mut vars = Vec::new();
+        for k in 0..3 {
+            if k > 0 {
+                self.expect_punct(",")?;
+            }
+            let (name, nspan) = self.expect_name("a tile variable name")?;
+            vars.push(self.declare(name, nspan, VarType::Index)?);
+        }
+        self.expect_punct(")")?;
+        // `where[` starts an accumulator named `where`.
+        let guard = if self.is_keyword("where") && *self.peek_at(1) != Tok::Punct("[") {
+            self.bump();
+            let guard = self.expr()?;
+            self.expect_punct(":")?;
+            Some(guard)
+        } else {
+            None
+        };
+        let (name, nspan) = self.expect_name("the accumulator buffer")?;
+        let c = self
+            .func
+            .buffer_by_name(&name)
+            .ok_or_else(|| ParseError::new(nspan, format!("unknown buffer `{name}`")))?;
+        let c_indices = self.list("[", "]", |p| p.expr())?;
+        self.expect_punct("+")?;
+        self.expect_punct("=")?;
+        let product_span = self.peek().span;
+        let product = self.expr()?;
+        let Expr::Binary {
+            op: BinaryOp::Mul,
+            lhs,
+            rhs,
+        } = product
+        else {
+            return Err(ParseError::new(
+                product_span.join(self.prev_span()),
+                "expected the product of the two operands (`A * B`) after `+=`".to_string(),
+            ));
+        };
+        self.scope.truncate(scope_len);
+        Ok(Stmt::Mma(Mma {
+            shape,
+            ty,
+            row: vars[0],
+            col: vars[1],
+            depth: vars[2],
+            c,
+            c_indices,
+            a: *lhs,
+            b: *rhs,
+            guard,
+            span: start.join(self.prev_span()),
+        }))
     }
 
     /// `scalar_sums=N` of `vectorized(reassociate, scalar_sums=N)` (the verifier checks

@@ -18,7 +18,8 @@
 //! ROLE      = "input" | "output" | "temp" ;
 //! KIND      = "values" | "scratch" | "local" | "shared"
 //!           | ( "indptr" | "indices" ) "(" IDENT "," INT ")" ;
-//! stmt      = for | if | let | warp | assign | store | atomic | block | launch | barrier ;
+//! stmt      = for | if | let | warp | assign | store | atomic | block | launch | barrier
+//!           | mma ;
 //! for       = "for" IDENT "in" expr ".." expr [ FORKIND ] "{" { stmt } "}" ;
 //! FORKIND   = "parallel" [ "(" PARTITION ")" ]
 //!           | "vectorized" [ "(" "reassociate" [ "," "scalar_sums" "=" INT ] ")" ]
@@ -34,6 +35,11 @@
 //! warp      = "let" IDENT ":" ( "idx" | DTYPE ) "="
 //!             ( ( "warp_sum" | "warp_max" | "warp_min" ) "(" expr "," INT ")"
 //!             | "warp_segment_sum" "(" expr "," expr "," INT ")" ) ;
+//! mma       = "mma" SHAPE MMATYPE "(" IDENT "," IDENT "," IDENT ")"
+//!             [ "where" expr ":" ] IDENT "[" [ expr { "," expr } ] "]" "+" "=" expr ;
+//!             (* SHAPE: m16n8k16 | m16n8k8 | m16n8k4; MMATYPE: f16 | bf16 | tf32; the
+//!                tile variables (row, column, depth) are in scope in the rest of the
+//!                statement; the last expr is a product `A * B`, split at its top `*` *)
 //! block     = "block" IDENT { "." IDENT } "{" { stmt } "}" ;
 //! launch    = "launch" IDENT "{" { stmt } "}" ;
 //! barrier   = "sync_threads" | "sync_warp" ;
@@ -194,6 +200,7 @@ fn clear_stmt_spans(stmts: &mut [Stmt]) {
             | Stmt::AtomicAdd { span, .. }
             | Stmt::Barrier { span, .. }
             | Stmt::WarpReduce { span, .. } => *span = Span::default(),
+            Stmt::Mma(m) => m.span = Span::default(),
             Stmt::Block { body, span, .. } | Stmt::Launch { body, span, .. } => {
                 *span = Span::default();
                 clear_stmt_spans(body);

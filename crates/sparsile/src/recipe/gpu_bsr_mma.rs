@@ -1,0 +1,208 @@
+//! `gpu_bsr_mma`: block-sparse SpMM on tensor cores (SparseTIR's BSR SpMM with
+//! `mma.sync`; SpMMPlu's blocks computed at the matrix instruction's granularity).
+//!
+//! For `C[i,k] = A[i,j]·B[j,k]` with `A` in BSR (`bsr:RxC`, dense `R × C` blocks), the
+//! main nest is block rows `io`, the row's blocks `jo_p`, a block's rows `ii` and columns
+//! `ji`, and the dense width `k`. The recipe:
+//! - fixes `K` at compile time (`k=auto`: the inputs' width) and splits it into tiles of
+//!   8 columns (`k_o`, `k_i`; columns past `K` guarded), the tile loop moved above the
+//!   block's loops (`reorder`);
+//! - runs one block row per block of the grid (`blockIdx.x`) and the column tiles on the
+//!   block's warps (`threadIdx.y`, at most `warps` of them; more tiles run in passes);
+//! - turns each block's `R × C` times `C × 8` product into `mma`s (`tensorize`:
+//!   `m16n8k16` when `C` is a multiple of 16, else `m16n8k8`, for f16 and bf16; `m16n8k8`
+//!   or `m16n8k4` for tf32; `R / 16 · C / K` of them per block), each warp adding into its
+//!   16 × 8 tiles of `C` (in global memory) block after block;
+//! - zeroes `C` in a launch before (rows over the grid and `threadIdx.y`, columns over
+//!   `threadIdx.x`).
+//!
+//! Operands: f16 or bf16 `A` and `B` multiply exactly; f32 ones only with `tf32=on`
+//! (tensor cores round them to tf32, 10 mantissa bits). `C` is f32 (declare an f32 output
+//! for f16/bf16 inputs: `tensor C: f32[m, k]`). Block rows of any length (none
+//! included), matrices with no rows or no blocks, `K` that is not a multiple of 8 and
+//! sizes that are not multiples of the blocks are all handled by the guards. `R` must be
+//! a multiple of 16 and `C` of 8 (f16, bf16) or 4 (tf32): other blocks are refused.
+//! The result is a GPU function (sm_80 and later): compile it for `cuda` or run it with
+//! the SIMT interpreter (`cuda-sim`).
+
+use sparsile_ir::loops::{BufferKind, Expr, Func, GpuAxis, GpuDim, MmaType, Stmt};
+use sparsile_ir::DType;
+use sparsile_transform::schedule::{LoopRef, Schedule, SplitTail};
+
+use super::gpu_block::unbound_blocks;
+use super::nest::{main_iteration, nest};
+use super::rowwise::width;
+use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
+
+pub(super) const RECIPE: Recipe = Recipe { info, apply };
+
+const NAME: &str = "gpu_bsr_mma";
+
+fn info() -> RecipeInfo {
+    RecipeInfo {
+        name: NAME,
+        summary: "GPU tensor cores: BSR SpMM, a block row per block of the grid, 8 columns of C per warp, each block of A an mma.sync (f16/bf16, or f32 as tf32)",
+        ops: &["spmm"],
+        formats: &["bsr"],
+        params: vec![
+            ParamInfo {
+                name: "k",
+                default: "auto",
+                doc: "the dense width to compile for: `auto` (the inputs') or a number",
+            },
+            ParamInfo {
+                name: "warps",
+                default: "8",
+                doc: "warps per block along threadIdx.y, each taking 8 columns of C (more columns run in passes)",
+            },
+            ParamInfo {
+                name: "tf32",
+                default: "off",
+                doc: "`on`: f32 operands run on tensor cores rounded to tf32 (10 mantissa bits); `off`: f32 operands are refused",
+            },
+        ],
+        source: "SparseTIR (BSR SpMM with tensor cores); SpMMPlu (meta-ops at the matrix instruction's granularity); PTX mma.sync",
+        gpu: true,
+    }
+}
+
+/// The element types of the operands loaded in `stmts` (float values buffers it does not
+/// store to), sorted by name.
+fn operand_types(func: &Func, stmts: &[Stmt]) -> Vec<DType> {
+    let mut out = Vec::new();
+    for b in Stmt::loaded_buffers(stmts) {
+        let buf = &func.buffers[b];
+        if buf.kind == BufferKind::Values && buf.dtype.is_float() && !out.contains(&buf.dtype) {
+            let stored = Stmt::stored_buffers(stmts).contains(&b);
+            if !stored {
+                out.push(buf.dtype);
+            }
+        }
+    }
+    out.sort_by_key(|d| d.name());
+    out
+}
+
+/// The output the nest accumulates into.
+fn accumulator(func: &Func, stmts: &[Stmt]) -> Option<DType> {
+    let stored = Stmt::stored_buffers(stmts);
+    stored
+        .into_iter()
+        .map(|b| &func.buffers[b])
+        .find(|b| b.kind == BufferKind::Values)
+        .map(|b| b.dtype)
+}
+
+fn constant(lo: &Expr, hi: &Expr) -> Option<i64> {
+    match (lo, hi) {
+        (Expr::Int(0), Expr::Int(n)) => Some(*n),
+        _ => None,
+    }
+}
+
+fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
+    let warps = args.int("warps", 1, 32)?;
+    let tf32 = args.choice("tf32", &["on", "off"])? == "on";
+    let not = |reason: String| RecipeError::NotApplicable {
+        recipe: NAME.into(),
+        reason,
+    };
+    if args.text("k") == "none" {
+        return Err(not(
+            "the dense width must be known at compile time (`k=auto` or a number): the warps take its columns".to_string(),
+        ));
+    }
+    if let Some((param, value)) = width(sch, args, ctx)? {
+        sch.specialize(&param, value).map_err(sched(NAME))?;
+    }
+    let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
+    let Some(main) = main_iteration(sch.program()) else {
+        return Err(not("the program has no iteration".to_string()));
+    };
+    let loops = nest(&func, &main);
+    let shape_hint = "it runs SpMM with the sparse operand in BSR (`bsr:16x16`, ...), whose nest loops over block rows, a row's blocks, a block's rows and columns, and the dense width";
+    let [io, _blocks, ii, ji, k] = loops.as_slice() else {
+        return Err(not(format!(
+            "the main nest has {} loops; {shape_hint}",
+            loops.len()
+        )));
+    };
+    let (Some(rows), Some(cols)) = (constant(&ii.1.lo, &ii.1.hi), constant(&ji.1.lo, &ji.1.hi))
+    else {
+        return Err(not(format!(
+            "the block's loops `{}` and `{}` do not have constant extents; {shape_hint}",
+            ii.0.var, ji.0.var
+        )));
+    };
+    let Some(width) = constant(&k.1.lo, &k.1.hi) else {
+        return Err(not(
+            "the dense width is not known at compile time (give the inputs, or `k=N`)".to_string(),
+        ));
+    };
+    let body = &io.1.body;
+    let types = operand_types(&func, body);
+    let ty = match types.as_slice() {
+        [DType::F16] => MmaType::F16,
+        [DType::BF16] => MmaType::BF16,
+        ts if ts.contains(&DType::F64) => {
+            return Err(not(
+                "f64 operands: tensor cores multiply f16, bf16 or (rounded) f32 values".to_string(),
+            ))
+        }
+        _ if tf32 => MmaType::TF32,
+        ts => {
+            let names: Vec<&str> = ts.iter().map(|d| d.name()).collect();
+            return Err(not(format!(
+                "{} operands: tensor cores multiply f16 or bf16 values exactly; pass `tf32=on` to round f32 operands to tf32",
+                names.join(" and ")
+            )));
+        }
+    };
+    match accumulator(&func, body) {
+        Some(DType::F32) => {}
+        Some(d) => {
+            return Err(not(format!(
+                "the output is {d}; tensor cores accumulate in f32 (declare the output f32: f16 and bf16 operands may be assigned to it)"
+            )))
+        }
+        None => return Err(not(format!("the main nest stores no output; {shape_hint}"))),
+    }
+    let depth_ok = |k: u32| cols % i64::from(k) == 0;
+    let shape = ty
+        .shapes()
+        .iter()
+        .copied()
+        .find(|s| depth_ok(s.k()))
+        .ok_or_else(|| {
+            not(format!(
+                "blocks of {cols} columns: an mma on {ty} operands needs a multiple of {}",
+                ty.shapes().iter().map(|s| s.k()).min().unwrap_or(1)
+            ))
+        })?;
+    if rows % i64::from(shape.m()) != 0 {
+        return Err(not(format!(
+            "blocks of {rows} rows: an mma covers {} rows (use bsr:16x16, bsr:32x32, ...)",
+            shape.m()
+        )));
+    }
+
+    let (k_o, _) = sch
+        .split(&k.0, i64::from(shape.n()), SplitTail::InnerFixed)
+        .map_err(sched(NAME))?;
+    sch.reorder(&[k_o.clone(), ii.0.clone(), ji.0.clone()])
+        .map_err(sched(NAME))?;
+    sch.bind(&io.0, GpuAxis::Block(GpuDim::X))
+        .map_err(sched(NAME))?;
+    let tiles = (width + i64::from(shape.n()) - 1) / i64::from(shape.n());
+    let warp_loop: LoopRef = if tiles > warps {
+        sch.split(&k_o, warps, SplitTail::InnerFixed)
+            .map_err(sched(NAME))?
+            .1
+    } else {
+        k_o
+    };
+    sch.bind(&warp_loop, GpuAxis::Thread(GpuDim::Y))
+        .map_err(sched(NAME))?;
+    sch.tensorize(&ii.0, shape, ty).map_err(sched(NAME))?;
+    unbound_blocks(sch, NAME, 32, 4)
+}
