@@ -57,6 +57,7 @@ pub mod unroll;
 pub mod vectorize;
 pub mod vectorize_reduction;
 pub mod warp_reduce;
+pub mod warp_segment_reduce;
 
 pub use absorb_init::absorb_init;
 pub use batch_reduction::batch_reduction;
@@ -88,6 +89,7 @@ pub use unroll::unroll;
 pub use vectorize::vectorize;
 pub use vectorize_reduction::vectorize_reduction;
 pub use warp_reduce::warp_reduce;
+pub use warp_segment_reduce::warp_segment_reduce;
 
 use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
@@ -160,6 +162,7 @@ impl Schedule {
             Step::BindAtomic { target, axis } => self.bind_atomic(target, *axis),
             Step::FuseLaunches { launches } => self.fuse_launches(launches),
             Step::WarpReduce { target } => self.warp_reduce(target),
+            Step::WarpSegmentReduce { target } => self.warp_segment_reduce(target),
             Step::Reorder { loops } => self.reorder(loops),
             Step::SparseReorder { iteration, order } => self.sparse_reorder(iteration, order),
             Step::SparseFuse { iteration, axes } => self.sparse_fuse(iteration, axes),
@@ -340,6 +343,15 @@ impl Schedule {
             target: target.clone(),
         };
         self.stage2(step, |f| warp_reduce(f, target).map(|f| (f, ())))
+    }
+
+    /// [`warp_segment_reduce()`]: runs the loop on the lanes of a warp, each update summed
+    /// over the lanes of its key by `warp_segment_sum` and added by the first of them.
+    pub fn warp_segment_reduce(&mut self, target: &LoopRef) -> Result<(), ScheduleError> {
+        let step = Step::WarpSegmentReduce {
+            target: target.clone(),
+        };
+        self.stage2(step, |f| warp_segment_reduce(f, target).map(|f| (f, ())))
     }
 
     /// [`vectorize()`]: marks the loop vectorized.

@@ -72,6 +72,11 @@ pub enum Step {
     WarpReduce {
         target: LoopRef,
     },
+    /// Stage II: run the loop on the lanes of a warp, each update combined over the
+    /// lanes of its key by `warp_segment_sum`.
+    WarpSegmentReduce {
+        target: LoopRef,
+    },
     Fuse {
         outer: LoopRef,
         inner: LoopRef,
@@ -177,6 +182,7 @@ impl Step {
             Step::BindAtomic { .. } => "bind_atomic",
             Step::FuseLaunches { .. } => "fuse_launches",
             Step::WarpReduce { .. } => "warp_reduce",
+            Step::WarpSegmentReduce { .. } => "warp_segment_reduce",
             Step::Reorder { .. } => "reorder",
             Step::Parallel { .. } => "parallel",
             Step::Vectorize { .. } => "vectorize",
