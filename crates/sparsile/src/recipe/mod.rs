@@ -31,6 +31,7 @@ mod args;
 mod daspmm;
 mod default;
 mod gpu_block;
+mod gpu_da;
 mod gpu_hyb;
 mod gpu_nnz;
 mod gpu_rowwise;
@@ -137,6 +138,7 @@ fn registry() -> Vec<Recipe> {
         gpu_warp::RECIPE,
         gpu_nnz::RECIPE,
         gpu_hyb::RECIPE,
+        gpu_da::RECIPE,
     ]
 }
 
