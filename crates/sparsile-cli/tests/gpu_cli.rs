@@ -184,7 +184,8 @@ fn recipes_name_their_targets() {
             "gpu_nnz",
             "gpu_hyb",
             "gpu_rowcache",
-            "gpu_bsr_mma"
+            "gpu_bsr_mma",
+            "gpu_da"
         ]
     );
     let line = text

@@ -29,6 +29,8 @@ use support::{close, dense, matrix, rng};
 fn program(op: &str, dtype: DType) -> String {
     match op {
         "spmm" => format!("tensor A: {dtype}[m, n] csr\ntensor X: {dtype}[n, k]\ntensor Y: {dtype}[m, k]\nY[i,c] = A[i,j] * X[j,c]\n"),
+        // The dense operand column-major: declared as its transpose.
+        "spmm_cm" => format!("tensor A: {dtype}[m, n] csr\ntensor X: {dtype}[k, n]\ntensor Y: {dtype}[m, k]\nY[i,c] = A[i,j] * X[c,j]\n"),
         "sddmm" => format!("tensor A: {dtype}[m, n] csr\ntensor X: {dtype}[m, k]\ntensor Y: {dtype}[n, k]\ntensor O: {dtype}[m, n] csr\nO[i,j] = A[i,j] * X[i,c] * Y[j,c]\n"),
         _ => format!("tensor A: {dtype}[m, n] csr\ntensor x: {dtype}[n]\ntensor y: {dtype}[m]\ny[i] = A[i,j] * x[j]\n"),
     }
@@ -48,6 +50,9 @@ fn inputs(
     match op {
         "spmm" => {
             ins.insert("X".into(), dense(&[n, k], dtype, &mut g));
+        }
+        "spmm_cm" => {
+            ins.insert("X".into(), dense(&[k, n], dtype, &mut g));
         }
         "sddmm" => {
             ins.insert("X".into(), dense(&[m, k], dtype, &mut g));
@@ -91,17 +96,42 @@ fn matrices() -> Vec<(&'static str, CooTensor)> {
     ]
 }
 
+/// The eight DA-SpMM designs of `gpu_da`, each with the operator it runs: SpMM with the
+/// dense operand row-major (`spmm`) or column-major (`spmm_cm`).
+fn da_designs() -> Vec<(String, Vec<&'static str>)> {
+    let mut out = Vec::new();
+    for balance in ["rb", "eb"] {
+        for order in ["rm", "cm"] {
+            for reduce in ["sr", "pr"] {
+                let op = if order == "rm" { "spmm" } else { "spmm_cm" };
+                out.push((
+                    format!("gpu_da:balance={balance},order={order},reduce={reduce}"),
+                    vec![op],
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// The GPU recipes for any format (those for one format family have their own tests)
-/// with their defaults, and the variants whose schedules differ in kind (a block per
-/// reduction: the warps' sums meet in shared memory).
-fn gpu_recipes() -> Vec<(&'static str, &'static [&'static str])> {
-    let mut out: Vec<(&'static str, &'static [&'static str])> = list()
+/// with their operators: each by name with its defaults, `gpu_da` as its eight designs,
+/// and the variants whose schedules differ in kind (a block per reduction: the warps'
+/// sums meet in shared memory).
+fn gpu_recipes() -> Vec<(String, Vec<&'static str>)> {
+    let mut out: Vec<(String, Vec<&'static str>)> = list()
         .into_iter()
         .filter(|r| r.gpu && r.formats.contains(&"any"))
-        .map(|r| (r.name, r.ops))
+        .flat_map(|r| {
+            if r.name == "gpu_da" {
+                da_designs()
+            } else {
+                vec![(r.name.to_string(), r.ops.to_vec())]
+            }
+        })
         .collect();
-    out.push(("gpu_warp:lanes=128,rows=1", &["sddmm", "spmv"]));
-    out.push(("gpu_warp:lanes=64,rows=1", &["spmv"]));
+    out.push(("gpu_warp:lanes=128,rows=1".into(), vec!["sddmm", "spmv"]));
+    out.push(("gpu_warp:lanes=64,rows=1".into(), vec!["spmv"]));
     out
 }
 
@@ -113,7 +143,7 @@ fn every_gpu_recipe_matches_the_interpreter_in_the_simt_interpreter() {
     let mut compiled = std::collections::HashSet::new();
     let mut runs = 0;
     for (recipe, ops) in &recipes {
-        for op in *ops {
+        for op in ops {
             for dtype in [DType::F32, DType::F64] {
                 let text = program(op, dtype);
                 let widths: &[usize] = if *op == "spmv" {
@@ -184,7 +214,7 @@ fn gpu_recipe_traces_replay_to_the_same_function() {
         for op in ops {
             let text = program(op, DType::F32);
             let ins = inputs(op, &a, 40, DType::F32, 1);
-            let (_, stage1, trace) = recipe_trace(&text, &ins, recipe).unwrap();
+            let (_, stage1, trace) = recipe_trace(&text, &ins, &recipe).unwrap();
             let json = trace.to_json();
             let replayed = sparsile::transform::schedule::Trace::from_json(&json)
                 .unwrap()
@@ -530,5 +560,134 @@ fn gpu_bsr_mma_traces_replay_to_the_same_function() {
             "{spec}"
         );
         assert!(json.contains("\"step\": \"tensorize\""), "{spec}: {json}");
+    }
+}
+
+/// Runs `spec` on `op` at width `k` over every test matrix in the SIMT interpreter
+/// against the reference interpreter, compiling each new kernel with NVRTC (sm_80,
+/// sm_90, no spills) when it loads; returns the CUDA sources.
+fn check_design(spec: &str, op: &str, dtype: DType, k: usize, seed: u64) -> Vec<String> {
+    let nvrtc = Nvrtc::load(&Settings::from_env()).ok();
+    let text = program(op, dtype);
+    let mut sources = Vec::new();
+    for (kind, a) in matrices() {
+        let what = format!("{spec} {op} {dtype} k={k} {kind}");
+        let ins = inputs(op, &a, k, dtype, seed);
+        let kernel = compile_recipe_for(&text, &ins, spec, Target::CudaSim)
+            .unwrap_or_else(|e| panic!("{what}: compile: {e}"));
+        let cuda = kernel.ir(Stage::Cuda);
+        if !sources.contains(&cuda) {
+            if let Some(nvrtc) = &nvrtc {
+                for arch in ["sm_80", "sm_90"] {
+                    let cubin = nvrtc
+                        .compile(&cuda, "kernel.cu", arch)
+                        .unwrap_or_else(|e| panic!("{what}, {arch}: {e}"));
+                    for k in &cubin.kernels {
+                        assert!(
+                            k.spill_stores == 0 && k.spill_loads == 0,
+                            "{what}, {arch}: `{}` spills:\n{}",
+                            k.name,
+                            cubin.log
+                        );
+                    }
+                }
+            }
+            sources.push(cuda);
+        }
+        let got = kernel
+            .run(&ins, &RunOptions::default())
+            .unwrap_or_else(|e| panic!("{what}: SIMT run: {e}"));
+        let expected = evaluate(&text, &ins).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
+        let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
+        close(
+            &got["Y"].to_dense_f64(),
+            &expected["Y"].to_dense_f64(),
+            tol,
+            &what,
+        );
+    }
+    sources
+}
+
+/// With `lanes` below 32, a parallel reduction runs on `lanes` threads and the other
+/// `32 / lanes` threads of the warp take as many columns of the width side by side
+/// (along `threadIdx.y`, the rows or groups of non-zeros along `threadIdx.z`).
+#[test]
+fn gpu_da_parallel_reductions_with_several_columns_per_warp() {
+    for balance in ["rb", "eb"] {
+        for (order, op) in [("rm", "spmm"), ("cm", "spmm_cm")] {
+            for (lanes, k) in [(8, 20), (16, 32), (2, 32)] {
+                let spec =
+                    format!("gpu_da:balance={balance},order={order},reduce=pr,lanes={lanes}");
+                let sources = check_design(&spec, op, DType::F32, k, lanes as u64);
+                let cuda = &sources[0];
+                assert!(cuda.contains("threadIdx.z"), "{spec}: {cuda}");
+                let shuffle = if balance == "rb" {
+                    format!("__shfl_xor_sync(0xffffffffu, Y_sum, Y_sum_off, {lanes})")
+                } else {
+                    format!("__shfl_down_sync(0xffffffffu, Y_sum, Y_sum_off, {lanes})")
+                };
+                assert!(cuda.contains(&shuffle), "{spec}: {cuda}");
+            }
+        }
+    }
+}
+
+/// The CUDA each design makes: parallel reductions combine lanes with shuffles (a
+/// butterfly for RB, a segmented scan keyed by row for EB), sequential ones do not;
+/// element balance adds into the output atomically, row balance does not (its output
+/// starts at zero in registers, with no initialisation launch).
+#[test]
+fn gpu_da_designs_make_the_kernels_they_name() {
+    let a = matrices().remove(0).1;
+    for (spec, ops) in da_designs() {
+        let op = ops[0];
+        let ins = inputs(op, &a, 32, DType::F32, 7);
+        let kernel = compile_recipe_for(&program(op, DType::F32), &ins, &spec, Target::CudaSim)
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let cuda = kernel.ir(Stage::Cuda);
+        let has = |s: &str| cuda.contains(s);
+        let (eb, pr) = (spec.contains("balance=eb"), spec.contains("reduce=pr"));
+        assert_eq!(has("__shfl_xor_sync"), !eb && pr, "{spec}: {cuda}");
+        assert_eq!(has("__shfl_down_sync"), eb && pr, "{spec}: {cuda}");
+        assert_eq!(
+            has("atomicAdd") || has("sparsile_atomic_add"),
+            eb,
+            "{spec}: {cuda}"
+        );
+        let launches = cuda.matches("__global__").count();
+        assert_eq!(launches, if eb || pr { 2 } else { 1 }, "{spec}: {cuda}");
+    }
+}
+
+/// `order` states the layout of the dense operand the design is for: a program that
+/// reads it the other way is refused with how to declare it; `auto` takes the program's.
+/// Parameters outside the designs are named.
+#[test]
+fn gpu_da_checks_the_dense_layout_and_its_parameters() {
+    let a = matrices().remove(0).1;
+    let err = |op: &str, k: usize, spec: &str| {
+        let ins = inputs(op, &a, k, DType::F32, 8);
+        compile_recipe_for(&program(op, DType::F32), &ins, spec, Target::CudaSim)
+            .unwrap_err()
+            .to_string()
+    };
+    let cases = [
+        ("spmm", 20, "gpu_da:order=cm", "recipe `gpu_da` does not apply to this program: order=cm, but the program reads its dense operand row-major (B[j, k]); a column-major B is declared as its transpose, `tensor B: f32[k, n]`, and read `B[k, j]`"),
+        ("spmm_cm", 20, "gpu_da:order=rm", "recipe `gpu_da` does not apply to this program: order=rm, but the program reads its dense operand column-major (B[k, j]); declare it `tensor B: f32[n, k]` and read `B[j, k]`"),
+        ("spmm", 20, "gpu_da:reduce=pr,lanes=24", "recipe `gpu_da`: parameter `lanes` = `24`: 2, 4, 8, 16 or 32 with reduce=pr"),
+        ("spmm", 32, "gpu_da:reduce=pr,lanes=8,rows=64", "recipe `gpu_da`: parameter `rows` = `64`: at most 32 with reduce=pr (a warp per row or group of non-zeros)"),
+        ("spmm", 70, "gpu_da:reduce=pr,lanes=8", "recipe `gpu_da` does not apply to this program: reduce=pr with lanes=8 puts 4 columns of the width side by side in a warp, but the width 70 is not a multiple of 4 (use lanes=32)"),
+        ("spmm", 20, "gpu_da:reduce=pr,lanes=8,k=none", "recipe `gpu_da` does not apply to this program: reduce=pr with lanes=8 puts 4 columns of the width side by side in a warp, which needs the width fixed (k=auto with the inputs, or k=N)"),
+        ("spmm", 20, "gpu_da:balance=cb", "recipe `gpu_da`: parameter `balance` = `cb`: expected one of rb, eb"),
+        ("sddmm", 20, "gpu_da", "recipe `gpu_da` does not apply to this program: the main iteration is not SpMM-shaped (row: spatial, sparse column: reduction, width: spatial)"),
+    ];
+    for (op, k, spec, want) in cases {
+        let got = err(op, k, spec);
+        assert!(got.contains(want), "{spec}:\n got: {got}\nwant: {want}");
+    }
+    // `auto` (the default) runs either layout.
+    for op in ["spmm", "spmm_cm"] {
+        check_design("gpu_da:balance=eb,reduce=pr", op, DType::F64, 20, 9);
     }
 }

@@ -309,7 +309,13 @@ mod tests {
         );
         assert_eq!(
             names(&case(Op::Spmm, "auto"), &Recipes::All),
-            ["gpu_rowwise", "gpu_nnz", "gpu_hyb", "gpu_rowcache"]
+            [
+                "gpu_rowwise",
+                "gpu_nnz",
+                "gpu_hyb",
+                "gpu_rowcache",
+                "gpu_da"
+            ]
         );
         let bsr = Case {
             format: "bsr:16x8".into(),

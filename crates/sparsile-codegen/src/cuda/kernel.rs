@@ -190,7 +190,35 @@ pub(super) fn emit_kernel(
 /// 64 of a multiprocessor's 65,536 registers (sm_80, sm_90), and at most the 32 blocks a
 /// multiprocessor holds. Given only the block size, ptxas aims at full occupancy (2,048
 /// threads, 32 registers) and spills kernels that need a few more, such as 64-bit index
-/// arithmetic around a row of non-zeros.
+/// arithmetic around a row of non-zeros. Registers are allocated per warp, so a block
+/// counts as whole warps: a block of 80 threads holds 3 warps (96 threads' registers), and
+/// 10 of them fit, not 12 (which would leave each thread 56 registers).
 pub(crate) fn min_blocks(threads: i64) -> i64 {
-    (1024 / threads.max(1)).clamp(1, 32)
+    let warps = (threads.max(1) + 31) / 32;
+    (32 / warps).clamp(1, 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::min_blocks;
+
+    #[test]
+    fn blocks_count_whole_warps() {
+        for (threads, blocks) in [
+            (1, 32),
+            (32, 32),
+            (33, 16),
+            (64, 16),
+            (80, 10),
+            (96, 10),
+            (128, 8),
+            (256, 4),
+            (1024, 1),
+        ] {
+            assert_eq!(min_blocks(threads), blocks, "{threads} threads");
+            // Never more than 64 registers' worth of threads: 65,536 / 64.
+            let allocated = blocks * ((threads + 31) / 32) * 32;
+            assert!(allocated <= 1024 || blocks == 1, "{threads}");
+        }
+    }
 }

@@ -61,6 +61,7 @@ pub mod unroll;
 pub mod vectorize;
 pub mod vectorize_reduction;
 pub mod warp_reduce;
+pub mod warp_segment_reduce;
 
 pub use absorb_init::absorb_init;
 pub use batch_reduction::batch_reduction;
@@ -94,6 +95,7 @@ pub use unroll::unroll;
 pub use vectorize::vectorize;
 pub use vectorize_reduction::vectorize_reduction;
 pub use warp_reduce::warp_reduce;
+pub use warp_segment_reduce::warp_segment_reduce;
 
 use sparsile_formats::decompose::DecomposeRule;
 use sparsile_ir::coord::Program;
@@ -167,6 +169,7 @@ impl Schedule {
             Step::FuseLaunches { launches } => self.fuse_launches(launches),
             Step::WarpReduce { target } => self.warp_reduce(target),
             Step::Tensorize { target, shape, ty } => self.tensorize(target, *shape, *ty),
+            Step::WarpSegmentReduce { target } => self.warp_segment_reduce(target),
             Step::Reorder { loops } => self.reorder(loops),
             Step::SparseReorder { iteration, order } => self.sparse_reorder(iteration, order),
             Step::SparseFuse { iteration, axes } => self.sparse_fuse(iteration, axes),
@@ -364,6 +367,15 @@ impl Schedule {
             ty,
         };
         self.stage2(step, |f| tensorize(f, target, shape, ty).map(|f| (f, ())))
+    }
+
+    /// [`warp_segment_reduce()`]: runs the loop on the lanes of a warp, each update summed
+    /// over the lanes of its key by `warp_segment_sum` and added by the first of them.
+    pub fn warp_segment_reduce(&mut self, target: &LoopRef) -> Result<(), ScheduleError> {
+        let step = Step::WarpSegmentReduce {
+            target: target.clone(),
+        };
+        self.stage2(step, |f| warp_segment_reduce(f, target).map(|f| (f, ())))
     }
 
     /// [`vectorize()`]: marks the loop vectorized.

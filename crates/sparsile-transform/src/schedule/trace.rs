@@ -78,6 +78,11 @@ pub enum Step {
         shape: MmaShape,
         ty: MmaType,
     },
+    /// Stage II: run the loop on the lanes of a warp, each update combined over the
+    /// lanes of its key by `warp_segment_sum`.
+    WarpSegmentReduce {
+        target: LoopRef,
+    },
     Fuse {
         outer: LoopRef,
         inner: LoopRef,
@@ -190,6 +195,7 @@ impl Step {
             Step::FuseLaunches { .. } => "fuse_launches",
             Step::WarpReduce { .. } => "warp_reduce",
             Step::Tensorize { .. } => "tensorize",
+            Step::WarpSegmentReduce { .. } => "warp_segment_reduce",
             Step::Reorder { .. } => "reorder",
             Step::Parallel { .. } => "parallel",
             Step::Vectorize { .. } => "vectorize",

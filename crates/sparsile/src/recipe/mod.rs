@@ -32,6 +32,7 @@ mod daspmm;
 mod default;
 mod gpu_block;
 mod gpu_bsr_mma;
+mod gpu_da;
 mod gpu_hyb;
 mod gpu_nnz;
 mod gpu_rowcache;
@@ -154,6 +155,7 @@ fn registry() -> Vec<Recipe> {
         gpu_hyb::RECIPE,
         gpu_rowcache::RECIPE,
         gpu_bsr_mma::RECIPE,
+        gpu_da::RECIPE,
     ]
 }
 
