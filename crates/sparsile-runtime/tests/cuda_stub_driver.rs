@@ -21,16 +21,23 @@
 
 mod cuda_support;
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use cuda_support::*;
+use sparsile_formats::{AxisStorage, SparseTensor, Structure, Values};
 use sparsile_ir::settings::Settings;
+use sparsile_ir::DType;
 use sparsile_runtime::cuda::{
-    CubinCache, CudaDevice, CudaError, CudaKernel, LaunchArg, LaunchConfig, Nvrtc,
+    dense_structure, operand_cache, CubinCache, CudaDevice, CudaError, CudaKernel, CudaStream,
+    DeviceArray, DeviceBuffer, DeviceInput, DeviceValues, LaunchArg, LaunchConfig, Nvrtc,
+    OutputSpec,
 };
 use sparsile_runtime::jit::CacheOutcome;
-use sparsile_runtime::KernelOptions;
+use sparsile_runtime::{KernelOptions, Outputs};
 
 const STUB_NAME: &str = "Sparsile stand-in device";
 
@@ -44,8 +51,8 @@ const STUB_C: &str = r#"
 typedef int CUresult;
 enum {
     OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, NO_DEVICE = 100,
-    INVALID_DEVICE = 101, INVALID_IMAGE = 200, INVALID_CONTEXT = 201, NOT_FOUND = 500,
-    ILLEGAL_ADDRESS = 700
+    INVALID_DEVICE = 101, INVALID_IMAGE = 200, INVALID_CONTEXT = 201, INVALID_HANDLE = 400,
+    NOT_FOUND = 500, ILLEGAL_ADDRESS = 700, NOT_SUPPORTED = 801
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -53,10 +60,33 @@ static int context_object;
 static __thread void *current;
 static int initialised, retained, pending;
 static long long live_modules, launches;
+/* Copies host to device (calls, bytes), device to host (calls), waits for a stream and
+   for the context. */
+static long long htod_calls, htod_bytes, dtoh_calls, stream_syncs, ctx_syncs;
 static char log_text[1 << 16];
+static int other_context;
 
+/* Each allocation: its device ordinal, whether it is (page-locked) host memory, whether
+   it belongs to another context, whether it came from cuMemAllocAsync. */
 #define MAX_ALLOCS 4096
-static struct { char *p; size_t n; } allocs[MAX_ALLOCS];
+static struct { char *p; size_t n; int ordinal, host, foreign_ctx, async_; } allocs[MAX_ALLOCS];
+
+/* Streams are tokens: 0, 1 and 2 are the special streams, the others made by
+   cuStreamCreate. */
+#define MAX_STREAMS 16
+static char stream_tokens[MAX_STREAMS];
+static int stream_live[MAX_STREAMS];
+/* -1 for an unknown stream, 0 for a special one, k + 1 for the k-th made. */
+static int stream_id(void *s) {
+    if ((uintptr_t)s <= 2) return 0;
+    for (int i = 0; i < MAX_STREAMS; ++i) if (s == (void *)&stream_tokens[i] && stream_live[i]) return i + 1;
+    return -1;
+}
+
+static void log_line(const char *text) {
+    size_t used = strlen(log_text);
+    snprintf(log_text + used, sizeof log_text - used, "%s\n", text);
+}
 
 struct module { unsigned char *image; size_t size; };
 #define MAX_FUNCS 256
@@ -97,39 +127,133 @@ CUresult cuDevicePrimaryCtxRelease_v2(int d) {
     pthread_mutex_lock(&lock); CUresult r = retained > 0 ? (--retained, OK) : INVALID_CONTEXT; pthread_mutex_unlock(&lock); return r;
 }
 CUresult cuCtxSetCurrent(void *ctx) { if (ctx != &context_object) return INVALID_CONTEXT; current = ctx; return OK; }
-CUresult cuCtxSynchronize(void) { GUARDED( r_ = pending; ); }
+CUresult cuCtxSynchronize(void) { GUARDED( ++ctx_syncs; r_ = pending; ); }
+
+/* An allocation of n bytes (filled with garbage) in slot *slot; call with the lock. */
+static CUresult alloc_block(unsigned long long *p, size_t n, int *slot) {
+    if (n == 0) return INVALID_VALUE;
+    if (n > ((size_t)1 << 36)) return OUT_OF_MEMORY;
+    int i = 0;
+    while (i < MAX_ALLOCS && allocs[i].p) ++i;
+    if (i == MAX_ALLOCS) return OUT_OF_MEMORY;
+    allocs[i].p = malloc(n); allocs[i].n = n;
+    allocs[i].ordinal = 0; allocs[i].host = 0; allocs[i].foreign_ctx = 0; allocs[i].async_ = 0;
+    memset(allocs[i].p, 0xab, n);
+    *p = (unsigned long long)(uintptr_t)allocs[i].p;
+    *slot = i;
+    return OK;
+}
+/* The allocation holding byte p, or -1. */
+static int find_alloc(unsigned long long p) {
+    for (int i = 0; i < MAX_ALLOCS; ++i)
+        if (allocs[i].p && (char *)(uintptr_t)p >= allocs[i].p && (char *)(uintptr_t)p < allocs[i].p + allocs[i].n)
+            return i;
+    return -1;
+}
+/* Frees the allocation starting at p (async_: -1 either kind, else that kind only). */
+static CUresult free_block(unsigned long long p, int async_) {
+    for (int i = 0; i < MAX_ALLOCS; ++i)
+        if (allocs[i].p == (char *)(uintptr_t)p) {
+            if (async_ >= 0 && allocs[i].async_ != async_) return INVALID_VALUE;
+            free(allocs[i].p); allocs[i].p = 0; return OK;
+        }
+    return INVALID_VALUE;
+}
 
 CUresult cuMemAlloc_v2(unsigned long long *p, size_t n) {
+    int slot;
+    GUARDED( r_ = alloc_block(p, n, &slot); );
+}
+CUresult cuMemFree_v2(unsigned long long p) {
+    GUARDED( r_ = free_block(p, 0); );
+}
+
+CUresult cuStreamCreate(void **s, unsigned flags) {
     GUARDED(
-        if (n == 0) r_ = INVALID_VALUE;
-        else if (n > ((size_t)1 << 36)) r_ = OUT_OF_MEMORY;
-        else {
-            int i = 0;
-            while (i < MAX_ALLOCS && allocs[i].p) ++i;
-            if (i == MAX_ALLOCS) r_ = OUT_OF_MEMORY;
-            else {
-                allocs[i].p = malloc(n); allocs[i].n = n;
-                memset(allocs[i].p, 0xab, n);
-                *p = (unsigned long long)(uintptr_t)allocs[i].p;
-            }
+        int i = 0;
+        while (i < MAX_STREAMS && stream_live[i]) ++i;
+        if (i == MAX_STREAMS) r_ = OUT_OF_MEMORY;
+        else { stream_live[i] = 1; *s = &stream_tokens[i]; }
+    );
+}
+CUresult cuStreamDestroy_v2(void *s) {
+    GUARDED( int id = stream_id(s); if (id <= 0) r_ = INVALID_HANDLE; else stream_live[id - 1] = 0; );
+}
+CUresult cuStreamSynchronize(void *s) {
+    GUARDED( if (stream_id(s) < 0) r_ = INVALID_HANDLE; else { ++stream_syncs; r_ = pending; } );
+}
+CUresult cuMemAllocAsync(unsigned long long *p, size_t n, void *s) {
+#ifdef STUB_NO_MEMPOOL
+    return NOT_SUPPORTED;
+#endif
+    GUARDED(
+        int id = stream_id(s); int slot;
+        if (id < 0) r_ = INVALID_HANDLE;
+        else if ((r_ = alloc_block(p, n, &slot)) == OK) {
+            char line[64];
+            allocs[slot].async_ = 1;
+            snprintf(line, sizeof line, "allocAsync %zu s%d", n, id);
+            log_line(line);
         }
     );
 }
-CUresult cuMemFree_v2(unsigned long long p) {
+CUresult cuMemFreeAsync(unsigned long long p, void *s) {
     GUARDED(
-        r_ = INVALID_VALUE;
-        for (int i = 0; i < MAX_ALLOCS; ++i)
-            if (allocs[i].p == (char *)(uintptr_t)p) { free(allocs[i].p); allocs[i].p = 0; r_ = OK; break; }
+        int id = stream_id(s);
+        if (id < 0) r_ = INVALID_HANDLE;
+        else if ((r_ = free_block(p, 1)) == OK) {
+            char line[64];
+            snprintf(line, sizeof line, "freeAsync s%d", id);
+            log_line(line);
+        }
+    );
+}
+CUresult cuMemsetD8Async(unsigned long long p, unsigned char v, size_t n, void *s) {
+    GUARDED(
+        int id = stream_id(s);
+        if (id < 0) r_ = INVALID_HANDLE;
+        else if (!inside((void *)(uintptr_t)p, n)) r_ = INVALID_VALUE;
+        else {
+            char line[64];
+            memset((void *)(uintptr_t)p, v, n);
+            snprintf(line, sizeof line, "memsetAsync %zu s%d", n, id);
+            log_line(line);
+        }
+    );
+}
+CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *s) {
+    GUARDED(
+        int id = stream_id(s);
+        if (id < 0) r_ = INVALID_HANDLE;
+        else if (!inside((void *)(uintptr_t)dst, n)) r_ = INVALID_VALUE;
+        else {
+            char line[64];
+            memcpy((void *)(uintptr_t)dst, src, n);
+            ++htod_calls; htod_bytes += n;
+            snprintf(line, sizeof line, "HtoDAsync %zu s%d", n, id);
+            log_line(line);
+        }
+    );
+}
+/* CU_POINTER_ATTRIBUTE_CONTEXT (1), _MEMORY_TYPE (2), _DEVICE_ORDINAL (9). */
+CUresult cuPointerGetAttribute(void *data, int attribute, unsigned long long p) {
+    GUARDED(
+        int i = find_alloc(p);
+        if (i < 0) r_ = INVALID_VALUE;
+        else if (attribute == 1) *(void **)data = allocs[i].foreign_ctx ? (void *)&other_context : (void *)&context_object;
+        else if (attribute == 2) *(unsigned *)data = allocs[i].host ? 1 : 2;
+        else if (attribute == 9) *(int *)data = allocs[i].ordinal;
+        else r_ = INVALID_VALUE;
     );
 }
 CUresult cuMemsetD8_v2(unsigned long long p, unsigned char v, size_t n) {
     GUARDED( if (!inside((void *)(uintptr_t)p, n)) r_ = INVALID_VALUE; else memset((void *)(uintptr_t)p, v, n); );
 }
 CUresult cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) {
-    GUARDED( if (!inside((void *)(uintptr_t)dst, n)) r_ = INVALID_VALUE; else memcpy((void *)(uintptr_t)dst, src, n); );
+    GUARDED( if (!inside((void *)(uintptr_t)dst, n)) r_ = INVALID_VALUE; else { memcpy((void *)(uintptr_t)dst, src, n); ++htod_calls; htod_bytes += n; } );
 }
 CUresult cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n) {
-    GUARDED( if (!inside((void *)(uintptr_t)src, n)) r_ = INVALID_VALUE; else memcpy(dst, (void *)(uintptr_t)src, n); );
+    GUARDED( if (!inside((void *)(uintptr_t)src, n)) r_ = INVALID_VALUE; else { memcpy(dst, (void *)(uintptr_t)src, n); ++dtoh_calls; } );
 }
 
 /* The size of the ELF64 image at p: its section headers come last. */
@@ -214,12 +338,17 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
                         unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
     GUARDED(
         const char *name = 0;
-        int known = 0;
+        int known = 0; int sid = stream_id(stream);
         for (int i = 0; i < nfuncs; ++i) if ((void *)&funcs[i] == f && funcs[i].m) { known = 1; name = funcs[i].name; }
-        if (!known || stream || extra || !params || !gx || !gy || !gz || bx * by * bz > 1024) r_ = INVALID_VALUE;
+        if (sid < 0) r_ = INVALID_HANDLE;
+        else if (!known || extra || !params || !gx || !gy || !gz || bx * by * bz > 1024) r_ = INVALID_VALUE;
         else {
             size_t used = strlen(log_text);
-            snprintf(log_text + used, sizeof log_text - used, "%s %u %u %u %u %u %u %u\n", name, gx, gy, gz, bx, by, bz, shared);
+            /* Launches on a made stream name it. */
+            if (sid > 0)
+                snprintf(log_text + used, sizeof log_text - used, "%s %u %u %u %u %u %u %u s%d\n", name, gx, gy, gz, bx, by, bz, shared, sid);
+            else
+                snprintf(log_text + used, sizeof log_text - used, "%s %u %u %u %u %u %u %u\n", name, gx, gy, gz, bx, by, bz, shared);
             ++launches;
             run_kernel(name, gx, bx, params);
         }
@@ -231,6 +360,7 @@ CUresult cuGetErrorName(CUresult e, const char **s) {
     case OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return OK;
     case ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return OK;
     case INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; return OK;
+    case NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; return OK;
     default: return INVALID_VALUE;
     }
 }
@@ -251,11 +381,35 @@ long long stub_count(int what) {
     else if (what == 1) n = live_modules;
     else if (what == 2) n = retained;
     else if (what == 3) n = launches;
+    else if (what == 4) n = htod_calls;
+    else if (what == 5) n = htod_bytes;
+    else if (what == 6) n = dtoh_calls;
+    else if (what == 7) n = stream_syncs;
+    else if (what == 8) n = ctx_syncs;
+    else if (what == 9) { for (int i = 0; i < MAX_STREAMS; ++i) n += stream_live[i]; }
     pthread_mutex_unlock(&lock);
     return n;
 }
 const char *stub_log(void) { return log_text; }
-void stub_clear(void) { pthread_mutex_lock(&lock); log_text[0] = 0; pending = 0; pthread_mutex_unlock(&lock); }
+void stub_clear(void) {
+    pthread_mutex_lock(&lock);
+    log_text[0] = 0; pending = 0;
+    htod_calls = htod_bytes = dtoh_calls = stream_syncs = ctx_syncs = 0;
+    pthread_mutex_unlock(&lock);
+}
+/* Memory the runtime did not allocate: on device `ordinal`, or page-locked host memory,
+   or of another context. */
+unsigned long long stub_alloc_foreign(size_t n, int ordinal, int host, int foreign_ctx) {
+    unsigned long long p = 0;
+    int slot;
+    pthread_mutex_lock(&lock);
+    if (alloc_block(&p, n, &slot) == OK) {
+        allocs[slot].ordinal = ordinal; allocs[slot].host = host; allocs[slot].foreign_ctx = foreign_ctx;
+    }
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+void stub_free_foreign(unsigned long long p) { pthread_mutex_lock(&lock); free_block(p, -1); pthread_mutex_unlock(&lock); }
 "#;
 
 /// Builds the stand-in driver (with `defines`) as `<dir>/libcuda.so`, or `None` when
@@ -362,6 +516,42 @@ impl Stub {
                 .get::<unsafe extern "C" fn()>(b"stub_clear")
                 .unwrap();
             f()
+        }
+    }
+
+    /// (host-to-device copies, their bytes, device-to-host copies, stream waits,
+    /// context waits) since the last `clear`.
+    fn copies(&self) -> (i64, i64, i64, i64, i64) {
+        (
+            self.count(4),
+            self.count(5),
+            self.count(6),
+            self.count(7),
+            self.count(8),
+        )
+    }
+
+    /// `bytes` of memory the runtime did not allocate: on device `ordinal`, or
+    /// page-locked host memory (`host`), or of another context (`other_context`).
+    fn alloc_foreign(&self, bytes: usize, ordinal: i32, host: bool, other_context: bool) -> u64 {
+        // SAFETY: `unsigned long long stub_alloc_foreign(size_t, int, int, int)`.
+        unsafe {
+            let f = self
+                .lib
+                .get::<unsafe extern "C" fn(usize, i32, i32, i32) -> u64>(b"stub_alloc_foreign")
+                .unwrap();
+            f(bytes, ordinal, i32::from(host), i32::from(other_context))
+        }
+    }
+
+    fn free_foreign(&self, ptr: u64) {
+        // SAFETY: `void stub_free_foreign(unsigned long long)`.
+        unsafe {
+            let f = self
+                .lib
+                .get::<unsafe extern "C" fn(u64)>(b"stub_free_foreign")
+                .unwrap();
+            f(ptr)
         }
     }
 }
@@ -690,4 +880,488 @@ fn stub_without_devices() {
         }
         other => println!("stub_without_devices: skipped, not under the stand-in: {other:?}"),
     }
+}
+
+/// The kernel of `cuda_support` built under the stand-in, with a fresh cubin cache, or
+/// `None` (after saying so) without NVRTC.
+fn stub_kernel(test: &str) -> Option<(CudaKernel, tempfile::TempDir)> {
+    let settings = Settings::from_env();
+    if let Err(e) = Nvrtc::load(&settings) {
+        if settings.nvrtc.is_some() {
+            panic!("{e}");
+        }
+        println!("{test}: skipped, no NVRTC: {e}");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        cache_dir: Some(dir.path().to_path_buf()),
+        ..settings
+    };
+    let kernel = CudaKernel::build(
+        program(),
+        gpu_func(),
+        SPMV_CU.to_string(),
+        plan(),
+        &settings,
+    )
+    .unwrap();
+    Some((kernel, dir))
+}
+
+fn f32_values(t: &SparseTensor<'_>) -> Vec<f32> {
+    match &t.values {
+        Values::F32(v) => v.to_vec(),
+        other => panic!("f32 values expected, got {}", other.dtype()),
+    }
+}
+
+/// `y` (m values) downloaded from `buffer`, as outputs to compare with the interpreter.
+fn y_outputs(device: &CudaDevice, buffer: &DeviceBuffer, m: usize) -> Outputs {
+    let mut y = vec![0.0f32; m];
+    device.download(buffer, &mut y).unwrap();
+    Outputs::from([(
+        "y".to_string(),
+        SparseTensor {
+            structure: Arc::new(dense_structure(&[m])),
+            values: Values::F32(Cow::Owned(y)),
+        },
+    )])
+}
+
+fn array_of(buffer: &DeviceBuffer, dtype: DType, shape: Vec<usize>) -> DeviceArray {
+    DeviceArray::contiguous(buffer.device_ptr(), dtype, shape, 0)
+}
+
+#[test]
+fn the_device_operand_path_runs_against_a_stand_in_driver() {
+    let Some(text) = run_under_stub("stub_device_operands", &[]) else {
+        return;
+    };
+    let settings = Settings::from_env();
+    if settings.nvrtc.is_some() || Nvrtc::load(&settings).is_ok() {
+        assert!(
+            text.contains("stub: device operand checks passed"),
+            "{text}"
+        );
+    } else {
+        println!("the device operand checks were skipped: no NVRTC");
+    }
+}
+
+#[test]
+#[ignore = "run by the_device_operand_path_runs_against_a_stand_in_driver under the stand-in"]
+fn stub_device_operands() {
+    let Some(device) = stub_device("stub_device_operands") else {
+        return;
+    };
+    let Some((kernel, _cache)) = stub_kernel("stub_device_operands") else {
+        return;
+    };
+    let stub = Stub::open();
+    let stream = device.create_stream().unwrap();
+    let s = stream.stream();
+    assert_ne!(s, CudaStream::DEFAULT);
+    assert_eq!(stub.count(9), 1, "one stream made");
+    let (m, n) = (300, 70);
+    let host = inputs(1, m, n);
+    let a = host["A"].clone();
+    let nnz = a.values.len();
+    let x_dev = device.upload(&f32_values(&host["x"])).unwrap();
+    let a_values_dev = device.upload(&f32_values(&a)).unwrap();
+    // Garbage where y goes: the run must clear it.
+    let y_dev = device.upload(&vec![9.0f32; m]).unwrap();
+    let baseline = stub.live().0;
+    let options = KernelOptions::default();
+    let mut asked = Vec::new();
+    let mut alloc = |spec: &OutputSpec| {
+        asked.push((spec.name.clone(), spec.shape.clone(), spec.dtype));
+        Ok(array_of(&y_dev, spec.dtype, spec.shape.clone()))
+    };
+    let x = || DeviceInput::dense(array_of(&x_dev, DType::F32, vec![n]));
+
+    // 1. A in host memory: its structure arrays are copied once and cached, its values
+    // on every run, and the run waits for the stream before returning (host memory).
+    stub.clear();
+    let with_host_a = HashMap::from([
+        ("A".to_string(), DeviceInput::host(a.clone())),
+        ("x".to_string(), x()),
+    ]);
+    let out = kernel
+        .run_device(&with_host_a, &mut alloc, s, &options)
+        .unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out["y"].array.ptr, y_dev.device_ptr());
+    assert_eq!(*out["y"].structure, dense_structure(&[m]));
+    let (htod, htod_bytes, dtoh, stream_waits, _) = stub.copies();
+    assert_eq!(htod, 3, "indptr, indices and A's values; never x");
+    assert_eq!(htod_bytes as usize, (m + 1) * 4 + nnz * 4 + nnz * 4);
+    assert_eq!(dtoh, 0);
+    assert_eq!(
+        stream_waits, 3,
+        "each cached array once, and the run (host values)"
+    );
+    assert_eq!(operand_cache::stats(), (1, 2, (m + 1) * 4 + nnz * 4));
+    let log = stub.log();
+    let rows = m.div_ceil(128);
+    let stores = m.div_ceil(256);
+    assert!(
+        log.contains(&format!(
+            "spmv_rows {rows} 1 1 128 1 1 0 s1\nspmv_store {stores} 1 1 256 1 1 0 s1\n"
+        )),
+        "{log}"
+    );
+    assert!(
+        !log.contains("spmv_never"),
+        "an empty grid is skipped: {log}"
+    );
+    assert_matches_interpreter(&y_outputs(&device, &y_dev, m), &host);
+
+    // 2. A's values in device memory too: nothing is copied, nothing waited for; the
+    // output is cleared and the scratch buffer made and freed, all on the stream.
+    stub.clear();
+    let on_device = HashMap::from([
+        (
+            "A".to_string(),
+            DeviceInput::with_device_values(
+                Arc::clone(&a.structure),
+                array_of(&a_values_dev, DType::F32, vec![nnz]),
+            ),
+        ),
+        ("x".to_string(), x()),
+    ]);
+    kernel
+        .run_device(&on_device, &mut alloc, s, &options)
+        .unwrap();
+    assert_eq!(stub.copies(), (0, 0, 0, 0, 0), "no copy, no wait");
+    assert_eq!(
+        stub.log(),
+        format!(
+            "allocAsync {p} s1\nmemsetAsync {p} s1\nmemsetAsync {p} s1\n\
+             spmv_rows {rows} 1 1 128 1 1 0 s1\nspmv_store {stores} 1 1 256 1 1 0 s1\nfreeAsync s1\n",
+            p = m * 4
+        )
+    );
+    assert_eq!(
+        stub.live().0,
+        baseline + 2,
+        "the scratch buffer is freed; the cached arrays stay"
+    );
+    stream.synchronize().unwrap();
+    assert_matches_interpreter(&y_outputs(&device, &y_dev, m), &host);
+    assert_eq!(
+        asked,
+        vec![("y".to_string(), vec![m], DType::F32); 2],
+        "alloc is asked once per run"
+    );
+
+    // 3. Operands the kernel cannot use are refused before anything is queued.
+    let with_x = |x: DeviceArray| {
+        HashMap::from([
+            ("A".to_string(), on_device["A"].clone()),
+            ("x".to_string(), DeviceInput::dense(x)),
+        ])
+    };
+    let run = |inputs: &HashMap<String, DeviceInput<'_>>| {
+        stub.clear();
+        let mut alloc = |spec: &OutputSpec| Ok(array_of(&y_dev, spec.dtype, spec.shape.clone()));
+        let err = kernel
+            .run_device(inputs, &mut alloc, s, &options)
+            .unwrap_err();
+        assert_eq!(stub.log(), "", "nothing queued for {err}");
+        assert_eq!(stub.copies().0, 0, "nothing copied for {err}");
+        err
+    };
+    let x_array = array_of(&x_dev, DType::F32, vec![n]);
+    let err = run(&with_x(DeviceArray {
+        dtype: DType::F64,
+        ..x_array.clone()
+    }));
+    assert!(
+        matches!(&err, CudaError::OperandDType { operand, expected, found } if operand == "x" && expected == "f32" && found == "f64"),
+        "{err:?}"
+    );
+    let x_matrix = |shape: Vec<usize>, strides: Vec<i64>| DeviceArray {
+        shape,
+        strides: Some(strides),
+        ..x_array.clone()
+    };
+    // A column of a wider matrix is not contiguous; a row of one is.
+    let err = run(&with_x(x_matrix(vec![n], vec![2])));
+    assert!(
+        matches!(&err, CudaError::NotContiguous { operand, .. } if operand == "x"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("contiguous()"), "{err}");
+    stub.clear();
+    let mut alloc_y = |spec: &OutputSpec| Ok(array_of(&y_dev, spec.dtype, spec.shape.clone()));
+    kernel
+        .run_device(
+            &with_x(x_matrix(vec![n], vec![1])),
+            &mut alloc_y,
+            s,
+            &options,
+        )
+        .unwrap();
+    let err = run(&with_x(DeviceArray {
+        device: 1,
+        ..x_array.clone()
+    }));
+    assert!(
+        matches!(
+            err,
+            CudaError::WrongDevice {
+                found: 1,
+                expected: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let elsewhere = stub.alloc_foreign(n * 4, 1, false, false);
+    let err = run(&with_x(DeviceArray {
+        ptr: elsewhere,
+        ..x_array.clone()
+    }));
+    assert!(
+        matches!(
+            err,
+            CudaError::WrongDevice {
+                found: 1,
+                expected: 0,
+                ..
+            }
+        ),
+        "the driver's ordinal, not the caller's claim: {err:?}"
+    );
+    stub.free_foreign(elsewhere);
+    let pinned = stub.alloc_foreign(n * 4, 0, true, false);
+    let err = run(&with_x(DeviceArray {
+        ptr: pinned,
+        ..x_array.clone()
+    }));
+    assert!(
+        matches!(&err, CudaError::NotDeviceMemory { reason, .. } if reason.contains("host memory")),
+        "{err:?}"
+    );
+    stub.free_foreign(pinned);
+    let other_context = stub.alloc_foreign(n * 4, 0, false, true);
+    let err = run(&with_x(DeviceArray {
+        ptr: other_context,
+        ..x_array.clone()
+    }));
+    assert!(
+        matches!(&err, CudaError::NotDeviceMemory { reason, .. } if reason.contains("another CUDA context")),
+        "{err:?}"
+    );
+    stub.free_foreign(other_context);
+    let host_x = f32_values(&host["x"]);
+    let err = run(&with_x(DeviceArray {
+        ptr: host_x.as_ptr() as u64,
+        ..x_array.clone()
+    }));
+    assert!(
+        matches!(&err, CudaError::NotDeviceMemory { operand, reason } if operand == "x" && reason.contains("first byte")),
+        "{err:?}"
+    );
+    // A shape that claims more than was allocated.
+    let short = device.upload(&vec![1.0f32; n - 1]).unwrap();
+    let err = run(&with_x(array_of(&short, DType::F32, vec![n])));
+    assert!(
+        matches!(&err, CudaError::NotDeviceMemory { reason, .. } if reason.contains("last byte")),
+        "{err:?}"
+    );
+    let err = run(&with_x(DeviceArray {
+        ptr: x_dev.device_ptr() + 2,
+        ..x_array.clone()
+    }));
+    assert!(
+        matches!(&err, CudaError::NotDeviceMemory { reason, .. } if reason.contains("not aligned")),
+        "{err:?}"
+    );
+    // A shape that does not fit A is the binding's error.
+    let err = run(&with_x(array_of(&x_dev, DType::F32, vec![n - 1])));
+    assert!(matches!(err, CudaError::Kernel(_)), "{err:?}");
+    let err = run(&HashMap::from([
+        ("A".to_string(), on_device["A"].clone()),
+        ("x".to_string(), x()),
+        ("z".to_string(), x()),
+    ]));
+    assert!(matches!(err, CudaError::Kernel(_)), "{err:?}");
+    assert!(err.to_string().contains('z'), "{err}");
+    // A's values: their count must be A's.
+    let err = run(&HashMap::from([
+        (
+            "A".to_string(),
+            DeviceInput::with_device_values(
+                Arc::clone(&a.structure),
+                array_of(&a_values_dev, DType::F32, vec![nnz - 1]),
+            ),
+        ),
+        ("x".to_string(), x()),
+    ]));
+    assert!(matches!(err, CudaError::Kernel(_)), "{err:?}");
+
+    // Outputs: the wrong size, the wrong type, or no memory at all.
+    let refuse = |alloc: &mut dyn FnMut(&OutputSpec) -> Result<DeviceArray, String>| {
+        stub.clear();
+        let err = kernel
+            .run_device(&on_device, alloc, s, &options)
+            .unwrap_err();
+        assert_eq!(stub.log(), "", "nothing queued for {err}");
+        err
+    };
+    let err = refuse(&mut |_| Ok(array_of(&y_dev, DType::F32, vec![m - 1])));
+    assert!(
+        matches!(&err, CudaError::OperandSize { operand, .. } if operand == "y"),
+        "{err:?}"
+    );
+    let err = refuse(&mut |spec| Ok(array_of(&y_dev, DType::F64, spec.shape.clone())));
+    assert!(matches!(&err, CudaError::OperandDType { .. }), "{err:?}");
+    let err = refuse(&mut |_| Err("out of memory".to_string()));
+    assert!(
+        matches!(&err, CudaError::OutputAllocation { output, reason } if output == "y" && reason == "out of memory"),
+        "{err:?}"
+    );
+
+    // 4. A new matrix is never served the arrays of one that died, even at the same
+    // address: the old entry goes (after a wait for the device) and the new one is
+    // copied.
+    let x_tensor = host["x"].clone();
+    drop((with_host_a, on_device, a, host));
+    // Another matrix, the same x (x_dev holds it).
+    let mut host = inputs(2, m, n);
+    host.insert("x".to_string(), x_tensor);
+    stub.clear();
+    let fresh = HashMap::from([
+        ("A".to_string(), DeviceInput::host(host["A"].clone())),
+        ("x".to_string(), x()),
+    ]);
+    let mut alloc_y = |spec: &OutputSpec| Ok(array_of(&y_dev, spec.dtype, spec.shape.clone()));
+    kernel
+        .run_device(&fresh, &mut alloc_y, s, &options)
+        .unwrap();
+    let (htod, _, _, _, context_waits) = stub.copies();
+    assert_eq!(htod, 3, "the new structure's arrays and values");
+    assert_eq!(
+        context_waits, 1,
+        "freeing the dead entry waited for the device"
+    );
+    assert_eq!(
+        operand_cache::stats().0,
+        1,
+        "only the live structure is cached"
+    );
+    assert_matches_interpreter(&y_outputs(&device, &y_dev, m), &host);
+
+    // 5. A structure over borrowed arrays is copied on every run, never cached.
+    let owned_structure = &host["A"].structure;
+    let borrowed = Arc::new(Structure {
+        format: owned_structure.format.clone(),
+        shape: owned_structure.shape.clone(),
+        axes: owned_structure.axes.iter().map(AxisStorage::view).collect(),
+    });
+    for _ in 0..2 {
+        stub.clear();
+        let inputs = HashMap::from([
+            (
+                "A".to_string(),
+                DeviceInput {
+                    structure: Arc::clone(&borrowed),
+                    values: DeviceValues::Host(host["A"].values.view()),
+                },
+            ),
+            ("x".to_string(), x()),
+        ]);
+        kernel
+            .run_device(&inputs, &mut alloc_y, s, &options)
+            .unwrap();
+        assert_eq!(stub.copies().0, 3, "indptr, indices and values, every run");
+        assert_eq!(operand_cache::stats().0, 1);
+    }
+    assert_matches_interpreter(&y_outputs(&device, &y_dev, m), &host);
+
+    // 6. Clearing the cache frees its arrays; the stream goes with its handle.
+    drop(fresh);
+    operand_cache::clear();
+    assert_eq!(operand_cache::stats(), (0, 0, 0));
+    drop((short, x_dev, a_values_dev, y_dev));
+    assert_eq!(stub.live().0, 0, "every allocation freed");
+    drop(stream);
+    assert_eq!(stub.count(9), 0, "the stream is destroyed");
+    println!("stub: device operand checks passed");
+}
+
+#[test]
+fn without_stream_ordered_memory_a_run_waits_for_its_stream() {
+    let Some(text) = run_under_stub("stub_without_stream_ordered_memory", &["STUB_NO_MEMPOOL"])
+    else {
+        return;
+    };
+    let settings = Settings::from_env();
+    if settings.nvrtc.is_some() || Nvrtc::load(&settings).is_ok() {
+        assert!(text.contains("stub: fallback checks passed"), "{text}");
+    }
+}
+
+#[test]
+#[ignore = "run by without_stream_ordered_memory_a_run_waits_for_its_stream under the stand-in"]
+fn stub_without_stream_ordered_memory() {
+    let Some(device) = stub_device("stub_without_stream_ordered_memory") else {
+        return;
+    };
+    let Some((kernel, _cache)) = stub_kernel("stub_without_stream_ordered_memory") else {
+        return;
+    };
+    let stub = Stub::open();
+    let stream = device.create_stream().unwrap();
+    let (m, n) = (129, 40);
+    let host = inputs(3, m, n);
+    let a = &host["A"];
+    let x_dev = device.upload(&f32_values(&host["x"])).unwrap();
+    let a_values_dev = device.upload(&f32_values(a)).unwrap();
+    let y_dev = device.alloc_zeroed(m * 4).unwrap();
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            DeviceInput::with_device_values(
+                Arc::clone(&a.structure),
+                array_of(&a_values_dev, DType::F32, vec![a.values.len()]),
+            ),
+        ),
+        (
+            "x".to_string(),
+            DeviceInput::dense(array_of(&x_dev, DType::F32, vec![n])),
+        ),
+    ]);
+    let mut alloc = |spec: &OutputSpec| Ok(array_of(&y_dev, spec.dtype, spec.shape.clone()));
+    kernel
+        .run_device(
+            &inputs,
+            &mut alloc,
+            stream.stream(),
+            &KernelOptions::default(),
+        )
+        .unwrap();
+    let live = stub.live().0;
+    stub.clear();
+    kernel
+        .run_device(
+            &inputs,
+            &mut alloc,
+            stream.stream(),
+            &KernelOptions::default(),
+        )
+        .unwrap();
+    let (htod, _, _, stream_waits, _) = stub.copies();
+    assert_eq!(htod, 0);
+    assert_eq!(
+        stream_waits, 1,
+        "plain run memory: the run waits before freeing it"
+    );
+    assert!(!stub.log().contains("allocAsync"), "{}", stub.log());
+    assert_eq!(stub.live().0, live, "the scratch buffer is freed");
+    assert_matches_interpreter(&y_outputs(&device, &y_dev, m), &host);
+    operand_cache::clear();
+    println!("stub: fallback checks passed");
 }
