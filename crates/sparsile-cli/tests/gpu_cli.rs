@@ -176,5 +176,14 @@ fn recipes_name_their_targets() {
         .filter(|r| r["gpu"] == true)
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(gpu, ["gpu_rowwise", "gpu_warp", "gpu_nnz", "gpu_hyb"]);
+    assert_eq!(
+        gpu,
+        [
+            "gpu_rowwise",
+            "gpu_warp",
+            "gpu_nnz",
+            "gpu_hyb",
+            "gpu_rowcache"
+        ]
+    );
 }

@@ -14,8 +14,8 @@ mod expected_text;
 use sparsile_ir::loops::{verify, Func, GpuAxis, GpuDim};
 use sparsile_transform::lower_iterations;
 use sparsile_transform::schedule::{
-    bind, bind_atomic, cache_write, fuse_launches, reorder, split, warp_reduce, LoopRef, Schedule,
-    ScheduleError, SplitTail, Trace,
+    absorb_init, bind, bind_atomic, cache_shared, cache_write, fuse_launches, reorder, split,
+    warp_reduce, LoopRef, Schedule, ScheduleError, SplitTail, Trace,
 };
 
 const SPMV: &str =
@@ -48,6 +48,8 @@ fn call(func: &Func, line: &str) -> Func {
         ["bind_atomic", b, v, a] => bind_atomic(func, &at(b, v), axis(a)),
         ["warp_reduce", b, v] => warp_reduce(func, &at(b, v)),
         ["cache_write", b, v, buffer] => cache_write(func, &at(b, v), buffer).map(|(f, _)| f),
+        ["cache_shared", b, v, buffer] => cache_shared(func, &at(b, v), buffer).map(|(f, _)| f),
+        ["absorb_init", b, buffer] => absorb_init(func, b, buffer),
         _ => panic!("unknown call `{line}`"),
     };
     let out = out.unwrap_or_else(|e| panic!("`{line}`: {e}"));

@@ -38,7 +38,9 @@ use sparsile_formats::SparseTensor;
 use sparsile_ir::coord::Program;
 use sparsile_ir::loops::Func;
 use sparsile_ir::settings::Settings;
-use sparsile_runtime::cuda::{ArgRef, CudaCompileInfo, CudaKernel, KernelPlan, LaunchPlan};
+use sparsile_runtime::cuda::{
+    ArgRef, BenchOptions, CudaCompileInfo, CudaKernel, DeviceTimes, KernelPlan, LaunchPlan,
+};
 use sparsile_runtime::jit::Parallelism;
 use sparsile_runtime::{
     CompileInfo, CompiledKernel, InterpOptions, KernelError, KernelOptions, Outputs,
@@ -490,21 +492,7 @@ impl Kernel {
         outputs: &mut Outputs,
         options: &RunOptions,
     ) -> Result<(), CompileError> {
-        let mut params = options.params.clone();
-        if let Some(ast) = &self.ast {
-            params.extend(declared_dim_params(ast, &self.lowered.stage1, inputs)?);
-        }
-        let options = KernelOptions {
-            params,
-            threads: options.threads,
-            parallelism: options.parallelism,
-            ..KernelOptions::default()
-        };
-        let bound = with_derived(
-            &self.lowered.stage1,
-            by_buffer(inputs),
-            &self.decompose_cache,
-        )?;
+        let (bound, options) = self.prepare(inputs, options)?;
         // The runtime names outputs by buffer; the caller by tensor.
         let mut by_buf = Outputs::new();
         match &self.ast {
@@ -546,5 +534,62 @@ impl Kernel {
         }
         result?;
         Ok(())
+    }
+
+    /// The inputs as the backends take them (by buffer name, with the parts of
+    /// decomposed inputs) and the runtime's options (declared dimensions bound).
+    fn prepare<'a>(
+        &self,
+        inputs: &'a HashMap<String, SparseTensor<'_>>,
+        options: &RunOptions,
+    ) -> Result<(HashMap<String, SparseTensor<'a>>, KernelOptions), CompileError> {
+        let mut params = options.params.clone();
+        if let Some(ast) = &self.ast {
+            params.extend(declared_dim_params(ast, &self.lowered.stage1, inputs)?);
+        }
+        let options = KernelOptions {
+            params,
+            threads: options.threads,
+            parallelism: options.parallelism,
+            ..KernelOptions::default()
+        };
+        let bound = with_derived(
+            &self.lowered.stage1,
+            by_buffer(inputs),
+            &self.decompose_cache,
+        )?;
+        Ok((bound, options))
+    }
+
+    /// The GPU kernel of a `cuda` kernel (`None` on the other targets).
+    pub fn cuda_kernel(&self) -> Option<&CudaKernel> {
+        match &self.backend {
+            Backend::Cuda(kernel) => Some(kernel),
+            _ => None,
+        }
+    }
+
+    /// Times a `cuda` kernel on the device: [`CudaKernel::bench`] on `inputs` (by
+    /// declared tensor name, as [`Kernel::run`] takes them), whose outputs of the last run
+    /// come back by tensor name. Decomposed inputs' parts are computed once, before the
+    /// runs. On another target: [`CompileError::Target`].
+    pub fn bench_cuda(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        options: &RunOptions,
+        bench: &BenchOptions,
+    ) -> Result<DeviceTimes, CompileError> {
+        let Backend::Cuda(kernel) = &self.backend else {
+            return Err(CompileError::Target(format!(
+                "target {}: only kernels compiled for the cuda target are timed on the device",
+                self.target()
+            )));
+        };
+        let (bound, options) = self.prepare(inputs, options)?;
+        let mut timed = kernel.bench(&bound, &options, bench)?;
+        if let Some(ast) = &self.ast {
+            timed.outputs = by_tensor(ast, std::mem::take(&mut timed.outputs));
+        }
+        Ok(timed)
     }
 }

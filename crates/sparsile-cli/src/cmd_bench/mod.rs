@@ -15,9 +15,23 @@
 //! With `--rounds R` that sequence runs R times and each system's runs are pooled.
 //! Preconditions: a C compiler for Sparsile's kernels; `bench/setup.sh` for the peers
 //! and the chart (`--peers none` needs no Python).
+//!
+//! `--target cuda` is the GPU benchmark (`gpu.rs`): Sparsile's GPU recipes (the GPU rule's,
+//! `--recipe`, or several with `--recipes`) compiled by NVRTC, each timed with CUDA
+//! events on operands kept on the device, against the GPU peers (cuSPARSE through CuPy,
+//! `torch.sparse` on CUDA, PyG), with the same checks, rounds and records plus the
+//! device's name. `--target cuda-sim` runs the same cases with the kernels in the SIMT
+//! interpreter and no peers: a dry run of the GPU benchmark on a machine without a GPU.
+//!
+//! ```text
+//! sparsile bench --target cuda --suite bench/suite-gpu.json --recipes all --json gpu.json
+//! sparsile bench --target cuda-sim --op spmm,sddmm,spmv --k 32 --matrix data/cora.mtx
+//! ```
 
 mod args;
 mod cases;
+mod gpu;
+mod gpu_side;
 mod metrics;
 mod operands;
 mod peers;
@@ -28,6 +42,7 @@ mod report;
 pub(crate) mod roofline;
 mod sparsile_side;
 mod suite;
+mod tally;
 
 use std::path::{Path, PathBuf};
 
@@ -35,16 +50,19 @@ pub use args::BenchArgs;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use sparsile::Target;
 use sparsile_formats::CooTensor;
 use sparsile_ir::settings::Settings;
 
+use crate::cmd_bench::args::Counts;
 use crate::cmd_bench::cases::Case;
-use crate::cmd_bench::metrics::{cost, floor_seconds, summarize};
+use crate::cmd_bench::metrics::{cost, floor_seconds};
 use crate::cmd_bench::operands::{Csr, Dense};
 use crate::cmd_bench::peers::PeerRun;
 use crate::cmd_bench::record::{Record, SPARSILE};
 use crate::cmd_bench::reference::{compare, reference};
 use crate::cmd_bench::roofline::{Roofline, Source};
+use crate::cmd_bench::tally::{set_speedups, Tally};
 use crate::load;
 use crate::output::{out, outln};
 
@@ -144,24 +162,27 @@ fn read_matrix(path: &Path) -> Result<Matrix> {
 /// Where the peers and the chart come from.
 struct PeerSetup {
     names: Vec<String>,
+    /// Whether the peers are GPU peers (`NAME_gpu_peer.py`).
+    gpu: bool,
     bench_dir: Option<PathBuf>,
     python: Option<PathBuf>,
 }
 
-fn peer_setup(args: &BenchArgs) -> Result<PeerSetup> {
-    let names = peers::parse_list(&args.peers)?;
-    let needs_python = !names.is_empty() || args.plot.is_some();
+fn peer_setup(args: &BenchArgs, peers: peers::PeerList) -> Result<PeerSetup> {
+    let needs_python = !peers.names.is_empty() || args.plot.is_some();
     if !needs_python {
         return Ok(PeerSetup {
-            names,
+            names: peers.names,
+            gpu: peers.gpu,
             bench_dir: None,
             python: None,
         });
     }
     let bench_dir = peers::find_bench_dir(args.bench_dir.as_deref())?;
-    let python = peers::python(&bench_dir)?;
+    let python = peers::python(&bench_dir, args.python.as_deref())?;
     Ok(PeerSetup {
-        names,
+        names: peers.names,
+        gpu: peers.gpu,
         bench_dir: Some(bench_dir),
         python: Some(python),
     })
@@ -180,21 +201,41 @@ fn progress_bar(len: u64) -> ProgressBar {
     bar
 }
 
-pub fn run(args: &BenchArgs) -> Result<()> {
-    if args.repeat == 0 {
+/// The checks every target shares, before anything is read or measured.
+fn check_args(args: &BenchArgs, counts: Counts) -> Result<()> {
+    if counts.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
+    crate::limits::check_repeat(counts.repeat)?;
     if args.threads == Some(0) {
         bail!("--threads must be at least 1");
+    }
+    if args.rounds == 0 {
+        bail!("--rounds must be at least 1");
     }
     for (name, v) in [("--bandwidth", args.bandwidth), ("--peak", args.peak)] {
         if v.is_some_and(|v| !(v > 0.0 && v.is_finite())) {
             bail!("{name} must be a positive number");
         }
     }
+    Ok(())
+}
+
+pub fn run(args: &BenchArgs) -> Result<()> {
+    let target: Target = args.target.parse().map_err(anyhow::Error::msg)?;
+    let counts = args.counts(target);
+    check_args(args, counts)?;
+    if target.is_gpu() {
+        return gpu::run(args, target, counts);
+    }
+    if !args.recipes.is_empty() {
+        bail!(
+            "--recipes measures several GPU recipes: use it with --target cuda or cuda-sim (on the cpu target, --recipe names one recipe)"
+        );
+    }
     let settings = Settings::from_env();
     let cases = collect_cases(args, &settings)?;
-    let setup = peer_setup(args)?;
+    let setup = peer_setup(args, peers::for_target(args.peers.as_deref(), target)?)?;
     let threads = args
         .threads
         .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&settings));
@@ -203,28 +244,102 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let (roof, source) =
         roofline::roofline(threads, args.bandwidth, args.peak, args.reprobe, &settings)?;
     spinner.finish_and_clear();
-    let source = match source {
+    outln!(
+        "roofline: {:.1} GB/s (STREAM triad), {:.1} GFLOP/s (f32 FMA peak), {threads} threads, {}",
+        roof.bandwidth_gbs,
+        roof.peak_gflops,
+        source_name(source)
+    );
+    let context = RunContext {
+        setup: &setup,
+        threads,
+        roof,
+        counts,
+        args,
+        target: None,
+        device: None,
+        cuda_device: None,
+    };
+    let entries: Vec<Vec<Entry>> = cases
+        .iter()
+        .map(|c| {
+            vec![Entry {
+                case: c.clone(),
+                chosen_by: None,
+            }]
+        })
+        .collect();
+    let mut ours = |entry: &Entry, mat: &Matrix, dense: &Dense| {
+        sparsile_side::measure(
+            &entry.case,
+            &mat.coo,
+            &mat.csr,
+            dense,
+            threads,
+            counts.warmup,
+            counts.repeat,
+        )
+    };
+    let (records, work) = measure_all(&cases, &entries, &context, &mut ours)?;
+    write_report(args, &records, work.path())
+}
+
+/// How a roofline's numbers were obtained, for the report.
+fn source_name(source: Source) -> &'static str {
+    match source {
         Source::Measured => "measured",
         Source::Cached => "cached probe",
         Source::Given => "given",
-    };
-    outln!(
-        "roofline: {:.1} GB/s (STREAM triad), {:.1} GFLOP/s (f32 FMA peak), {threads} threads, {source}",
-        roof.bandwidth_gbs,
-        roof.peak_gflops
-    );
+    }
+}
 
+/// What every case of a run shares.
+struct RunContext<'a> {
+    setup: &'a PeerSetup,
+    threads: usize,
+    roof: Roofline,
+    counts: Counts,
+    args: &'a BenchArgs,
+    /// GPU targets: the target and the device, for the records.
+    target: Option<Target>,
+    device: Option<String>,
+    /// `cuda`: the GPU's ordinal, passed to the GPU peers.
+    cuda_device: Option<usize>,
+}
+
+/// One of Sparsile's records of a case: the case with the format and recipe to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub case: Case,
+    /// What chose the recipe when the case left it to Sparsile and it is known before
+    /// measuring (the GPU rule); the record's note says so even if the run fails.
+    pub chosen_by: Option<String>,
+}
+
+/// Sparsile's measurement of one entry of a case.
+type MeasureOurs<'f> = dyn FnMut(&Entry, &Matrix, &Dense) -> Result<sparsile_side::Measured> + 'f;
+
+/// Measures every case: `entries[i]` are the Sparsile records of `cases[i]` (the case
+/// with each recipe to measure), measured by `ours`; then every peer. Returns the
+/// records of each case and the folder of the operands (which the chart may use).
+fn measure_all(
+    cases: &[Case],
+    entries: &[Vec<Entry>],
+    context: &RunContext<'_>,
+    ours: &mut MeasureOurs<'_>,
+) -> Result<(Vec<Vec<Record>>, tempfile::TempDir)> {
     let work = tempfile::Builder::new()
         .prefix("sparsile-bench")
         .tempdir()
         .context("cannot create a temporary folder for the operands")?;
-    if args.rounds == 0 {
-        bail!("--rounds must be at least 1");
-    }
-    let bar = progress_bar((cases.len() * (1 + setup.names.len()) * args.rounds) as u64);
-    let mut records = Vec::new();
+    let steps: usize = entries
+        .iter()
+        .map(|e| e.len() + context.setup.names.len())
+        .sum();
+    let bar = progress_bar((steps * context.args.rounds) as u64);
+    let mut records: Vec<Vec<Record>> = Vec::new();
     let mut matrix: Option<Matrix> = None;
-    for (index, case) in cases.iter().enumerate() {
+    for (index, (case, entries)) in cases.iter().zip(entries).enumerate() {
         if matrix.as_ref().is_none_or(|m| m.path != case.path) {
             bar.set_message(format!("reading {}", case.matrix));
             matrix = Some(read_matrix(&case.path)?);
@@ -233,35 +348,39 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         let dir = work.path().join(format!("case{index}"));
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        records.extend(measure_case(
-            case, mat, &dir, &setup, threads, roof, args, &bar,
-        )?);
+        records.push(measure_case(case, entries, mat, &dir, context, ours, &bar)?);
         let _ = std::fs::remove_dir_all(&dir);
     }
     bar.finish_and_clear();
+    Ok((records, work))
+}
 
-    out!("{}", report::table(&records));
-    let means = report::geomeans(&records);
+/// Prints the table and the geometric means, and writes the records and the chart.
+fn write_report(args: &BenchArgs, cases: &[Vec<Record>], work: &Path) -> Result<()> {
+    let records: Vec<Record> = cases.iter().flatten().cloned().collect();
+    let records = records.as_slice();
+    out!("{}", report::table(records));
+    let means = report::geomeans(cases);
     if !means.is_empty() {
         outln!();
         out!("{means}");
     }
     let (json_path, plot_path) = output_paths(args);
     if let Some(path) = &json_path {
-        record::write(path, &records)?;
+        record::write(path, records)?;
         outln!("records: {}", path.display());
     }
     if let Some(png) = &plot_path {
         let json = match &json_path {
             Some(p) => p.clone(),
             None => {
-                let p = work.path().join("records.json");
-                record::write(&p, &records)?;
+                let p = work.join("records.json");
+                record::write(&p, records)?;
                 p
             }
         };
         let drawn = peers::find_bench_dir(args.bench_dir.as_deref())
-            .and_then(|dir| plot::draw(&dir, &json, png));
+            .and_then(|dir| plot::draw(&dir, args.python.as_deref(), &json, png));
         match drawn {
             Ok(()) => outln!("chart: {}", png.display()),
             // The default chart of a suite run is drawn when the bench environment can.
@@ -272,21 +391,22 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// Measures one case with Sparsile and every peer; returns Sparsile's record first.
-#[allow(clippy::too_many_arguments)] // the run's context, passed down unchanged
+/// Measures one case: each entry (the case with one of Sparsile's recipes) with
+/// `ours`, then every peer; returns Sparsile's records first.
 fn measure_case(
     case: &Case,
+    entries: &[Entry],
     mat: &Matrix,
     dir: &Path,
-    setup: &PeerSetup,
-    threads: usize,
-    roof: Roofline,
-    args: &BenchArgs,
+    context: &RunContext<'_>,
+    ours: &mut MeasureOurs<'_>,
     bar: &ProgressBar,
 ) -> Result<Vec<Record>> {
+    let (setup, args, counts) = (context.setup, context.args, context.counts);
     let csr = &mat.csr;
     let k = case.k.unwrap_or(1);
     let c = cost(case.op, csr.m, csr.n, csr.nnz(), k);
+    let roof = context.roof;
     let base = Record {
         matrix: case.matrix.clone(),
         op: case.op.name().into(),
@@ -297,7 +417,7 @@ fn measure_case(
         m: csr.m,
         n: csr.n,
         nnz: csr.nnz(),
-        threads,
+        threads: context.threads,
         median_ms: None,
         min_ms: None,
         max_ms: None,
@@ -316,6 +436,9 @@ fn measure_case(
         bytes: c.bytes,
         bandwidth_gbs: roof.bandwidth_gbs,
         peak_gflops: roof.peak_gflops,
+        target: context.target.map(|t| t.name().to_string()),
+        device: context.device.clone(),
+        preprocess_ms: None,
     };
     let dense = Dense::random(case.op, csr.m, csr.n, k, args.seed);
     let expected = reference(case.op, csr, &dense, k);
@@ -324,63 +447,76 @@ fn measure_case(
         dense.write(dir)?;
     }
     let runs = peers::Runs {
-        threads,
-        warmup: args.warmup,
-        repeat: args.repeat,
+        threads: context.threads,
+        warmup: counts.warmup,
+        repeat: counts.repeat,
+        device: context.cuda_device,
     };
     let case_json = peers::write_case(dir, case, csr, runs)?;
 
-    // One tally per system, Sparsile's first; every round adds its timed runs.
-    let mut tallies: Vec<Tally> = std::iter::once(SPARSILE.to_string())
-        .chain(setup.names.iter().cloned())
-        .map(|system| Tally::new(&base, system))
+    // One tally per system, Sparsile's first (one per entry); every round adds its timed
+    // runs.
+    let mut tallies: Vec<Tally> = entries
+        .iter()
+        .map(|e| {
+            let mut t = Tally::new(&base, SPARSILE.to_string());
+            t.record.format = Some(e.case.format.clone());
+            t.record.recipe = Some(e.case.recipe.clone());
+            t.record.note = e.chosen_by.as_ref().map(|by| format!("chosen by the {by}"));
+            t
+        })
+        .chain(setup.names.iter().map(|p| Tally::new(&base, p.clone())))
         .collect();
-    // Sparsile's first result, widened once, against which peers are checked.
+    let ours_count = entries.len();
+    // Sparsile's first correct result, widened once, against which peers are checked.
     let mut our_output: Option<Vec<f64>> = None;
     for round in 0..args.rounds {
         let of = |who: &str| match args.rounds {
             1 => format!("{} {who}", case.label()),
             n => format!("{} {who} (round {}/{n})", case.label(), round + 1),
         };
-        bar.set_message(of("sparsile"));
-        let ours = &mut tallies[0];
-        if ours.live {
-            match sparsile_side::measure(
-                case,
-                &mat.coo,
-                csr,
-                &dense,
-                threads,
-                args.warmup,
-                args.repeat,
-            ) {
-                Ok(m) => {
-                    ours.record.format = Some(m.format.clone());
-                    ours.record.recipe = Some(m.recipe.clone());
-                    if let Some(by) = &m.chosen_by {
-                        ours.record
-                            .note
-                            .get_or_insert(format!("chosen by the {by}"));
+        for (entry, ours_tally) in entries.iter().zip(tallies.iter_mut()) {
+            bar.set_message(of(&format!("sparsile {}", entry.case.recipe)));
+            if ours_tally.live {
+                match ours(entry, mat, &dense) {
+                    Ok(m) => {
+                        ours_tally.record.format = Some(m.format.clone());
+                        ours_tally.record.recipe = Some(m.recipe.clone());
+                        if let Some(by) = &m.chosen_by {
+                            ours_tally
+                                .record
+                                .note
+                                .get_or_insert(format!("chosen by the {by}"));
+                        }
+                        if let Some(n) = m.note {
+                            ours_tally.note(n);
+                        }
+                        ours_tally.times.extend(&m.times);
+                        ours_tally
+                            .record
+                            .compile_ms
+                            .get_or_insert(m.compile_seconds * 1e3);
+                        let check = compare(&m.output, &expected);
+                        ours_tally.check(check);
+                        if check.correct && our_output.is_none() {
+                            our_output = Some(m.output.iter().map(|&v| v as f64).collect());
+                        }
                     }
-                    ours.times.extend(&m.times);
-                    ours.record
-                        .compile_ms
-                        .get_or_insert(m.compile_seconds * 1e3);
-                    ours.check(compare(&m.output, &expected));
-                    our_output.get_or_insert_with(|| m.output.iter().map(|&v| v as f64).collect());
+                    Err(e) => ours_tally.fail(format!("failed: {}", one_line(&e))),
                 }
-                Err(e) => ours.fail(format!("failed: {}", one_line(&e))),
             }
+            bar.inc(1);
         }
-        bar.inc(1);
-        // Peers are checked against Sparsile's result; against the reference when
-        // Sparsile's own result is missing or wrong.
-        let sparsile_ok = tallies[0].record.correct == Some(true);
+        // Peers are checked against Sparsile's result; against the reference when no
+        // result of Sparsile's is correct.
+        let sparsile_ok = tallies[..ours_count]
+            .iter()
+            .any(|t| t.record.correct == Some(true));
         let against: &[f64] = match (&our_output, sparsile_ok) {
             (Some(o), true) => o,
             _ => &expected,
         };
-        for t in tallies.iter_mut().skip(1) {
+        for t in tallies.iter_mut().skip(ours_count) {
             bar.set_message(of(&t.record.system));
             if !t.live {
                 bar.inc(1);
@@ -388,12 +524,14 @@ fn measure_case(
             }
             let python = setup.python.as_deref().expect("found with the peers");
             let bench_dir = setup.bench_dir.as_deref().expect("found with the peers");
+            let name = t.record.system.clone();
             match peers::run_peer(
                 python,
                 bench_dir,
-                &t.record.system,
+                &name,
+                &peers::script_name(&name, setup.gpu),
                 &case_json,
-                threads,
+                context.threads,
                 std::time::Duration::from_secs(args.peer_timeout),
             )? {
                 PeerRun::Ran {
@@ -401,10 +539,14 @@ fn measure_case(
                     output,
                     version,
                     note,
+                    preprocess_ms,
                 } => {
                     t.times.extend(&times);
                     t.check(compare(&output, against));
                     t.record.version = version;
+                    if preprocess_ms.is_some() {
+                        t.record.preprocess_ms = preprocess_ms;
+                    }
                     if let Some(n) = note {
                         t.note(n);
                     }
@@ -417,80 +559,12 @@ fn measure_case(
             bar.inc(1);
         }
     }
-    let mut records: Vec<Record> = tallies.into_iter().map(|t| t.finish(c)).collect();
+    let mut records: Vec<Record> = tallies
+        .into_iter()
+        .map(|t| t.finish(c, args.rounds))
+        .collect();
     set_speedups(&mut records);
     Ok(records)
-}
-
-/// What one system measured over the rounds of a case.
-struct Tally {
-    record: Record,
-    times: Vec<f64>,
-    /// False once the system failed or lacks the operation: later rounds skip it.
-    live: bool,
-    /// Each distinct note, with how many rounds gave it.
-    notes: Vec<(String, usize)>,
-}
-
-impl Tally {
-    fn new(base: &Record, system: String) -> Tally {
-        let mut record = base.clone();
-        if system != SPARSILE {
-            record.format = None;
-            record.recipe = None;
-            record.version = None;
-        }
-        record.system = system;
-        Tally {
-            record,
-            times: Vec::new(),
-            live: true,
-            notes: Vec::new(),
-        }
-    }
-
-    /// A round's result check: the record is correct only if every round was.
-    fn check(&mut self, check: reference::Check) {
-        let r = &mut self.record;
-        r.correct = Some(r.correct.unwrap_or(true) && check.correct);
-        r.max_abs_err = Some(r.max_abs_err.unwrap_or(0.0).max(check.max_abs_err));
-    }
-
-    fn note(&mut self, note: String) {
-        match self.notes.iter_mut().find(|(n, _)| *n == note) {
-            Some((_, count)) => *count += 1,
-            None => self.notes.push((note, 1)),
-        }
-    }
-
-    /// A failure (or a missing operation): no times are reported, and later rounds
-    /// skip the system.
-    fn fail(&mut self, note: String) {
-        self.live = false;
-        self.times.clear();
-        self.record.correct = None;
-        self.record.max_abs_err = None;
-        self.note(note);
-    }
-
-    fn finish(mut self, cost: metrics::Cost) -> Record {
-        if !self.times.is_empty() {
-            let (med, min, max) = summarize(&self.times);
-            self.record.set_times(med, min, max, cost);
-        }
-        // Notes that differ between rounds (MKL's faster variant) say in how many.
-        let text: Vec<String> = match self.notes.as_slice() {
-            [(n, _)] => vec![n.clone()],
-            all => all
-                .iter()
-                .map(|(n, c)| format!("{n} ({c} round{})", if *c == 1 { "" } else { "s" }))
-                .collect(),
-        };
-        if !text.is_empty() {
-            self.record.note = Some(text.join("; "));
-        }
-        self.record
-    }
 }
 
 /// An error and its causes on one line, leaving out causes whose text the message
@@ -510,29 +584,6 @@ fn one_line(e: &anyhow::Error) -> String {
     text
 }
 
-/// Fills `speedup` (and Sparsile's `best_peer`) from the medians of correct results.
-fn set_speedups(records: &mut [Record]) {
-    let Some(ours) = records[0]
-        .median_ms
-        .filter(|_| records[0].correct == Some(true))
-    else {
-        return;
-    };
-    let mut best: Option<(f64, String)> = None;
-    for r in records.iter_mut().skip(1) {
-        if let (Some(t), Some(true)) = (r.median_ms, r.correct) {
-            r.speedup = Some(t / ours);
-            if best.as_ref().is_none_or(|(b, _)| t < *b) {
-                best = Some((t, r.system.clone()));
-            }
-        }
-    }
-    if let Some((t, name)) = best {
-        records[0].speedup = Some(t / ours);
-        records[0].best_peer = Some(name);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -543,128 +594,5 @@ mod tests {
             .context("outer: inner detail")
             .context("while compiling");
         assert_eq!(one_line(&e), "while compiling: outer: inner detail");
-    }
-
-    fn ok(err: f64) -> reference::Check {
-        reference::Check {
-            correct: true,
-            max_abs_err: err,
-        }
-    }
-
-    #[test]
-    fn a_tally_pools_the_rounds() {
-        let cost = metrics::Cost {
-            flops: 2e6,
-            bytes: 4e6,
-        };
-        let mut t = Tally::new(&record(SPARSILE, None, None), "mkl".into());
-        assert_eq!(
-            (t.record.format.as_deref(), t.record.recipe.as_deref()),
-            (None, None)
-        );
-        for (round, times) in [[3e-3, 1e-3], [2e-3, 5e-3], [4e-3, 6e-3]]
-            .iter()
-            .enumerate()
-        {
-            t.times.extend(times);
-            t.check(ok(round as f64 * 1e-6));
-            t.note(if round == 1 { "fresh" } else { "out=" }.into());
-        }
-        let r = t.finish(cost);
-        // The median of all six runs, the extremes of all rounds, the largest error.
-        assert_eq!(r.median_ms, Some(3.5));
-        assert_eq!((r.min_ms, r.max_ms), (Some(1.0), Some(6.0)));
-        assert_eq!((r.correct, r.max_abs_err), (Some(true), Some(2e-6)));
-        assert_eq!(r.note.as_deref(), Some("out= (2 rounds); fresh (1 round)"));
-    }
-
-    #[test]
-    fn one_wrong_round_makes_the_record_wrong_and_a_failure_drops_the_times() {
-        let mut t = Tally::new(&record(SPARSILE, None, None), SPARSILE.into());
-        t.times.push(1e-3);
-        t.check(ok(0.0));
-        t.check(reference::Check {
-            correct: false,
-            max_abs_err: 1.0,
-        });
-        t.check(ok(0.0));
-        t.note("same".into());
-        t.note("same".into());
-        let r = t.finish(metrics::Cost {
-            flops: 1.0,
-            bytes: 1.0,
-        });
-        assert_eq!((r.correct, r.max_abs_err), (Some(false), Some(1.0)));
-        assert_eq!(r.note.as_deref(), Some("same"));
-
-        let mut t = Tally::new(&record(SPARSILE, None, None), "scipy".into());
-        t.times.push(1e-3);
-        t.check(ok(0.0));
-        t.fail("failed: out of memory".into());
-        assert!(!t.live);
-        let r = t.finish(metrics::Cost {
-            flops: 1.0,
-            bytes: 1.0,
-        });
-        assert_eq!((r.median_ms, r.correct), (None, None));
-        assert_eq!(r.note.as_deref(), Some("failed: out of memory"));
-    }
-
-    fn record(system: &str, median: Option<f64>, correct: Option<bool>) -> Record {
-        Record {
-            matrix: "a".into(),
-            op: "spmm".into(),
-            k: Some(8),
-            system: system.into(),
-            format: None,
-            recipe: None,
-            m: 1,
-            n: 1,
-            nnz: 1,
-            threads: 1,
-            median_ms: median,
-            min_ms: median,
-            max_ms: median,
-            gflops: None,
-            gbs: None,
-            floor_ms: 1.0,
-            pct_of_floor: None,
-            speedup: None,
-            best_peer: None,
-            correct,
-            max_abs_err: None,
-            note: None,
-            version: None,
-            compile_ms: None,
-            flops: 1.0,
-            bytes: 1.0,
-            bandwidth_gbs: 1.0,
-            peak_gflops: 1.0,
-        }
-    }
-
-    #[test]
-    fn speedups_use_only_correct_peers() {
-        let mut rs = vec![
-            record(SPARSILE, Some(2.0), Some(true)),
-            record("scipy", Some(8.0), Some(true)),
-            record("mkl", Some(1.0), Some(false)),
-            record("graphblas", Some(3.0), Some(true)),
-            record("torch", None, None),
-        ];
-        set_speedups(&mut rs);
-        assert_eq!(rs[0].speedup, Some(1.5));
-        assert_eq!(rs[0].best_peer.as_deref(), Some("graphblas"));
-        assert_eq!(rs[1].speedup, Some(4.0));
-        assert_eq!(rs[2].speedup, None);
-        assert_eq!(rs[4].speedup, None);
-        // No speedup at all when Sparsile's own result is wrong.
-        let mut rs = vec![
-            record(SPARSILE, Some(2.0), Some(false)),
-            record("scipy", Some(8.0), Some(true)),
-        ];
-        set_speedups(&mut rs);
-        assert_eq!((rs[0].speedup, rs[1].speedup), (None, None));
     }
 }

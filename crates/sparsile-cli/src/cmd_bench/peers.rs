@@ -13,7 +13,10 @@
 //! ```
 //!
 //! A peer without the operation answers `"supported": false` with a note; one whose
-//! package is missing says so the same way.
+//! package is missing says so the same way. A GPU peer (`NAME_gpu_peer.py`, on
+//! `--target cuda`) times each run with CUDA events, may add `"preprocess_ms"` (work done
+//! once per matrix before its runs, such as cuSPARSE's preprocessing) and answers
+//! `"supported": false` where CUDA or its library is missing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,19 +25,94 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use sparsile::Target;
+
 use crate::cmd_bench::cases::{Case, Op};
 use crate::cmd_bench::operands::{read_f32, Csr};
 
-/// The peers `--peers` accepts.
+/// The CPU peers `--peers` accepts on the `cpu` target.
 pub const KNOWN: &[&str] = &["scipy", "mkl", "graphblas", "torch", "cloop"];
 
-/// Checks a `--peers` list; `none` (alone) means no peer.
-pub fn parse_list(list: &[String]) -> Result<Vec<String>> {
-    let names: Vec<String> = list
-        .iter()
+/// The CPU peers measured when `--peers` is not given.
+pub const DEFAULT: &[&str] = &["scipy", "mkl", "graphblas", "cloop"];
+
+/// The GPU peers `--peers` accepts on the `cuda` target (scripts
+/// `peers/NAME_gpu_peer.py`), all measured when `--peers` is not given: cuSPARSE through
+/// CuPy, `torch.sparse` on CUDA, and PyG's SpMM.
+pub const KNOWN_GPU: &[&str] = &["cusparse", "torch", "pyg"];
+
+/// The peers of a run, and a message for the user when the list was adjusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerList {
+    pub names: Vec<String>,
+    /// Whether they are GPU peers (`NAME_gpu_peer.py`).
+    pub gpu: bool,
+    /// Said before measuring, when some of `--peers` is not run.
+    pub notice: Option<String>,
+}
+
+/// The peers of `target` from `--peers` (`None`: not given).
+pub fn for_target(list: Option<&[String]>, target: Target) -> Result<PeerList> {
+    let given = list.map(names).filter(|n| !n.is_empty());
+    match target {
+        Target::Cpu => {
+            let names = given.unwrap_or_else(|| DEFAULT.iter().map(|s| s.to_string()).collect());
+            Ok(PeerList {
+                names: parse_names(&names, KNOWN, |n| {
+                    KNOWN_GPU
+                        .contains(&n)
+                        .then(|| format!("unknown peer `{n}` on the cpu target: it is a GPU peer, measure it with --target cuda"))
+                })?,
+                gpu: false,
+                notice: None,
+            })
+        }
+        Target::Cuda => {
+            let names = given.unwrap_or_else(|| KNOWN_GPU.iter().map(|s| s.to_string()).collect());
+            Ok(PeerList {
+                names: parse_names(&names, KNOWN_GPU, |n| {
+                    KNOWN.contains(&n).then(|| {
+                        format!(
+                            "`{n}` is a CPU peer; --target cuda measures the GPU peers ({}): measure CPU peers with --target cpu",
+                            KNOWN_GPU.join(", ")
+                        )
+                    })
+                })?,
+                gpu: true,
+                notice: None,
+            })
+        }
+        Target::CudaSim => {
+            let notice = given.filter(|n| n != &["none"]).map(|n| {
+                format!(
+                    "--target cuda-sim runs no peers (its times are the SIMT interpreter's on the CPU, not a GPU's): --peers {} ignored",
+                    n.join(",")
+                )
+            });
+            Ok(PeerList {
+                names: Vec::new(),
+                gpu: true,
+                notice,
+            })
+        }
+    }
+}
+
+/// The names of a `--peers` list, trimmed and lowercased, without empty ones.
+fn names(list: &[String]) -> Vec<String> {
+    list.iter()
         .map(|s| s.trim().to_ascii_lowercase())
         .filter(|s| !s.is_empty())
-        .collect();
+        .collect()
+}
+
+/// Checks `names` against `known`; `none` (alone) means no peer; `other_kind` says why a
+/// name of the other kind of peer is refused.
+fn parse_names(
+    names: &[String],
+    known: &[&str],
+    other_kind: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<String>> {
     if names.iter().any(|n| n == "none") {
         if names.len() > 1 {
             bail!("--peers none cannot be combined with other peers");
@@ -43,14 +121,26 @@ pub fn parse_list(list: &[String]) -> Result<Vec<String>> {
     }
     let mut out: Vec<String> = Vec::new();
     for n in names {
-        if !KNOWN.contains(&n.as_str()) {
-            bail!("unknown peer `{n}` (known: {}, or none)", KNOWN.join(", "));
+        if !known.contains(&n.as_str()) {
+            if let Some(why) = other_kind(n) {
+                bail!("{why}");
+            }
+            bail!("unknown peer `{n}` (known: {}, or none)", known.join(", "));
         }
-        if !out.contains(&n) {
-            out.push(n);
+        if !out.contains(n) {
+            out.push(n.clone());
         }
     }
     Ok(out)
+}
+
+/// The script of peer `name`: `NAME_peer.py`, or `NAME_gpu_peer.py` for a GPU peer.
+pub fn script_name(name: &str, gpu: bool) -> String {
+    if gpu {
+        format!("{name}_gpu_peer.py")
+    } else {
+        format!("{name}_peer.py")
+    }
 }
 
 /// The folder holding `peers/` and `.venv/`: `given`, else a `bench/` beside the current
@@ -72,12 +162,25 @@ pub fn find_bench_dir(given: Option<&Path>) -> Result<PathBuf> {
         .context("cannot find the bench/ folder with the peers; pass --bench-dir")
 }
 
-/// The Python interpreter of the bench environment.
-pub fn python(bench_dir: &Path) -> Result<PathBuf> {
+/// The Python interpreter of the peers: `given` (`--python`), else the bench
+/// environment's (`bench/.venv`, made by `bench/setup.sh`).
+pub fn python(bench_dir: &Path, given: Option<&Path>) -> Result<PathBuf> {
+    if let Some(py) = given {
+        let found = if py.components().count() > 1 {
+            py.is_file().then(|| py.to_path_buf())
+        } else {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join(py))
+                    .find(|p| p.is_file())
+            })
+        };
+        return found.with_context(|| format!("--python {}: no such interpreter", py.display()));
+    }
     let py = bench_dir.join(".venv").join("bin").join("python");
     if !py.is_file() {
         bail!(
-            "no Python environment for the peers at {}: run {}/setup.sh (or pass --peers none)",
+            "no Python environment for the peers at {}: run {}/setup.sh, pass --python, or --peers none",
             bench_dir.join(".venv").display(),
             bench_dir.display()
         );
@@ -98,6 +201,9 @@ pub struct CaseFile<'a> {
     pub repeat: usize,
     /// The folder of the operand files.
     pub dir: &'a Path,
+    /// GPU peers: the ordinal of the GPU to run on (Sparsile's, `SPARSILE_CUDA_DEVICE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<usize>,
 }
 
 /// What a peer reports (`result.NAME.json`).
@@ -108,6 +214,8 @@ struct ResultFile {
     version: Option<String>,
     #[serde(default)]
     times_ms: Vec<f64>,
+    #[serde(default)]
+    preprocess_ms: Option<f64>,
 }
 
 /// A peer's run of one case.
@@ -119,6 +227,9 @@ pub enum PeerRun {
         output: Vec<f32>,
         version: Option<String>,
         note: Option<String>,
+        /// Milliseconds spent preparing the operation before the runs (untimed), when
+        /// the peer reports it.
+        preprocess_ms: Option<f64>,
     },
     /// The peer lacks the operation or its package; the note says which.
     Unsupported { note: String },
@@ -132,6 +243,8 @@ pub struct Runs {
     pub threads: usize,
     pub warmup: usize,
     pub repeat: usize,
+    /// GPU peers: the GPU's ordinal.
+    pub device: Option<usize>,
 }
 
 /// Writes `case.json` for the peers into `dir` (which holds `a`'s and the dense
@@ -151,6 +264,7 @@ pub fn write_case(dir: &Path, case: &Case, a: &Csr, runs: Runs) -> Result<PathBu
         warmup: runs.warmup,
         repeat: runs.repeat,
         dir,
+        device: runs.device,
     };
     let path = dir.join("case.json");
     std::fs::write(&path, serde_json::to_string_pretty(&file)?)
@@ -158,17 +272,19 @@ pub fn write_case(dir: &Path, case: &Case, a: &Csr, runs: Runs) -> Result<PathBu
     Ok(path)
 }
 
-/// Runs peer `name` on the case described by `case_json` (in the operands' folder); a
-/// peer still running after `timeout` is stopped and reported as failed.
+/// Runs peer `name` (script `peers/SCRIPT`, see [`script_name`]) on the case described
+/// by `case_json` (in the operands' folder); a peer still running after `timeout` is
+/// stopped and reported as failed.
 pub fn run_peer(
     python: &Path,
     bench_dir: &Path,
     name: &str,
+    script: &str,
     case_json: &Path,
     threads: usize,
     timeout: Duration,
 ) -> Result<PeerRun> {
-    let script = bench_dir.join("peers").join(format!("{name}_peer.py"));
+    let script = bench_dir.join("peers").join(script);
     if !script.is_file() {
         bail!("peer script {} is missing", script.display());
     }
@@ -236,6 +352,7 @@ pub fn run_peer(
         output: read_f32(&out_path)?,
         version: result.version,
         note: result.note,
+        preprocess_ms: result.preprocess_ms,
     })
 }
 
@@ -243,22 +360,68 @@ pub fn run_peer(
 mod tests {
     use super::*;
 
+    fn cpu(list: &[&str]) -> Result<Vec<String>> {
+        for_target(Some(&given(list)), Target::Cpu).map(|p| p.names)
+    }
+
     #[test]
     fn peer_lists() {
-        assert_eq!(parse_list(&["none".into()]).unwrap(), Vec::<String>::new());
+        assert_eq!(cpu(&["none"]).unwrap(), Vec::<String>::new());
         assert_eq!(
-            parse_list(&["SciPy".into(), "mkl".into(), "scipy".into()]).unwrap(),
+            cpu(&["SciPy", "mkl", "scipy"]).unwrap(),
             vec!["scipy".to_string(), "mkl".to_string()]
         );
-        assert!(parse_list(&["none".into(), "scipy".into()]).is_err());
-        assert!(parse_list(&["cusparse".into()]).is_err());
+        assert!(cpu(&["none", "scipy"]).is_err());
+        assert!(cpu(&["cusparse"]).is_err());
+    }
+
+    fn given(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn peers_follow_the_target() {
+        let cpu = for_target(None, Target::Cpu).unwrap();
+        assert_eq!(cpu.names, given(DEFAULT));
+        assert!(!cpu.gpu);
+        let gpu = for_target(None, Target::Cuda).unwrap();
+        assert_eq!(gpu.names, given(KNOWN_GPU));
+        assert!(gpu.gpu && gpu.notice.is_none());
+        let some = for_target(Some(&given(&["Torch", "cusparse", "torch"])), Target::Cuda);
+        assert_eq!(some.unwrap().names, given(&["torch", "cusparse"]));
+        let none = for_target(Some(&given(&["none"])), Target::Cuda).unwrap();
+        assert!(none.names.is_empty());
+
+        // A CPU peer on the GPU and a GPU peer on the CPU are refused with the way out.
+        let e = for_target(Some(&given(&["cusparse", "mkl"])), Target::Cuda).unwrap_err();
+        assert!(e.to_string().contains("`mkl` is a CPU peer"), "{e}");
+        assert!(e.to_string().contains("--target cpu"), "{e}");
+        let e = for_target(Some(&given(&["pyg"])), Target::Cpu).unwrap_err();
+        assert!(e.to_string().contains("--target cuda"), "{e}");
+        let e = for_target(Some(&given(&["tpu"])), Target::Cuda).unwrap_err();
+        assert!(e.to_string().contains("known: cusparse, torch, pyg"), "{e}");
+
+        // The SIMT dry run has no peers; a list given is ignored, saying so.
+        let sim = for_target(None, Target::CudaSim).unwrap();
+        assert_eq!((sim.names.len(), sim.notice), (0, None));
+        let sim = for_target(Some(&given(&["cusparse"])), Target::CudaSim).unwrap();
+        assert!(sim.names.is_empty());
+        assert!(sim.notice.unwrap().contains("--peers cusparse ignored"));
+        let sim = for_target(Some(&given(&["none"])), Target::CudaSim).unwrap();
+        assert_eq!(sim.notice, None);
+        assert_eq!(script_name("torch", true), "torch_gpu_peer.py");
+        assert_eq!(script_name("torch", false), "torch_peer.py");
     }
 
     #[test]
     fn a_missing_environment_is_named() {
         let dir = tempfile::tempdir().unwrap();
-        let err = python(dir.path()).unwrap_err().to_string();
+        let err = python(dir.path(), None).unwrap_err().to_string();
         assert!(err.contains("setup.sh"), "{err}");
+        let err = python(dir.path(), Some(Path::new("no-such-python-here")));
+        assert!(err.unwrap_err().to_string().contains("no such interpreter"));
+        let missing = dir.path().join("bin/python");
+        assert!(python(dir.path(), Some(&missing)).is_err());
     }
 
     #[cfg(unix)]
@@ -336,9 +499,20 @@ json.dump({"supported": False, "note": "mkl: no " + case["op"], "version": None}
             threads: 1,
             warmup: 1,
             repeat: 2,
+            device: None,
         };
         let case_json = write_case(&case_dir, &case, &a, runs).unwrap();
-        match run_peer(&python, dir.path(), "scipy", &case_json, 1, LONG).unwrap() {
+        match run_peer(
+            &python,
+            dir.path(),
+            "scipy",
+            "scipy_peer.py",
+            &case_json,
+            1,
+            LONG,
+        )
+        .unwrap()
+        {
             PeerRun::Ran {
                 times,
                 output,
@@ -353,12 +527,31 @@ json.dump({"supported": False, "note": "mkl: no " + case["op"], "version": None}
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            run_peer(&python, dir.path(), "mkl", &case_json, 1, LONG).unwrap(),
+            run_peer(
+                &python,
+                dir.path(),
+                "mkl",
+                "mkl_peer.py",
+                &case_json,
+                1,
+                LONG
+            )
+            .unwrap(),
             PeerRun::Unsupported {
                 note: "mkl: no spmv".into()
             }
         );
-        match run_peer(&python, dir.path(), "graphblas", &case_json, 1, LONG).unwrap() {
+        match run_peer(
+            &python,
+            dir.path(),
+            "graphblas",
+            "graphblas_peer.py",
+            &case_json,
+            1,
+            LONG,
+        )
+        .unwrap()
+        {
             PeerRun::Failed { note } => assert!(note.contains("boom"), "{note}"),
             other => panic!("{other:?}"),
         }
@@ -366,6 +559,7 @@ json.dump({"supported": False, "note": "mkl: no " + case["op"], "version": None}
             &python,
             dir.path(),
             "torch",
+            "torch_peer.py",
             &case_json,
             1,
             Duration::from_millis(300),
@@ -376,7 +570,16 @@ json.dump({"supported": False, "note": "mkl: no " + case["op"], "version": None}
             other => panic!("{other:?}"),
         }
         std::fs::remove_file(dir.path().join("peers").join("torch_peer.py")).unwrap();
-        assert!(run_peer(&python, dir.path(), "torch", &case_json, 1, LONG).is_err());
+        assert!(run_peer(
+            &python,
+            dir.path(),
+            "torch",
+            "torch_peer.py",
+            &case_json,
+            1,
+            LONG
+        )
+        .is_err());
     }
 
     #[test]

@@ -10,9 +10,15 @@ use anyhow::{bail, Context, Result};
 
 use crate::cmd_bench::peers;
 
-/// Draws `records_json` into `png` with `bench/plot.py`.
-pub fn draw(bench_dir: &Path, records_json: &Path, png: &Path) -> Result<()> {
-    let python = peers::python(bench_dir).context("--plot needs matplotlib")?;
+/// Draws `records_json` into `png` with `bench/plot.py`, run by `python` (`--python`) or
+/// the bench environment's interpreter.
+pub fn draw(
+    bench_dir: &Path,
+    python: Option<&Path>,
+    records_json: &Path,
+    png: &Path,
+) -> Result<()> {
+    let python = peers::python(bench_dir, python).context("--plot needs matplotlib")?;
     let script = bench_dir.join("plot.py");
     let output = Command::new(&python)
         .arg(&script)

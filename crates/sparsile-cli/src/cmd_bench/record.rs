@@ -7,7 +7,10 @@
 //! ```
 //!
 //! `k` is null for SpMV. Times are null, and `correct` is null with a `note`, when a
-//! system lacks the operation or failed to run it.
+//! system lacks the operation or failed to run it. Records of the GPU benchmark
+//! (`--target cuda` or `cuda-sim`) add `target`, `device` and, for peers that prepare the
+//! operation before running it (cuSPARSE), `preprocess_ms`; the CPU benchmark's records
+//! have none of them.
 
 use std::path::Path;
 
@@ -61,6 +64,16 @@ pub struct Record {
     pub bytes: f64,
     pub bandwidth_gbs: f64,
     pub peak_gflops: f64,
+    /// `cuda` or `cuda-sim` (GPU benchmark only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The GPU's name (`cuda`), or `SIMT interpreter` (`cuda-sim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Milliseconds a peer spent preparing the operation for this matrix before its runs
+    /// (cuSPARSE's SpMM/SpMV preprocessing); not part of the timed runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preprocess_ms: Option<f64>,
 }
 
 impl Record {

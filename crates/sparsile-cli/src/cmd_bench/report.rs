@@ -109,30 +109,45 @@ pub fn table(records: &[Record]) -> String {
 }
 
 /// Geometric means of Sparsile's speedups per operation: over the best peer, then over
-/// each peer. Empty when no peer ran.
-pub fn geomeans(records: &[Record]) -> String {
+/// each peer, from the records of each case (one group per case). Empty when no peer
+/// ran. A case measured with several of Sparsile's recipes counts once, with its fastest
+/// recipe (peers' speedups are against that one already).
+pub fn geomeans(cases: &[Vec<Record>]) -> String {
     // op -> column ("best peer" or a peer name) -> speedups
     let mut by_op: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
     let mut columns: Vec<String> = vec!["best peer".into()];
-    for r in records {
-        let Some(s) = r.speedup else { continue };
-        if r.correct != Some(true) {
-            continue;
+    let correct = |r: &&Record| r.correct == Some(true) && r.speedup.is_some();
+    for records in cases {
+        let best = records
+            .iter()
+            .filter(correct)
+            .filter(|r| r.system == SPARSILE)
+            .max_by(|a, b| {
+                a.speedup
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.speedup.unwrap_or(0.0))
+            });
+        let peers = records
+            .iter()
+            .filter(correct)
+            .filter(|r| r.system != SPARSILE);
+        for r in best.into_iter().chain(peers) {
+            let s = r.speedup.expect("filtered");
+            let col = if r.system == SPARSILE {
+                "best peer".to_string()
+            } else {
+                r.system.clone()
+            };
+            if !columns.contains(&col) {
+                columns.push(col.clone());
+            }
+            by_op
+                .entry(r.op.clone())
+                .or_default()
+                .entry(col)
+                .or_default()
+                .push(s);
         }
-        let col = if r.system == SPARSILE {
-            "best peer".to_string()
-        } else {
-            r.system.clone()
-        };
-        if !columns.contains(&col) {
-            columns.push(col.clone());
-        }
-        by_op
-            .entry(r.op.clone())
-            .or_default()
-            .entry(col)
-            .or_default()
-            .push(s);
     }
     if by_op.is_empty() {
         return String::new();
@@ -203,6 +218,9 @@ mod tests {
             bytes: 4.0,
             bandwidth_gbs: 10.0,
             peak_gflops: 100.0,
+            target: None,
+            device: None,
+            preprocess_ms: None,
         }
     }
 
@@ -225,15 +243,33 @@ mod tests {
 
     #[test]
     fn geomeans_skip_wrong_results() {
-        let rows = vec![
-            rec(SPARSILE, Some(1.0), Some(2.0), Some(true)),
-            rec(SPARSILE, Some(1.0), Some(8.0), Some(true)),
-            rec(SPARSILE, Some(1.0), Some(100.0), Some(false)),
-            rec("mkl", Some(1.0), Some(3.0), Some(true)),
+        let cases = vec![
+            vec![rec(SPARSILE, Some(1.0), Some(2.0), Some(true))],
+            vec![rec(SPARSILE, Some(1.0), Some(8.0), Some(true))],
+            vec![rec(SPARSILE, Some(1.0), Some(100.0), Some(false))],
+            vec![rec("mkl", Some(1.0), Some(3.0), Some(true))],
         ];
-        let text = geomeans(&rows);
+        let text = geomeans(&cases);
         assert!(text.contains("4.00x (2)"), "{text}");
         assert!(text.contains("3.00x (1)"), "{text}");
-        assert_eq!(geomeans(&[rec(SPARSILE, Some(1.0), None, Some(true))]), "");
+        assert_eq!(
+            geomeans(&[vec![rec(SPARSILE, Some(1.0), None, Some(true))]]),
+            ""
+        );
+    }
+
+    #[test]
+    fn geomeans_count_the_best_recipe_of_a_case_once() {
+        let cases = vec![
+            vec![
+                rec(SPARSILE, Some(2.0), Some(0.5), Some(true)),
+                rec(SPARSILE, Some(1.0), Some(2.0), Some(true)),
+                rec(SPARSILE, Some(0.5), Some(4.0), Some(false)),
+            ],
+            vec![rec(SPARSILE, Some(1.0), Some(9.0), Some(true))],
+        ];
+        // The first case's best correct recipe (2.0) once, then 9.0: sqrt(18).
+        let text = geomeans(&cases);
+        assert!(text.contains("4.24x (2)"), "{text}");
     }
 }

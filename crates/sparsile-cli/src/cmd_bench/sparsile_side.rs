@@ -65,6 +65,8 @@ pub struct Measured {
     pub output: Vec<f32>,
     /// Seconds spent compiling (or finding the kernel in the cache).
     pub compile_seconds: f64,
+    /// Something the report should say about the measurement.
+    pub note: Option<String>,
 }
 
 fn dense(shape: &[usize], values: &[f32]) -> Result<SparseTensor<'static>> {
@@ -129,13 +131,7 @@ pub fn measure(
         kernel.run_into(&inputs, &mut outputs, &options)?;
         times.push(t.elapsed().as_secs_f64());
     }
-    let out = outputs
-        .get(output_name(case.op))
-        .context("the kernel returned no output")?;
-    let output = match case.op {
-        Op::Sddmm => on_pattern(csr, &out.to_coo()?),
-        Op::Spmm | Op::Spmv => out.to_dense_f64().iter().map(|&v| v as f32).collect(),
-    };
+    let output = result_values(case.op, csr, &outputs)?;
     Ok(Measured {
         format,
         recipe,
@@ -143,11 +139,23 @@ pub fn measure(
         times,
         output,
         compile_seconds,
+        note: None,
+    })
+}
+
+/// The result of `op` among a kernel's `outputs`, laid out as the peers write it.
+pub fn result_values(op: Op, csr: &Csr, outputs: &sparsile::runtime::Outputs) -> Result<Vec<f32>> {
+    let out = outputs
+        .get(output_name(op))
+        .context("the kernel returned no output")?;
+    Ok(match op {
+        Op::Sddmm => on_pattern(csr, &out.to_coo()?),
+        Op::Spmm | Op::Spmv => out.to_dense_f64().iter().map(|&v| v as f32).collect(),
     })
 }
 
 /// A in `format` and the dense operands of `case`, by tensor name.
-fn operand_tensors(
+pub fn operand_tensors(
     case: &Case,
     coo: &CooTensor,
     csr: &Csr,

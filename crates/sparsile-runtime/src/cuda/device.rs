@@ -1,5 +1,6 @@
 //! A CUDA device through the driver API: opening it, its architecture, device memory,
-//! copies, modules from cubins, kernel launches and synchronisation.
+//! copies, modules from cubins, kernel launches, synchronisation, and events that time
+//! work on the device's stream.
 //!
 //! The driver is reached through `cudarc`'s thin `driver::result` layer, which loads
 //! `libcuda.so.1` at run time and wraps each driver call in a `Result`. That layer panics
@@ -49,6 +50,7 @@ use std::sync::Arc;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
+use super::bench::NominalPeaks;
 use super::{CudaError, CudaStream};
 
 /// `CUDA_ERROR_NO_DEVICE`.
@@ -246,6 +248,31 @@ pub struct LaunchConfig {
     pub block: [u32; 3],
     /// Dynamic shared memory per block, in bytes (the CUDA emitter's kernels use 0).
     pub shared_bytes: u32,
+}
+
+/// An event on the device's stream, for timing the work between two of them
+/// ([`CudaDevice::record`], [`CudaDevice::elapsed_ms`]); destroyed on drop.
+#[derive(Debug)]
+pub struct CudaEvent {
+    event: sys::CUevent,
+    ctx: Arc<Context>,
+}
+
+// SAFETY: see `Context`.
+unsafe impl Send for CudaEvent {}
+// SAFETY: see `Context`.
+unsafe impl Sync for CudaEvent {}
+
+impl Drop for CudaEvent {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_ok() {
+            // SAFETY: created once in this context, destroyed once here; an event still
+            // pending is released by the driver when it completes.
+            let _ = guard("cuEventDestroy", || unsafe {
+                result::event::destroy(self.event)
+            });
+        }
+    }
 }
 
 /// Element types that can be copied to and from device memory as they are.
@@ -522,6 +549,88 @@ impl CudaDevice {
     /// runtime.
     pub(super) fn alloc_unset(&self, bytes: usize) -> Result<DeviceBuffer, CudaError> {
         self.alloc(bytes)
+    }
+
+    /// Sets every byte of `buffer` to zero, in order with the work launched before and
+    /// after it on the device's stream.
+    pub fn zero(&self, buffer: &DeviceBuffer) -> Result<(), CudaError> {
+        self.own(&buffer.ctx, "the buffer")?;
+        self.ctx.bind()?;
+        // SAFETY: the range is the whole allocation, which `buffer` holds.
+        guard("cuMemsetD8", || unsafe {
+            result::memset_d8_sync(buffer.ptr, 0, buffer.bytes)
+        })
+    }
+
+    /// A new event (with timing) on the device.
+    pub fn event(&self) -> Result<CudaEvent, CudaError> {
+        self.ctx.bind()?;
+        let event = guard("cuEventCreate", || {
+            result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+        })?;
+        Ok(CudaEvent {
+            event,
+            ctx: Arc::clone(&self.ctx),
+        })
+    }
+
+    /// Records `event` on the device's stream: it completes when the work launched
+    /// before it has finished.
+    pub fn record(&self, event: &CudaEvent) -> Result<(), CudaError> {
+        self.own(&event.ctx, "the event")?;
+        self.ctx.bind()?;
+        // SAFETY: the event was created in this context and is alive; the null stream is
+        // the legacy default stream every launch of this device goes to.
+        guard("cuEventRecord", || unsafe {
+            result::event::record(event.event, std::ptr::null_mut())
+        })
+    }
+
+    /// Waits until `event` has completed, reporting a failure of the work before it.
+    pub fn wait_for(&self, event: &CudaEvent) -> Result<(), CudaError> {
+        self.own(&event.ctx, "the event")?;
+        self.ctx.bind()?;
+        // SAFETY: the event was created in this context and is alive.
+        guard("cuEventSynchronize", || unsafe {
+            result::event::synchronize(event.event)
+        })
+    }
+
+    /// The device time from `start` to `end`, in milliseconds (both recorded and
+    /// completed; the driver's resolution is about half a microsecond).
+    pub fn elapsed_ms(&self, start: &CudaEvent, end: &CudaEvent) -> Result<f64, CudaError> {
+        self.own(&start.ctx, "the start event")?;
+        self.own(&end.ctx, "the end event")?;
+        self.ctx.bind()?;
+        // SAFETY: both events were created in this context, are alive, and were recorded
+        // on the same stream.
+        guard("cuEventElapsedTime", || unsafe {
+            result::event::elapsed(start.event, end.event)
+        })
+        .map(f64::from)
+    }
+
+    /// One of the device's attributes (`None` when the driver does not report it).
+    fn attribute(&self, a: sys::CUdevice_attribute) -> Option<u64> {
+        // SAFETY: the device handle came from cuDeviceGet and is retained.
+        guard("cuDeviceGetAttribute", || unsafe {
+            result::device::get_attribute(self.ctx.device, a)
+        })
+        .ok()
+        .and_then(|v| u64::try_from(v).ok())
+        .filter(|&v| v > 0)
+    }
+
+    /// The device's nominal (datasheet-style) limits, from the attributes the driver
+    /// reports (see [`NominalPeaks`]); `None` where an attribute is missing or the
+    /// architecture's FP32 lanes per SM are not known here.
+    pub fn nominal_peaks(&self) -> NominalPeaks {
+        use sys::CUdevice_attribute as A;
+        let memory_khz = self.attribute(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+        let bus_bits = self.attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+        let sms = self.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+        let clock_khz = self.attribute(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+        NominalPeaks::from_attributes(self.capability, memory_khz, bus_bits, sms, clock_khz)
     }
 }
 

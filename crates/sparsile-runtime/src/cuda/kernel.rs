@@ -45,15 +45,16 @@ use sparsile_formats::SparseTensor;
 use sparsile_ir::coord::{BufferRole, Program};
 use sparsile_ir::loops::{BufferKind, Func, Stmt};
 use sparsile_ir::settings::Settings;
+use sparsile_ir::BufferId;
 
 use super::device::{CudaDevice, CudaFunction, CudaModule, DeviceBuffer, LaunchArg, LaunchConfig};
 use super::nvrtc::Cubin;
 use super::resources::KernelResources;
-use super::transfer::host_arrays;
+use super::transfer::{host_arrays, HostArray};
 use super::{check_plan, grid, Arch, ArgRef, CubinCache, CudaError, LaunchPlan};
 use crate::interp::{check_buffer_parents, check_names, InterpError, InterpOptions, Outputs};
 use crate::jit::CacheOutcome;
-use crate::kernel::args::{self, Owned};
+use crate::kernel::args::{self, Bound, Owned};
 use crate::kernel::plan::{self as arg_plan, Plan};
 use crate::KernelOptions;
 
@@ -263,42 +264,110 @@ impl CudaKernel {
         inputs: &HashMap<String, SparseTensor<'_>>,
         options: &KernelOptions,
     ) -> Result<Outputs, CudaError> {
+        let (mut bound, params) = self.bind_inputs(inputs, options)?;
+        let staged = self.stage(&bound, inputs, &params)?;
+        self.queue(&staged, &params)?;
+        if !staged.launches.is_empty() {
+            self.device.synchronize()?;
+        }
+        self.finish(staged, &mut bound)
+    }
+
+    /// Binds `inputs` as [`run`](Self::run) does (same checks, same errors) and computes
+    /// the params.
+    pub(super) fn bind_inputs<'i>(
+        &self,
+        inputs: &'i HashMap<String, SparseTensor<'_>>,
+        options: &KernelOptions,
+    ) -> Result<(Bound<'i>, Vec<i64>), CudaError> {
         let interp_options = InterpOptions {
             params: options.params.clone(),
             output_structures: options.output_structures.clone(),
             skip_verify: true,
         };
         check_names(&self.program, inputs, &interp_options)?;
-        let mut bound = args::bind(&self.program, inputs, &interp_options, &mut Outputs::new())?;
+        let bound = args::bind(&self.program, inputs, &interp_options, &mut Outputs::new())?;
         let params = args::params(&self.program, &self.args, &bound)?;
+        Ok((bound, params))
+    }
 
-        // Grids and device copies while the host arrays borrow the bound data.
-        let (device_buffers, outputs) = {
-            let host = host_arrays(&self.program, &self.args, &bound, inputs, &params)?;
-            let mut launches = Vec::with_capacity(self.plan.kernels.len());
-            let kernels = self.plan.kernels.iter().zip(&self.launches);
-            for ((k, launch), function) in kernels.zip(&self.functions) {
-                if let Some(g) = grid::grid(k, launch, &params, &host)? {
-                    launches.push((k, function, g));
+    /// Computes the grids on the host and puts every buffer the launches use on the
+    /// device: inputs copied, outputs, temps and scratch zero-filled.
+    pub(super) fn stage(
+        &self,
+        bound: &Bound<'_>,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        params: &[i64],
+    ) -> Result<Staged, CudaError> {
+        let host = host_arrays(&self.program, &self.args, bound, inputs, params)?;
+        let mut launches = Vec::with_capacity(self.plan.kernels.len());
+        for (index, (k, launch)) in self.plan.kernels.iter().zip(&self.launches).enumerate() {
+            if let Some(g) = grid::grid(k, launch, params, &host)? {
+                launches.push((index, g));
+            }
+        }
+        let mut buffers: Vec<Option<DeviceBuffer>> = (0..host.arrays.len()).map(|_| None).collect();
+        let mut upload_bytes = 0;
+        for &(index, _) in &launches {
+            for a in &self.plan.kernels[index].args {
+                let ArgRef::Buffer(b) = *a else { continue };
+                if buffers[b].is_none() {
+                    let name = &self.args.buffers[b].0;
+                    buffers[b] = host.arrays[b].to_device(&self.device, name)?;
+                    upload_bytes += host.arrays[b].uploaded_bytes();
                 }
             }
-            let mut device_buffers: Vec<Option<DeviceBuffer>> =
-                (0..host.arrays.len()).map(|_| None).collect();
-            for (k, _, _) in &launches {
-                for a in &k.args {
-                    let ArgRef::Buffer(b) = *a else { continue };
-                    if device_buffers[b].is_none() {
-                        let name = &self.args.buffers[b].0;
-                        device_buffers[b] = host.arrays[b].to_device(&self.device, name)?;
-                    }
-                }
-            }
-            self.launch_all(&launches, &params, &device_buffers)?;
-            (device_buffers, host.outputs)
-        };
+        }
+        let zeroed = host.arrays.iter().map(HostArray::is_zeroed).collect();
+        Ok(Staged {
+            buffers,
+            outputs: host.outputs,
+            zeroed,
+            launches,
+            upload_bytes,
+        })
+    }
 
-        for (b, output) in outputs.iter().enumerate() {
-            let (Some(id), Some(on_device)) = (output, &device_buffers[b]) else {
+    /// Launches the staged kernels in order on the device's stream, without waiting.
+    pub(super) fn queue(&self, staged: &Staged, params: &[i64]) -> Result<(), CudaError> {
+        for &(index, grid) in &staged.launches {
+            let k = &self.plan.kernels[index];
+            let mut args = Vec::with_capacity(k.args.len());
+            for a in &k.args {
+                args.push(match *a {
+                    ArgRef::Param(p) => LaunchArg::I64(params[p]),
+                    ArgRef::Buffer(b) => LaunchArg::Buffer(
+                        staged.buffers[b]
+                            .as_ref()
+                            .expect("every buffer argument of a launch was staged"),
+                    ),
+                });
+            }
+            let config = LaunchConfig {
+                grid,
+                block: k.block,
+                // Shared memory is static: declared by the kernel, none dynamic.
+                shared_bytes: 0,
+            };
+            // SAFETY: `check_plan` matched the plan to the function whose source this
+            // is (params as `long long`, buffers as pointers to their element type, in
+            // the emitter's order), and each buffer holds at least its declared length
+            // (`host_arrays` checked the host arrays it copies, outputs and scratch are
+            // allocated at their full length).
+            unsafe { self.device.launch(&self.functions[index], config, &args)? };
+        }
+        Ok(())
+    }
+
+    /// Copies the outputs back (after the work launched before) and returns them by
+    /// name, freeing the run's device memory.
+    pub(super) fn finish(
+        &self,
+        staged: Staged,
+        bound: &mut Bound<'_>,
+    ) -> Result<Outputs, CudaError> {
+        for (b, output) in staged.outputs.iter().enumerate() {
+            let (Some(id), Some(on_device)) = (output, &staged.buffers[b]) else {
                 continue;
             };
             if let Some(values) = bound.owned[*id].as_mut() {
@@ -310,7 +379,7 @@ impl CudaKernel {
                 }
             }
         }
-        drop(device_buffers);
+        drop(staged);
 
         let mut result = Outputs::new();
         for (id, decl) in self.program.buffers.iter() {
@@ -328,44 +397,22 @@ impl CudaKernel {
         }
         Ok(result)
     }
+}
 
-    /// Launches `launches` in order and waits for them.
-    fn launch_all(
-        &self,
-        launches: &[(&super::KernelPlan, &CudaFunction, [u32; 3])],
-        params: &[i64],
-        device_buffers: &[Option<DeviceBuffer>],
-    ) -> Result<(), CudaError> {
-        for (k, function, grid) in launches {
-            let mut args = Vec::with_capacity(k.args.len());
-            for a in &k.args {
-                args.push(match *a {
-                    ArgRef::Param(p) => LaunchArg::I64(params[p]),
-                    ArgRef::Buffer(b) => LaunchArg::Buffer(
-                        device_buffers[b]
-                            .as_ref()
-                            .expect("every buffer argument of a launch was copied"),
-                    ),
-                });
-            }
-            let config = LaunchConfig {
-                grid: *grid,
-                block: k.block,
-                // Shared memory is static: declared by the kernel, none dynamic.
-                shared_bytes: 0,
-            };
-            // SAFETY: `check_plan` matched the plan to the function whose source this
-            // is (params as `long long`, buffers as pointers to their element type, in
-            // the emitter's order), and each buffer holds at least its declared length
-            // (`host_arrays` checked the host arrays it copies, outputs and scratch are
-            // allocated at their full length).
-            unsafe { self.device.launch(function, config, &args)? };
-        }
-        if !launches.is_empty() {
-            self.device.synchronize()?;
-        }
-        Ok(())
-    }
+/// One run's device side: every buffer the launches use, and the launches to make.
+#[derive(Debug)]
+pub(super) struct Staged {
+    /// Per function buffer: its device memory, when a launch uses it.
+    pub buffers: Vec<Option<DeviceBuffer>>,
+    /// Per function buffer: the stage-I output whose values it holds.
+    pub outputs: Vec<Option<BufferId>>,
+    /// Per function buffer: whether it was allocated zero-filled (outputs, temps,
+    /// scratch) rather than copied from the host.
+    pub zeroed: Vec<bool>,
+    /// The launches with a non-empty grid, in order: (kernel index in the plan, grid).
+    pub launches: Vec<(usize, [u32; 3])>,
+    /// Bytes copied from the host.
+    pub upload_bytes: usize,
 }
 
 /// The build-time checks shared by the constructors: the program verifies, the plan fits

@@ -12,7 +12,8 @@
 //! - [`CudaDevice`] opens a device through the driver (`libcuda.so.1`, loaded at run
 //!   time): memory, copies, modules, launches, synchronisation.
 //! - [`CudaKernel`] puts them together for a stage-III GPU function and its
-//!   [`LaunchPlan`], with the CPU kernels' argument checks.
+//!   [`LaunchPlan`], with the CPU kernels' argument checks; [`CudaKernel::bench`] times
+//!   it on operands kept on the device, with CUDA events (`bench.rs`).
 //! - [`CudaKernel::run_device`] runs it on operands the caller keeps in device memory
 //!   ([`DeviceArray`]: PyTorch's or CuPy's CUDA arrays), on the caller's stream
 //!   ([`CudaStream`]), writing outputs the caller allocates, with no copies of dense
@@ -50,6 +51,7 @@
 //! ```
 
 mod arch;
+mod bench;
 mod cache;
 mod device;
 mod device_array;
@@ -64,9 +66,11 @@ mod stream;
 mod transfer;
 
 pub use arch::Arch;
+pub use bench::{fp32_lanes_per_sm, BenchOptions, DeviceTimes, NominalPeaks, EVENT_BATCH};
 pub use cache::CubinCache;
 pub use device::{
-    CudaDevice, CudaFunction, CudaModule, DeviceBuffer, HostValue, LaunchArg, LaunchConfig,
+    CudaDevice, CudaEvent, CudaFunction, CudaModule, DeviceBuffer, HostValue, LaunchArg,
+    LaunchConfig,
 };
 pub use device_array::{
     check_device_array, contiguous_strides, dense_structure, DeviceArray, DeviceInput,

@@ -64,6 +64,19 @@ impl HostArray<'_> {
         }
     }
 
+    /// Whether it is zero-filled device memory (an output, temp or scratch buffer).
+    pub fn is_zeroed(&self) -> bool {
+        matches!(self, HostArray::Zeroed { .. })
+    }
+
+    /// The bytes copied from the host to make it (none for zero-filled memory).
+    pub fn uploaded_bytes(&self) -> usize {
+        match self {
+            HostArray::Declared | HostArray::Zeroed { .. } => 0,
+            _ => self.bytes(),
+        }
+    }
+
     /// Its copy on `device`, or `None` for a declared buffer.
     pub fn to_device(
         &self,

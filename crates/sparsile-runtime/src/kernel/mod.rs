@@ -33,7 +33,7 @@
 
 pub(crate) mod args;
 mod error;
-mod initialised;
+pub(crate) mod initialised;
 pub(crate) mod plan;
 
 use std::collections::HashMap;

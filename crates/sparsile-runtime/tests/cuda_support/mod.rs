@@ -9,6 +9,8 @@
 //! if it ran, it would clear `y`.
 #![allow(dead_code)]
 
+pub mod stub;
+
 use std::borrow::Cow;
 use std::collections::HashMap;
 

@@ -694,7 +694,39 @@ impl Ctx<'_> {
         // Each index of the store: an enclosing loop (fixed) or a copy loop (cached, over
         // a dense position).
         let mut used: HashMap<VarId, usize> = HashMap::new();
+        let mut affine_dims: Vec<usize> = Vec::new();
         for (d, (e, range)) in ix.iter().zip(&ranges).enumerate() {
+            // `c * a + b`: a copy loop `c` and an enclosing loop `b` over `0..a` (the
+            // position `cache_write` gives a split index), covering `0..a * hi(c)`.
+            if let (Some((c, a, b)), AxisRange::Dense(len)) = (split_index(e), range) {
+                let copy = store.loop_of(c);
+                let enclosing = chain.iter().find(|f| f.var == b);
+                if let (Some(cf), Some(bf)) = (copy, enclosing) {
+                    let name = self.func.vars[cf.var].name.clone();
+                    if !covers_split(cf, bf, a, len) {
+                        return Err(region(
+                            &name,
+                            format!(
+                                "with loop `{}` it runs over positions that do not hold {} (index position {d})",
+                                self.func.vars[bf.var].name,
+                                self.range_text(range, &ix)
+                            ),
+                            cf.span,
+                        ));
+                    }
+                    for v in [c, b] {
+                        if used.insert(v, d).is_some() {
+                            return Err(region(
+                                &self.func.vars[v].name,
+                                format!("it indexes two positions of `{}`", self.access_text(&ix)),
+                                store_span,
+                            ));
+                        }
+                    }
+                    affine_dims.push(d);
+                    continue;
+                }
+            }
             let v = match e {
                 Expr::Var(v) => Some(*v),
                 _ => None,
@@ -751,7 +783,7 @@ impl Ctx<'_> {
             }
         }
         if let Some(g) = store.guard {
-            if !self.in_range_guard(g, &ix, &ranges) {
+            if !self.in_range_guard(g, &ix, &ranges, &affine_dims) {
                 return Err(region(
                     &cached_name,
                     format!(
@@ -763,6 +795,27 @@ impl Ctx<'_> {
             }
         }
         // The load reads the iteration's own elements.
+        for &d in &affine_dims {
+            // The same split position, over the load nest's own copy loop.
+            let same = match (split_index(&load_ix[d]), split_index(&ix[d])) {
+                (Some((lc, la, lb)), Some((sc, sa, sb))) => {
+                    la == sa
+                        && lb == sb
+                        && load
+                            .loop_of(lc)
+                            .zip(store.loop_of(sc))
+                            .is_some_and(|(l, s)| l.lo == s.lo && l.hi == s.hi)
+                }
+                _ => false,
+            };
+            if !same {
+                return Err(other(
+                    self.access_text(&load_ix),
+                    "the load reads elements another iteration stores",
+                    load.leaf.span(),
+                ));
+            }
+        }
         for (d, e) in load_ix.iter().enumerate() {
             let fixed = chain.iter().any(|f| ix[d] == Expr::Var(f.var));
             if fixed && *e != ix[d] {
@@ -813,18 +866,26 @@ impl Ctx<'_> {
 
     /// Whether `g` is a conjunction of `v < length` and `v >= 0` for copy-loop
     /// variables `v` of the store indices, each against its own position's length.
-    fn in_range_guard(&self, g: &Expr, ix: &[Expr], ranges: &[AxisRange]) -> bool {
+    fn in_range_guard(
+        &self,
+        g: &Expr,
+        ix: &[Expr],
+        ranges: &[AxisRange],
+        affine_dims: &[usize],
+    ) -> bool {
         match g {
             Expr::Logic {
                 op: LogicOp::And,
                 lhs,
                 rhs,
-            } => self.in_range_guard(lhs, ix, ranges) && self.in_range_guard(rhs, ix, ranges),
+            } => {
+                self.in_range_guard(lhs, ix, ranges, affine_dims)
+                    && self.in_range_guard(rhs, ix, ranges, affine_dims)
+            }
             Expr::Cmp { op, lhs, rhs } => {
-                let Some(d) = ix
-                    .iter()
-                    .position(|e| **lhs == *e && matches!(e, Expr::Var(_)))
-                else {
+                let Some(d) = ix.iter().enumerate().position(|(d, e)| {
+                    **lhs == *e && (matches!(e, Expr::Var(_)) || affine_dims.contains(&d))
+                }) else {
                     return false;
                 };
                 match (op, &ranges[d]) {
@@ -836,6 +897,45 @@ impl Ctx<'_> {
             _ => false,
         }
     }
+}
+
+/// `c * a + b` (either order of the sum): the two variables and the constant `a > 0`.
+fn split_index(e: &Expr) -> Option<(VarId, i64, VarId)> {
+    let Expr::Binary {
+        op: BinaryOp::Add,
+        lhs,
+        rhs,
+    } = e
+    else {
+        return None;
+    };
+    let scaled = |e: &Expr| match e {
+        Expr::Binary {
+            op: BinaryOp::Mul,
+            lhs,
+            rhs,
+        } => match (&**lhs, &**rhs) {
+            (Expr::Var(c), Expr::Int(a)) | (Expr::Int(a), Expr::Var(c)) if *a > 0 => Some((*c, *a)),
+            _ => None,
+        },
+        _ => None,
+    };
+    match (&**lhs, &**rhs) {
+        (m, Expr::Var(b)) | (Expr::Var(b), m) => scaled(m).map(|(c, a)| (c, a, *b)),
+        _ => None,
+    }
+}
+
+/// Whether `c * a + b`, with copy loop `c` and enclosing loop `b`, visits every position
+/// `0..len` exactly once (guarded at most to the valid range): `b` runs `0..a` and `c`
+/// from at most 0 to at least `len / a` rounded up.
+fn covers_split(c: &For, b: &For, a: i64, len: &Expr) -> bool {
+    let b_ok = b.lo == Expr::Int(0) && b.hi == Expr::Int(a);
+    let c_ok = match (&c.lo, &c.hi, len) {
+        (Expr::Int(lo), Expr::Int(hi), Expr::Int(n)) => *lo <= 0 && hi.saturating_mul(a) >= *n,
+        _ => false,
+    };
+    b_ok && c_ok
 }
 
 /// Whether the copy loop `f` (guarded at most to the valid range) visits every position

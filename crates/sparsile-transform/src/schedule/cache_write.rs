@@ -157,6 +157,10 @@ pub(crate) struct Body {
     pub stores: HashSet<BufferId>,
     /// How many `let`s open the body.
     pub leading_lets: usize,
+    /// The value of each `let` in the body (after the opening ones).
+    pub lets: HashMap<VarId, Expr>,
+    /// Variables the body assigns (mutable, so never an index's fixed meaning).
+    pub assigned: HashSet<VarId>,
 }
 
 impl Body {
@@ -171,6 +175,8 @@ impl Body {
             constant_loops: HashMap::new(),
             stores: HashSet::new(),
             leading_lets,
+            lets: HashMap::new(),
+            assigned: HashSet::new(),
         };
         b.walk(&f.body[leading_lets..]);
         // Opening lets are computable at the top, unless something assigns them.
@@ -195,8 +201,13 @@ impl Body {
                     self.walk(then_body);
                     self.walk(else_body);
                 }
-                Stmt::Let { var, .. } | Stmt::Assign { var, .. } | Stmt::WarpReduce { var, .. } => {
+                Stmt::Let { var, value, .. } => {
                     self.inner_vars.insert(*var);
+                    self.lets.insert(*var, value.clone());
+                }
+                Stmt::Assign { var, .. } | Stmt::WarpReduce { var, .. } => {
+                    self.inner_vars.insert(*var);
+                    self.assigned.insert(*var);
                 }
                 Stmt::Store { buffer, .. } | Stmt::AtomicAdd { buffer, .. } => {
                     self.stores.insert(*buffer);
@@ -209,7 +220,7 @@ impl Body {
 
     /// Whether `e` can be computed after the opening `let`s: no inner variable, no load
     /// of a buffer the body writes.
-    fn top_computable(&self, e: &Expr) -> bool {
+    pub(crate) fn top_computable(&self, e: &Expr) -> bool {
         let mut ok = true;
         e.visit(&mut |x| match x {
             Expr::Var(v) if self.inner_vars.contains(v) => ok = false,
@@ -227,7 +238,7 @@ impl Body {
 /// Whether `e` is the variable of a loop of `func` over `lo..npos(axis)` with a constant
 /// `lo >= 0`: its values are positions of `axis`. (A loop `bound` gave a constant extent
 /// runs past them; so does any index computed from data.)
-fn positions_of(func: &Func, e: &Expr, axis: sparsile_ir::id::AxisId) -> bool {
+pub(crate) fn positions_of(func: &Func, e: &Expr, axis: sparsile_ir::id::AxisId) -> bool {
     // `indptr[x]..indptr[x + 1]` of an indptr buffer of `axis`: positions of one
     // segment (indptr is validated monotone within `0..=npos` before any run).
     let segment = |lo: &Expr, hi: &Expr| match (lo, hi) {
@@ -286,12 +297,84 @@ fn is_indptr_of(func: &Func, buffer: BufferId, axis: sparsile_ir::id::AxisId) ->
 #[derive(Debug, Clone)]
 pub(crate) enum Dim {
     Fixed(Expr),
-    /// Positions `lo..hi`, valid below `len`.
+    /// Positions `lo..hi`, valid below `len`; with `affine`, the accesses index
+    /// `scale * v + offset` through a `let` of an inner loop's variable `v` over
+    /// `lo..hi`, and the local array holds one element per value of `v`.
     Cached {
         lo: i64,
         hi: i64,
         len: Expr,
+        affine: Option<Affine>,
     },
+}
+
+/// A cached position `scale * v + offset`: `v` the variable of an inner loop with
+/// constant bounds, `offset` computable at the top of the iteration, read through the
+/// `let`s in `lets` (each defined as that value).
+#[derive(Debug, Clone)]
+pub(crate) struct Affine {
+    pub scale: i64,
+    pub offset: Expr,
+    /// Each `let` variable an access indexes with → the loop variable it is built on.
+    pub lets: HashMap<VarId, VarId>,
+    /// Whether every position is known to lie in `0..len` (the offset is the cached
+    /// loop's own variable over `0..scale`, and `scale * hi <= len`): no guard needed.
+    pub in_range: bool,
+}
+
+/// `e` as `scale * v + offset` with `v` one of `loops` and `offset` free of every loop
+/// in `loops` (a sum of terms, one of them `v`, `v * c` or `c * v`).
+pub(crate) fn affine_in(
+    e: &Expr,
+    loops: &HashMap<VarId, (i64, i64)>,
+) -> Option<(VarId, i64, Expr)> {
+    fn terms(e: &Expr, out: &mut Vec<Expr>) {
+        match e {
+            Expr::Binary {
+                op: sparsile_ir::coord::BinaryOp::Add,
+                lhs,
+                rhs,
+            } => {
+                terms(lhs, out);
+                terms(rhs, out);
+            }
+            _ => out.push(e.clone()),
+        }
+    }
+    let mentions = |e: &Expr| {
+        let mut m = false;
+        e.visit(&mut |x| m |= matches!(x, Expr::Var(v) if loops.contains_key(v)));
+        m
+    };
+    let mut parts = Vec::new();
+    terms(e, &mut parts);
+    let mut found: Option<(VarId, i64)> = None;
+    let mut rest = Expr::Int(0);
+    for t in parts {
+        let linear = match &t {
+            Expr::Var(v) if loops.contains_key(v) => Some((*v, 1)),
+            Expr::Binary {
+                op: sparsile_ir::coord::BinaryOp::Mul,
+                lhs,
+                rhs,
+            } => match (&**lhs, &**rhs) {
+                (Expr::Var(v), Expr::Int(c)) | (Expr::Int(c), Expr::Var(v))
+                    if loops.contains_key(v) =>
+                {
+                    Some((*v, *c))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        match linear {
+            Some(l) if found.is_none() => found = Some(l),
+            Some(_) => return None,
+            None if mentions(&t) => return None,
+            None => rest = add(rest, t),
+        }
+    }
+    found.map(|(v, c)| (v, c, rest))
 }
 
 /// How accesses of the buffer map to the local array.
@@ -379,6 +462,13 @@ impl Plan {
                 dims.push(Dim::Fixed(e0));
                 continue;
             }
+            if let Some(dim) = affine_dim(func, f, body, &accesses, d, axis) {
+                if let Dim::Cached { lo, hi, .. } = &dim {
+                    size = size.saturating_mul(hi - lo);
+                }
+                dims.push(dim);
+                continue;
+            }
             let mut range: Option<(i64, i64)> = None;
             for a in &accesses {
                 let Expr::Var(v) = index_at(a, d) else {
@@ -413,6 +503,7 @@ impl Plan {
                 lo,
                 hi: hi.max(lo + 1),
                 len: npos(&func.axes, axis),
+                affine: None,
             });
         }
         if size > MAX_LOCAL_ELEMENTS {
@@ -448,12 +539,32 @@ impl Plan {
 
     /// The offset in the local array of the access with these indices.
     fn offset(&self, indices: &[Expr]) -> Expr {
+        let coords: Vec<Expr> = self
+            .dims
+            .iter()
+            .zip(indices)
+            .map(|(dim, e)| match (dim, e) {
+                (
+                    Dim::Cached {
+                        affine: Some(a), ..
+                    },
+                    Expr::Var(k),
+                ) => Expr::Var(*a.lets.get(k).expect("planned: every access's let")),
+                _ => e.clone(),
+            })
+            .collect();
+        self.offset_of(&coords)
+    }
+
+    /// The offset in the local array of these coordinates (the cached positions'
+    /// loop values).
+    fn offset_of(&self, coords: &[Expr]) -> Expr {
         let mut offset = Expr::Int(0);
         for (d, dim) in self.dims.iter().enumerate() {
             if let Dim::Cached { lo, hi, .. } = dim {
                 offset = add(
                     mul(offset, Expr::Int(hi - lo)),
-                    sub(indices[d].clone(), Expr::Int(*lo)),
+                    sub(coords[d].clone(), Expr::Int(*lo)),
                 );
             }
         }
@@ -506,6 +617,7 @@ impl Plan {
     ) -> Stmt {
         let mut vars = Vec::new();
         let mut indices = Vec::new();
+        let mut coords = Vec::new();
         let mut conds = Vec::new();
         let base = func.buffers[self.buffer].name.clone();
         let axes = match &func.buffers[self.buffer].layout {
@@ -529,12 +641,19 @@ impl Plan {
                             conds.push(lt(e.clone(), npos(&func.axes, axis)));
                         }
                     }
-                    indices.push(e.clone())
+                    indices.push(e.clone());
+                    coords.push(e.clone());
                 }
-                Dim::Cached { lo, hi, len } => {
+                Dim::Cached {
+                    lo,
+                    hi,
+                    len,
+                    affine: None,
+                } => {
                     let (v, _) = fresh_index_var(func, &format!("{base}_{tag}{d}"));
                     vars.push((v, *lo, *hi));
                     indices.push(Expr::Var(v));
+                    coords.push(Expr::Var(v));
                     if *lo < 0 {
                         conds.push(ge(Expr::Var(v), Expr::Int(0)));
                     }
@@ -542,9 +661,25 @@ impl Plan {
                         conds.push(lt(Expr::Var(v), len.clone()));
                     }
                 }
+                Dim::Cached {
+                    lo,
+                    hi,
+                    len,
+                    affine: Some(a),
+                } => {
+                    let (v, _) = fresh_index_var(func, &format!("{base}_{tag}{d}"));
+                    vars.push((v, *lo, *hi));
+                    let position = add(mul(Expr::Var(v), Expr::Int(a.scale)), a.offset.clone());
+                    if !a.in_range {
+                        conds.push(ge(position.clone(), Expr::Int(0)));
+                        conds.push(lt(position.clone(), len.clone()));
+                    }
+                    indices.push(position);
+                    coords.push(Expr::Var(v));
+                }
             }
         }
-        let offset = self.offset(&indices);
+        let offset = self.offset_of(&coords);
         let (then, otherwise) = make(self.buffer, local, indices, offset);
         let mut body = match all(conds) {
             None => vec![then],
@@ -610,6 +745,68 @@ impl Plan {
             _ => None,
         })
     }
+}
+
+/// Dimension `d` as an affine cached position: every access indexes it with a `let`
+/// variable of the body whose value is `scale * v + offset` (see [`Affine`]), with the
+/// same `scale` and `offset` throughout, over a parentless `dense_fixed` axis.
+fn affine_dim(
+    func: &Func,
+    target: &For,
+    body: &Body,
+    accesses: &[(Option<Vec<Expr>>, Span)],
+    d: usize,
+    axis: sparsile_ir::id::AxisId,
+) -> Option<Dim> {
+    let decl = &func.axes[axis];
+    if decl.kind != AxisKind::DenseFixed || decl.parent.is_some() {
+        return None;
+    }
+    let mut shape: Option<(i64, Expr)> = None;
+    let mut lets = HashMap::new();
+    let mut range: Option<(i64, i64)> = None;
+    for a in accesses {
+        let Expr::Var(k) = index_at(a, d) else {
+            return None;
+        };
+        if body.assigned.contains(k) {
+            return None;
+        }
+        let (v, scale, offset) = affine_in(body.lets.get(k)?, &body.constant_loops)?;
+        if scale == 0 || !body.top_computable(&offset) {
+            return None;
+        }
+        match &shape {
+            None => shape = Some((scale, offset)),
+            Some((s, o)) if *s == scale && *o == offset => {}
+            Some(_) => return None,
+        }
+        let &(lo, hi) = body.constant_loops.get(&v)?;
+        range = Some(match range {
+            None => (lo, hi.max(lo + 1)),
+            Some((a, b)) => (a.min(lo), b.max(hi)),
+        });
+        lets.insert(*k, v);
+    }
+    let (scale, offset) = shape?;
+    let (lo, hi) = range?;
+    let len = npos(&func.axes, axis);
+    let in_range = offset == Expr::Var(target.var)
+        && target.lo == Expr::Int(0)
+        && target.hi == Expr::Int(scale)
+        && lo >= 0
+        && matches!(len, Expr::Int(n) if hi.saturating_mul(scale) <= n);
+    Some(Dim::Cached {
+        lo,
+        hi,
+        len,
+        affine: Some(Affine {
+            scale,
+            offset,
+            lets,
+            in_range,
+        }),
+    })
 }
 
 /// The index at position `d` of an access (searches were ruled out before).

@@ -32,6 +32,7 @@ pub mod bind;
 pub mod bind_atomic;
 pub mod bound;
 pub mod cache_read;
+pub mod cache_shared;
 pub mod cache_write;
 pub mod decompose_format;
 pub mod error;
@@ -40,6 +41,7 @@ pub mod fuse_launches;
 pub mod hoist_factor;
 pub mod hoist_loop;
 pub mod horizontal_fuse;
+pub(crate) mod insert_barriers;
 pub mod loop_ref;
 pub mod parallel;
 pub mod partition;
@@ -64,6 +66,7 @@ pub use bind::bind;
 pub use bind_atomic::bind_atomic;
 pub use bound::bound;
 pub use cache_read::cache_read;
+pub use cache_shared::cache_shared;
 pub use cache_write::cache_write;
 pub use decompose_format::decompose_format;
 pub use error::ScheduleError;
@@ -177,6 +180,7 @@ impl Schedule {
             Step::CacheWrite { target, buffer } => self.cache_write(target, buffer).map(|_| ()),
             Step::ParallelReduce { target, strategy } => self.parallel_reduce(target, *strategy),
             Step::CacheRead { target, buffer } => self.cache_read(target, buffer).map(|_| ()),
+            Step::CacheShared { target, buffer } => self.cache_shared(target, buffer).map(|_| ()),
             Step::Rfactor { target, inner } => self.rfactor(target, inner).map(|_| ()),
             Step::DecomposeFormat { buffer, rule } => self.decompose_format(buffer, rule.clone()),
             Step::HorizontalFuse { blocks } => self.horizontal_fuse(blocks).map(|_| ()),
@@ -460,6 +464,19 @@ impl Schedule {
             buffer: buffer.to_string(),
         };
         self.stage2(step, |f| cache_read(f, target, buffer))
+    }
+
+    /// [`cache_shared()`]: returns the name of the shared buffer.
+    pub fn cache_shared(
+        &mut self,
+        target: &LoopRef,
+        buffer: &str,
+    ) -> Result<String, ScheduleError> {
+        let step = Step::CacheShared {
+            target: target.clone(),
+            buffer: buffer.to_string(),
+        };
+        self.stage2(step, |f| cache_shared(f, target, buffer))
     }
 
     /// [`rfactor()`]: returns the name of the partial-sum buffer.

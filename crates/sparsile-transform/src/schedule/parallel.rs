@@ -24,7 +24,11 @@
 //!   - affine in `v`: `c*v + r + e` with `c != 0`, `e` the same loop-invariant
 //!     expression in every access, and `r` a sum of constants and variables of inner
 //!     loops with constant bounds whose combined range over all accesses spans fewer
-//!     than `|c|` values (so `io * 4 + ii` with `ii in 0..4` is accepted);
+//!     than `|c|` values (so `io * 4 + ii` with `ii in 0..4` is accepted), or, where
+//!     the loop has constant bounds `lo..hi`, whose inner-loop terms are all multiples
+//!     of some `m` (the same constants in every access) with `|c| * (hi - lo - 1) < m`
+//!     (so the lane `ii` of `co * 32 + ii` with `ii in 0..32` is accepted whatever the
+//!     range of `co`: positions of distinct `ii` differ modulo 32);
 //!   - or the variable of an inner position loop whose range is disjoint per iteration:
 //!     `for p in P[v]..P[v + 1]` over an `indptr` array `P` (non-decreasing), or
 //!     `for p in v * w..v * w + w` with `w` loop-invariant, the same in every access.
@@ -377,6 +381,10 @@ struct Affine {
     coef: i64,
     range: (i64, i64),
     invariant: Vec<(i64, Expr)>,
+    /// The gcd of the coefficients of the inner-loop terms of `r` (0 without any).
+    step: i64,
+    /// The sum of the constant terms of `r`.
+    constant: i64,
 }
 
 /// Which elements one iteration owns at one index position.
@@ -571,17 +579,26 @@ fn linear(e: &Expr, v: VarId, b: &Body) -> Option<Affine> {
         coef: 0,
         range: (0, 0),
         invariant: Vec::new(),
+        step: 0,
+        constant: 0,
     };
     match e {
         Expr::Int(c) => Some(Affine {
             range: (*c, *c),
+            constant: *c,
             ..zero
         }),
         Expr::Var(w) if *w == v => Some(Affine { coef: 1, ..zero }),
-        Expr::Var(w) if b.bounded.contains_key(w) => Some(Affine {
-            range: b.bounded[w],
-            ..zero
-        }),
+        Expr::Var(w) if b.bounded.contains_key(w) => {
+            let (lo, hi) = b.bounded[w];
+            Some(Affine {
+                range: (lo, hi),
+                // A loop of one value adds a constant.
+                step: i64::from(hi > lo),
+                constant: if hi > lo { 0 } else { lo },
+                ..zero
+            })
+        }
         Expr::Var(w) if b.let_values.contains_key(w) => linear(&b.let_values[w], v, b),
         _ if invariant(e, v, b) => Some(Affine {
             invariant: vec![(1, e.clone())],
@@ -607,7 +624,17 @@ fn add(a: Affine, b: Affine) -> Affine {
         coef: a.coef + b.coef,
         range: (a.range.0 + b.range.0, a.range.1 + b.range.1),
         invariant,
+        step: gcd(a.step, b.step),
+        constant: a.constant + b.constant,
     }
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 fn scale(a: Affine, c: i64) -> Affine {
@@ -616,6 +643,8 @@ fn scale(a: Affine, c: i64) -> Affine {
         coef: a.coef * c,
         range: (x.min(y), x.max(y)),
         invariant: a.invariant.into_iter().map(|(k, e)| (k * c, e)).collect(),
+        step: a.step * c.abs(),
+        constant: a.constant * c,
     }
 }
 
@@ -657,24 +686,33 @@ fn unique_coordinate(func: &Func, e: &Expr, v: VarId, b: &Body) -> Option<Buffer
     (decl.parent.is_none() && decl.unique && decl.kind.is_sparse()).then_some(*buffer)
 }
 
-/// Whether the owners of all accesses at one index position are disjoint per iteration.
-fn disjoint(owners: &[Owner]) -> bool {
+/// Whether the owners of all accesses at one index position are disjoint per iteration;
+/// `extent` is the loop's number of iterations where its bounds are constant.
+fn disjoint(owners: &[Owner], extent: Option<i64>) -> bool {
     match owners.first() {
         None => true,
         Some(Owner::Range(key)) => owners.iter().all(|o| o == &Owner::Range(key.clone())),
         Some(Owner::Coordinate(buf)) => owners.iter().all(|o| o == &Owner::Coordinate(*buf)),
         Some(Owner::Affine(first)) => {
             let (mut lo, mut hi) = first.range;
+            let mut step = 0;
+            let mut same_constant = true;
             for o in owners {
                 match o {
                     Owner::Affine(a) if a.coef == first.coef && a.invariant == first.invariant => {
                         lo = lo.min(a.range.0);
                         hi = hi.max(a.range.1);
+                        step = gcd(step, a.step);
+                        same_constant &= a.constant == first.constant;
                     }
                     _ => return false,
                 }
             }
-            hi - lo < first.coef.abs()
+            // Distinct iterations differ by less than the stride of everything else.
+            let interleaved = extent.is_some_and(|n| {
+                same_constant && step > 0 && first.coef.abs().saturating_mul(n - 1) < step
+            });
+            hi - lo < first.coef.abs() || interleaved
         }
     }
 }
@@ -757,12 +795,16 @@ pub(crate) fn check_independent(
             ));
         }
         let rank = accesses[0].indices.as_ref().map_or(0, Vec::len);
+        let extent = match (&f.lo, &f.hi) {
+            (Expr::Int(lo), Expr::Int(hi)) => Some(hi - lo),
+            _ => None,
+        };
         let owned = (0..rank).any(|d| {
             let owners: Option<Vec<Owner>> = accesses
                 .iter()
                 .map(|a| owner(func, a.indices.as_ref()?.get(d)?, v, &b))
                 .collect();
-            owners.is_some_and(|o| disjoint(&o))
+            owners.is_some_and(|o| disjoint(&o, extent))
         });
         if !owned {
             // Name the first access that has no index owned by `v` at all.

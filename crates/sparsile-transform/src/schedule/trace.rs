@@ -118,6 +118,12 @@ pub enum Step {
         target: LoopRef,
         buffer: String,
     },
+    /// Stage `buffer`'s elements read by one iteration in shared memory, loaded by the
+    /// lanes together (GPU).
+    CacheShared {
+        target: LoopRef,
+        buffer: String,
+    },
     /// Partial sums of the reduction of `target`, one per iteration of `inner`.
     Rfactor {
         target: LoopRef,
@@ -187,6 +193,7 @@ impl Step {
             Step::CacheWrite { .. } => "cache_write",
             Step::ParallelReduce { .. } => "parallel_reduce",
             Step::CacheRead { .. } => "cache_read",
+            Step::CacheShared { .. } => "cache_shared",
             Step::Rfactor { .. } => "rfactor",
             Step::DecomposeFormat { .. } => "decompose_format",
             Step::HorizontalFuse { .. } => "horizontal_fuse",

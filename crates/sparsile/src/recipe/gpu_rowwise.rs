@@ -66,7 +66,7 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
 }
 
 /// What the main nest computes, judged from its innermost loop.
-enum Shape {
+pub(super) enum Shape {
     /// The innermost loop has constant bounds and its variable indexes the output (SpMM).
     DenseOutput,
     /// The innermost loop has constant bounds and sums into one element (SDDMM).
@@ -75,7 +75,7 @@ enum Shape {
     Rows,
 }
 
-fn shape_of(func: &Func, loops: &[(LoopRef, &For)]) -> Shape {
+pub(super) fn shape_of(func: &Func, loops: &[(LoopRef, &For)]) -> Shape {
     let Some((_, inner)) = loops.last() else {
         return Shape::Rows;
     };
@@ -105,7 +105,7 @@ fn shape_of(func: &Func, loops: &[(LoopRef, &For)]) -> Shape {
 }
 
 /// The output values buffer the loop stores to.
-fn output_of(func: &Func, f: &For) -> Option<String> {
+pub(super) fn output_of(func: &Func, f: &For) -> Option<String> {
     let mut out = None;
     Stmt::visit_all(&f.body, &mut |s| {
         if let Stmt::Store { buffer, .. } = s {

@@ -33,6 +33,7 @@ mod default;
 mod gpu_block;
 mod gpu_hyb;
 mod gpu_nnz;
+mod gpu_rowcache;
 mod gpu_rowwise;
 mod gpu_warp;
 mod hyb;
@@ -137,6 +138,7 @@ fn registry() -> Vec<Recipe> {
         gpu_warp::RECIPE,
         gpu_nnz::RECIPE,
         gpu_hyb::RECIPE,
+        gpu_rowcache::RECIPE,
     ]
 }
 
