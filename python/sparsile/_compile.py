@@ -22,8 +22,8 @@ import os
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from . import _native
-from ._dense import as_array, wrap_output
+from . import _cuda, _native
+from ._dense import as_array, device_of, is_torch_tensor, wrap_output
 from ._ops import TARGETS
 from ._tensor import Tensor, as_tensor
 from ._threads import call_threads
@@ -217,9 +217,15 @@ class Kernel:
     def run(self, tensors: Mapping[str, Any], threads: Optional[int] = None,
             to_torch: bool = False) -> Dict[str, Any]:
         """Like calling the kernel, with the tensors in a mapping. Dense outputs are torch
-        tensors when ``to_torch`` or when a dense input was a torch tensor."""
+        tensors when ``to_torch`` or when a dense input was a torch tensor. With CUDA
+        arrays (torch CUDA tensors, CuPy arrays) a kernel of the ``cuda`` target reads
+        them in place and returns outputs on their device (see :mod:`sparsile._cuda`)."""
         args: Dict[str, Any] = {}
         sparse: Dict[str, Tensor] = {}
+        on_gpu = [n for n, v in tensors.items()
+                  if device_of(v[1] if isinstance(v, tuple) and len(v) == 2 else v) == "cuda"]
+        if on_gpu:
+            return self._run_cuda(tensors, on_gpu[0])
         for name, value in tensors.items():
             if isinstance(value, tuple) and len(value) == 2:
                 t = as_tensor(value[0], name)
@@ -240,6 +246,33 @@ class Kernel:
             n: (Tensor(v) if isinstance(v, _native.Tensor) else wrap_output(v, to_torch))
             for n, v in outputs.items()
         }
+
+    def _run_cuda(self, tensors: Mapping[str, Any], first: str) -> Dict[str, Any]:
+        if self.target != "cuda":
+            raise ValueError(
+                f"{first} is a CUDA array: run it with a kernel of target 'cuda' "
+                f"(sparsile.compile(..., target='cuda')), not {self.target!r}"
+            )
+        sparse: Dict[str, Tensor] = {}
+        dense: Dict[str, Any] = {}
+        values: Dict[str, Any] = {}
+        for name, value in tensors.items():
+            if isinstance(value, tuple) and len(value) == 2:
+                sparse[name] = as_tensor(value[0], name)
+                values[name] = value[1]
+            elif isinstance(value, Tensor) or _is_sparse(value):
+                sparse[name] = as_tensor(value, name)
+            else:
+                dense[name] = value
+        outputs, structures = _cuda.run(self._native_for(sparse), sparse, dense, values, structures=True)
+        result: Dict[str, Any] = {}
+        for name, out in outputs.items():
+            if name in structures:
+                host = out.cpu().numpy() if is_torch_tensor(out) else out.get()
+                result[name] = Tensor(structures[name].with_values(host))
+            else:
+                result[name] = out
+        return result
 
     def ir(self, stage: str) -> str:
         """The IR of ``stage1``, ``stage2``, ``stage3``, or the generated source (``c``

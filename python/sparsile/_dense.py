@@ -34,16 +34,18 @@ def is_torch_tensor(x: Any) -> bool:
 
 
 def device_of(x: Any) -> str:
-    """The device type of a torch tensor (``"cpu"``, ``"cuda"``, ...); ``"cpu"`` for anything
-    else."""
-    return x.device.type if is_torch_tensor(x) else "cpu"
+    """The device type of a torch tensor (``"cpu"``, ``"cuda"``, ...), ``"cuda"`` for
+    another CUDA array (one with ``__cuda_array_interface__``, such as CuPy's), ``"cpu"``
+    for anything else."""
+    if is_torch_tensor(x):
+        return x.device.type
+    return "cuda" if hasattr(x, "__cuda_array_interface__") else "cpu"
 
 
-def as_array(x: Any, name: str, from_cuda: bool = False) -> Tuple[np.ndarray, bool]:
+def as_array(x: Any, name: str) -> Tuple[np.ndarray, bool]:
     """Returns ``(array, from_torch)``: ``x`` as a C-contiguous float32/float64 array
     sharing ``x``'s memory when it is contiguous, and whether ``x`` was a torch tensor.
-    With ``from_cuda``, a torch tensor on a CUDA device is copied to the host first (the
-    ``cuda`` target copies operands to the GPU itself)."""
+    CUDA tensors are refused: the GPU path (``sparsile._cuda``) takes them."""
     from_torch = False
     if is_torch_tensor(x):
         import torch
@@ -51,12 +53,10 @@ def as_array(x: Any, name: str, from_cuda: bool = False) -> Tuple[np.ndarray, bo
         from_torch = True
         if x.layout != torch.strided:
             raise TypeError(f"{name} must be a dense tensor, got layout {x.layout}")
-        if x.device.type == "cuda" and from_cuda:
-            x = x.detach().cpu()
-        elif x.device.type != "cpu":
+        if x.device.type != "cpu":
             raise ValueError(
-                f"{name} is on device {x.device}; CPU targets take CPU tensors "
-                "(run on the GPU with target='cuda')"
+                f"{name} is on device {x.device}, where this call takes host memory: pass "
+                f"{name}.cpu(), or every dense operand on one CUDA device (target 'cuda')"
             )
         if x.dtype not in (torch.float32, torch.float64):
             raise TypeError(f"{name} must be float32 or float64, got {x.dtype}")
@@ -98,12 +98,10 @@ def as_values(x: Any, name: str) -> np.ndarray:
     return array
 
 
-def wrap_output(array: np.ndarray, to_torch: bool, device: str = "cpu") -> Any:
-    """``array`` as a torch tensor sharing its memory when ``to_torch`` (copied to
-    ``device`` when that is not the CPU), else itself."""
+def wrap_output(array: np.ndarray, to_torch: bool) -> Any:
+    """``array`` as a torch tensor sharing its memory when ``to_torch``, else itself."""
     if to_torch:
         import torch
 
-        t = torch.from_numpy(array)
-        return t if device == "cpu" else t.to(device)
+        return torch.from_numpy(array)
     return array

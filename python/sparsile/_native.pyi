@@ -3,7 +3,7 @@
 arrays, shapes, formats, programs, schedules) and ``TypeError`` (bad types)."""
 
 from os import PathLike
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +66,31 @@ class Tensor:
 
 Input = Union[Tensor, Tuple[Tensor, ValueArray], ValueArray]
 
+class DeviceArray:
+    """An array in CUDA device memory the caller owns (no copy is made)."""
+
+    def __init__(self, ptr: int, shape: Sequence[int], dtype: str, device: int,
+                 strides: Optional[Sequence[int]] = None) -> None:
+        """``ptr``: device address; ``dtype``: ``f32``, ``f64``, ``i32`` or ``i64``;
+        ``device``: CUDA ordinal; ``strides`` in elements (checked to be C-contiguous)."""
+    @property
+    def ptr(self) -> int: ...
+    @property
+    def shape(self) -> List[int]: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def device(self) -> int: ...
+
+DeviceInput = Union[DeviceArray, Tensor, Tuple[Tensor, DeviceArray], Tuple[Tensor, DeviceArray, bool],
+                    Tuple[Tensor, ValueArray]]
+Alloc = Callable[[str, List[int], str], DeviceArray]
+
+def device_cache_stats() -> Tuple[int, int, int]:
+    """``(structures, arrays, bytes)`` of sparse operands kept on the device."""
+def device_cache_clear() -> None:
+    """Frees what is kept on the device of sparse operands."""
+
 class Kernel:
     """A compiled index-notation program."""
 
@@ -77,6 +102,11 @@ class Kernel:
     def run(self, inputs: Mapping[str, Input], threads: Optional[int] = None,
             params: Optional[Mapping[str, int]] = None) -> Dict[str, Union[ValueArray, Tensor]]:
         """Runs on borrowed arrays (GIL released); outputs by tensor name."""
+    def run_device(self, inputs: Mapping[str, DeviceInput], alloc: Alloc, stream: int,
+                   params: Optional[Mapping[str, int]] = None,
+                   structures: bool = False) -> Dict[str, Optional[Tensor]]:
+        """Runs (target ``cuda``) on CUDA memory in place, on ``stream``; ``alloc`` makes
+        the outputs. ``None`` per dense output, a structure per sparse one."""
     def ir(self, stage: str) -> str:
         """``stage1``, ``stage2``, ``stage3``, ``c`` or ``cuda`` (the generated source)."""
     @property
@@ -119,6 +149,10 @@ class AutoKernel:
 
     def __init__(self, program: str, recipe: str = "auto", target: str = "cpu") -> None: ...
     def run(self, inputs: Mapping[str, object], threads: Optional[int] = None) -> Dict[str, object]: ...
+    def run_device(self, inputs: Mapping[str, DeviceInput], alloc: Alloc, stream: int,
+                   params: Optional[Mapping[str, int]] = None,
+                   structures: bool = False) -> Dict[str, Optional[Tensor]]:
+        """See ``Kernel.run_device``."""
     def explain(self, inputs: Mapping[str, object], threads: int) -> str:
         """The choice for ``inputs`` as JSON, without running."""
     @property

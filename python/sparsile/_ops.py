@@ -27,10 +27,13 @@ database, the learned selector or the static rule chooses for the input (see
 
 Every operator takes ``target=``: ``"cpu"``, ``"cuda"`` (an NVIDIA GPU) or
 ``"cuda-sim"`` (the GPU kernel run by the SIMT interpreter on the CPU, which checks it
-for races: slow, for testing). By default an operand that is a torch tensor on a CUDA
-device selects ``"cuda"`` (its data is copied to the host and the result back to its
-device around the call, for now), anything else ``"cpu"``. GPU targets run GPU recipes
-(the GPU rule's by default); gradients are computed on the CPU target only, for now.
+for races: slow, for testing). By default a dense operand in CUDA memory (a torch CUDA
+tensor, a CuPy array) selects ``"cuda"``, anything else ``"cpu"``. GPU targets run GPU
+recipes (the GPU rule's by default). CUDA operands are used without copies: the kernel
+reads them in place and writes a result allocated by the same library on the same
+device, on its current stream (see :mod:`sparsile._cuda`); host operands with
+``target="cuda"`` are copied to the GPU and back around the call. Gradients (see
+:mod:`sparsile.torch`) run where the tensors are: on the GPU for CUDA tensors.
 
 Sparse operands are :class:`~sparsile.Tensor` (or SciPy / torch sparse, converted);
 dense ones NumPy arrays or torch CPU tensors of the sparse operand's dtype, used without
@@ -50,7 +53,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, Optional, Tuple
 
-from . import _native
+from . import _cuda, _native
 from ._dense import SPARSILE_DTYPE, as_array, device_of, is_torch_tensor, wrap_output
 from ._tensor import Tensor, as_tensor
 from ._threads import call_threads
@@ -78,10 +81,10 @@ def auto_kernel(program: str, recipe: str = "auto", target: str = "cpu") -> "_na
 
 
 def _target(target: Optional[str], *xs: Any) -> Tuple[str, str]:
-    """The target to run on and the device outputs go to: ``target`` when given (one of
-    :data:`TARGETS`), else ``"cuda"`` when an operand is a torch tensor on a CUDA device,
-    else ``"cpu"``."""
-    devices = {device_of(x) for x in xs} - {"cpu"}
+    """The target to run on and where the operands are: ``target`` when given (one of
+    :data:`TARGETS`), else ``"cuda"`` when an operand is in CUDA memory (a torch CUDA
+    tensor, a CuPy array), else ``"cpu"``."""
+    devices = {device_of(x) for x in xs if x is not None} - {"cpu"}
     if len(devices) > 1 or devices - {"cuda"}:
         raise ValueError(f"operands on devices {sorted(devices)}: Sparsile runs CPU and CUDA tensors")
     device = "cuda" if devices else "cpu"
@@ -95,20 +98,20 @@ def _target(target: Optional[str], *xs: Any) -> Tuple[str, str]:
 
 
 def _args(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any],
-          values: Optional[Any], from_cuda: bool = False) -> Tuple[str, Dict[str, Any], bool]:
+          values: Optional[Any]) -> Tuple[str, Dict[str, Any], bool]:
     key = next(iter(sparse))
     A = sparse[key]
     args: Dict[str, Any] = {}
     to_torch = False
     for name, value in dense.items():
-        array, tt = as_array(value, name, from_cuda)
+        array, tt = as_array(value, name)
         if array.dtype != A.dtype:
             raise TypeError(f"{name} is {array.dtype} but {key} is {A.dtype}; pass {name} as {A.dtype}")
         args[name] = array
         to_torch |= tt
     for name, t in sparse.items():
         if values is not None and name == key:
-            vals, tt = as_array(values, "values", from_cuda)
+            vals, tt = as_array(values, "values")
             if vals.dtype != A.dtype:
                 raise TypeError(f"values are {vals.dtype} but {key} is {A.dtype}")
             args[name] = (t._native, vals)
@@ -120,11 +123,25 @@ def _args(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any],
 
 def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output: str,
          threads: Optional[int], values: Optional[Any] = None, recipe: str = "auto",
-         target: Optional[str] = None):
+         target: Optional[str] = None, raw: bool = False):
+    """Runs the operator; a sparse output is a :class:`Tensor`, or with ``raw`` its
+    values only (a CUDA array on the GPU path, a NumPy array otherwise)."""
     target, device = _target(target, values, *dense.values())
-    program, args, to_torch = _args(template, sparse, dense, values, device == "cuda")
+    A = sparse[next(iter(sparse))]
+    if device == "cuda":
+        kernel = auto_kernel(_program(template, A), recipe, target)
+        outputs, _ = _cuda.run(kernel, sparse, dense, None if values is None else {next(iter(sparse)): values})
+        out = outputs[output]
+        if raw or template != SDDMM:
+            return out
+        # A Tensor lives in host memory: its values come back from the device.
+        host = out.cpu().numpy() if is_torch_tensor(out) else out.get()
+        return Tensor(A._native.with_values(host))
+    program, args, to_torch = _args(template, sparse, dense, values)
     out = auto_kernel(program, recipe, target).run(args, call_threads(threads))[output]
-    return Tensor(out) if isinstance(out, _native.Tensor) else wrap_output(out, to_torch, device)
+    if isinstance(out, _native.Tensor):
+        return out.values() if raw else Tensor(out)
+    return wrap_output(out, to_torch)
 
 
 def _wants_grad(*xs: Any) -> bool:
@@ -136,20 +153,20 @@ def _wants_grad(*xs: Any) -> bool:
     return torch.is_grad_enabled() and any(is_torch_tensor(x) and x.requires_grad for x in xs)
 
 
-def _autograd(op: str, A: Any, dense: Any, values: Any, threads: Optional[int], recipe: str):
+def _autograd(op: str, A: Any, dense: Any, values: Any, threads: Optional[int], recipe: str,
+              target: Optional[str]):
     """``op`` of :mod:`sparsile.torch`: the differentiable form of an operator."""
     from . import torch as _st
 
-    return getattr(_st, op)(A, dense, values, threads=threads, recipe=recipe)
+    return getattr(_st, op)(A, dense, values, threads=threads, recipe=recipe, target=target)
 
 
-def _cpu_gradients(op: str, target: Optional[str], x: Any) -> None:
-    """Differentiable calls run on the CPU target only, for now."""
-    if (target not in (None, "cpu")) or device_of(x) != "cpu":
-        raise ValueError(
-            f"{op}: gradients are computed on the CPU target only for now; "
-            "pass CPU tensors (target='cpu'), or detach the inputs to run on a GPU target"
-        )
+def sddmm_values(A: Tensor, X: Any, Y: Any, values: Any = None, threads: Optional[int] = None,
+                 recipe: str = "auto", target: Optional[str] = None):
+    """SDDMM's values only, in A's storage order: a CUDA array for CUDA operands (no copy
+    to the host), else a NumPy array."""
+    _check_order(A, 2, "sddmm")
+    return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values, recipe, target, raw=True)
 
 
 def _refuse_grad(op: str, instead: str, *xs: Any) -> None:
@@ -183,8 +200,7 @@ def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None, r
     """``A @ X`` for a sparse matrix ``A`` and a dense matrix ``X``. ``values`` replaces
     A's stored values (same storage order) without copying them."""
     if _wants_grad(X, values):
-        _cpu_gradients("spmm", target, X)
-        return _autograd("spmm", A, X, values, threads, recipe)
+        return _autograd("spmm", A, X, values, threads, recipe, target)
     A = as_tensor(A)
     _check_order(A, 2, "spmm")
     return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
@@ -194,8 +210,7 @@ def spmv(A: Any, x: Any, *, threads: Optional[int] = None, values: Any = None, r
          target: Optional[str] = None):
     """``A @ x`` for a sparse matrix ``A`` and a dense vector ``x``."""
     if _wants_grad(x, values):
-        _cpu_gradients("spmv", target, x)
-        return _autograd("spmv", A, x, values, threads, recipe)
+        return _autograd("spmv", A, x, values, threads, recipe, target)
     A = as_tensor(A)
     _check_order(A, 2, "spmv")
     return _run(SPMV, {"A": A}, {"x": x}, "y", threads, values, recipe, target)
@@ -216,8 +231,7 @@ def spmm_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any =
                  recipe: str = "auto", target: Optional[str] = None):
     """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n, k)``."""
     if _wants_grad(X, values):
-        _cpu_gradients("spmm_batched", target, X)
-        return _autograd("spmm_batched", A, X, values, threads, recipe)
+        return _autograd("spmm_batched", A, X, values, threads, recipe, target)
     A = as_tensor(A)
     _check_order(A, 2, "spmm_batched")
     return _run(SPMM_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
@@ -227,8 +241,7 @@ def spmv_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any =
                  recipe: str = "auto", target: Optional[str] = None):
     """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n)``."""
     if _wants_grad(X, values):
-        _cpu_gradients("spmv_batched", target, X)
-        return _autograd("spmv_batched", A, X, values, threads, recipe)
+        return _autograd("spmv_batched", A, X, values, threads, recipe, target)
     A = as_tensor(A)
     _check_order(A, 2, "spmv_batched")
     return _run(SPMV_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)

@@ -5,6 +5,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use std::collections::HashMap;
+
+use crate::device::{device_options, run_device};
 use crate::errors::{detached, message};
 use crate::kernel::{input_args, outputs_dict, run_options, views};
 
@@ -46,6 +49,28 @@ impl AutoKernel {
         .map_err(PyValueError::new_err)?;
         drop(views);
         outputs_dict(py, outputs)
+    }
+
+    /// Runs the program (target `cuda`) on operands in CUDA device memory, on `stream`;
+    /// `alloc(name, shape, dtype)` returns each output's `DeviceArray` (see
+    /// `device.rs`). Returns `None` per dense output, a structure `Tensor` per sparse one
+    /// when `structures`.
+    #[pyo3(signature = (inputs, alloc, stream, params=None, structures=false))]
+    fn run_device<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyDict>,
+        alloc: Py<PyAny>,
+        stream: u64,
+        params: Option<HashMap<String, i64>>,
+        structures: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let options = device_options(params);
+        run_device(py, inputs, alloc, stream, structures, |i, a, s| {
+            self.inner
+                .run_device(i, a, s, &options)
+                .map_err(|e| crate::errors::message(&e))
+        })
     }
 
     /// What would run for `inputs` with `threads` threads, as JSON: the operator, the

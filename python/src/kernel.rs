@@ -210,6 +210,28 @@ impl Kernel {
         outputs_dict(py, outputs)
     }
 
+    /// Runs the kernel (target `cuda`) on operands in CUDA device memory, on `stream`;
+    /// `alloc(name, shape, dtype)` returns each output's `DeviceArray` (see
+    /// `device.rs`). Returns `None` per dense output, a structure `Tensor` per sparse one
+    /// when `structures`.
+    #[pyo3(signature = (inputs, alloc, stream, params=None, structures=false))]
+    fn run_device<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyDict>,
+        alloc: Py<PyAny>,
+        stream: u64,
+        params: Option<HashMap<String, i64>>,
+        structures: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let options = crate::device::device_options(params);
+        crate::device::run_device(py, inputs, alloc, stream, structures, |i, a, s| {
+            self.inner
+                .run_device(i, a, s, &options)
+                .map_err(|e| crate::errors::message(&e))
+        })
+    }
+
     /// The IR of one stage (`stage1`, `stage2`, `stage3`) or the generated source (`c` or
     /// `cuda`: the kernel's, whichever it is).
     fn ir(&self, stage: &str) -> PyResult<String> {

@@ -8,6 +8,7 @@
 
 mod arrays;
 mod auto_kernel;
+mod device;
 mod errors;
 mod kernel;
 mod mtx_io;
@@ -23,6 +24,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::Tensor>()?;
     m.add_class::<kernel::Kernel>()?;
     m.add_class::<auto_kernel::AutoKernel>()?;
+    m.add_class::<device::DeviceArray>()?;
+    m.add_function(wrap_pyfunction!(device::device_cache_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(device::device_cache_clear, m)?)?;
     m.add_function(wrap_pyfunction!(auto_kernel::recipes, m)?)?;
     m.add_function(wrap_pyfunction!(tune::tune, m)?)?;
     m.add_class::<schedule::Schedule>()?;

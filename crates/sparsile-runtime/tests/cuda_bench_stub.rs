@@ -170,7 +170,7 @@ fn stub_bench() {
     let nnz = inputs["A"].values.len();
 
     // Two warm-up runs and five timed ones: each timed run is its two launches.
-    let (launches, sets) = (stub.count(3), stub.count(5));
+    let (launches, sets) = (stub.count(Counter::Launches), stub.count(Counter::Memsets));
     let timed = kernel
         .bench(
             &inputs,
@@ -186,15 +186,15 @@ fn stub_bench() {
         assert!((t - 0.25e-3).abs() < 1e-12, "{:?}", timed.times);
     }
     assert_eq!(timed.launches, 2);
-    assert_eq!(stub.count(3) - launches, 2 * 7);
+    assert_eq!(stub.count(Counter::Launches) - launches, 2 * 7);
     // y and partial: zero-filled when allocated, then reset before each of 6 runs.
-    assert_eq!(stub.count(5) - sets, 2 + 2 * 6);
+    assert_eq!(stub.count(Counter::Memsets) - sets, 2 + 2 * 6);
     assert_eq!(timed.reset_bytes, 2 * m * 4);
     assert_eq!(timed.upload_bytes, 4 * (2 * nnz + n + m + 1));
     assert_matches_interpreter(&timed.outputs, &inputs);
     // One module; contexts retained by `device` and by the kernel's own.
     assert_eq!(stub.live(), (0, 1, 2), "the run's device memory is freed");
-    assert_eq!(stub.count(4), 0, "the events are destroyed");
+    assert_eq!(stub.count(Counter::Events), 0, "the events are destroyed");
 
     // More timed runs than one batch of events.
     let many = kernel
@@ -210,7 +210,7 @@ fn stub_bench() {
     assert_eq!(many.times.len(), EVENT_BATCH * 2 + 3);
     assert!(many.times.iter().all(|t| (t - 0.25e-3).abs() < 1e-12));
     assert_matches_interpreter(&many.outputs, &inputs);
-    assert_eq!(stub.count(4), 0);
+    assert_eq!(stub.count(Counter::Events), 0);
 
     // The same checks and errors as `run`; no timed run is a misuse.
     let mut missing = inputs.clone();

@@ -1,7 +1,8 @@
 //! The device path of the CUDA runtime, run against a stand-in CUDA driver.
 //!
 //! This machine may have no GPU, so these tests build a small `libcuda.so` of their own
-//! (C, compiled with the system compiler into a temporary folder) that implements the
+//! (`cuda_support::stub`: C, compiled with the system compiler into a temporary folder,
+//! shared with `cuda_device_run_stub.rs` and `cuda_bench_stub.rs`) that implements the
 //! driver calls the runtime makes on host memory: device pointers are `malloc`ed
 //! blocks (filled with garbage, so memory the runtime forgets to clear shows), every
 //! copy and set is checked to lie inside one allocation, every call checks that the

@@ -26,6 +26,7 @@
 //! assert_eq!(y.to_dense_f64(), vec![2.0, 3.0]);
 //! ```
 
+mod device;
 mod options;
 mod target;
 

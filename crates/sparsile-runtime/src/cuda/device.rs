@@ -11,8 +11,10 @@
 //! the default.)
 //!
 //! Everything runs on the device's primary context, made current on the calling thread
-//! before each operation, and on its legacy default stream: copies are synchronous, and
-//! launches run in the order they are made, each after the work before it. After a
+//! before each operation (the context CUDA's runtime API, and so PyTorch and CuPy, use
+//! too), and on its legacy default stream: copies are synchronous, and launches run in
+//! the order they are made, each after the work before it. [`CudaDevice::launch_on`]
+//! queues a launch on another stream instead (see [`super::CudaStream`]). After a
 //! kernel faults (an illegal address, say) the context is unusable, and every later call
 //! on it fails, until the process ends.
 //!
@@ -49,7 +51,7 @@ use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
 use super::bench::NominalPeaks;
-use super::CudaError;
+use super::{CudaError, CudaStream};
 
 /// `CUDA_ERROR_NO_DEVICE`.
 const NO_DEVICE: u32 = 100;
@@ -230,11 +232,13 @@ impl CudaFunction {
 }
 
 /// One kernel argument: a 64-bit integer (a `long long` parameter) or the address of
-/// device memory (a pointer parameter).
+/// device memory (a pointer parameter): a [`DeviceBuffer`] of this runtime, or an
+/// address in memory the caller owns (`Ptr`).
 #[derive(Debug, Clone, Copy)]
 pub enum LaunchArg<'a> {
     I64(i64),
     Buffer(&'a DeviceBuffer),
+    Ptr(u64),
 }
 
 /// Blocks, threads per block and dynamic shared memory of a launch.
@@ -472,6 +476,23 @@ impl CudaDevice {
         config: LaunchConfig,
         args: &[LaunchArg<'_>],
     ) -> Result<(), CudaError> {
+        // SAFETY: the caller's promises, passed on.
+        unsafe { self.launch_on(function, config, args, CudaStream::DEFAULT) }
+    }
+
+    /// [`launch`](Self::launch) on `stream`: the kernel runs after the work queued on
+    /// the stream before it.
+    ///
+    /// # Safety
+    /// As for [`launch`](Self::launch); besides, memory passed as [`LaunchArg::Ptr`]
+    /// must stay allocated until the kernel has finished.
+    pub unsafe fn launch_on(
+        &self,
+        function: &CudaFunction,
+        config: LaunchConfig,
+        args: &[LaunchArg<'_>],
+        stream: CudaStream,
+    ) -> Result<(), CudaError> {
         self.own(&function.module.ctx, "the kernel")?;
         let mut slots = Vec::with_capacity(args.len());
         for a in args {
@@ -481,6 +502,7 @@ impl CudaDevice {
                     self.own(&b.ctx, "a kernel argument")?;
                     b.ptr
                 }
+                LaunchArg::Ptr(p) => *p,
             });
         }
         // Each parameter points at its 8-byte value; both kinds are 8 bytes wide.
@@ -500,7 +522,7 @@ impl CudaDevice {
                 (gx, gy, gz),
                 (bx, by, bz),
                 config.shared_bytes,
-                std::ptr::null_mut(),
+                stream.handle(),
                 &mut params,
             )
         })
@@ -510,6 +532,23 @@ impl CudaDevice {
     pub fn synchronize(&self) -> Result<(), CudaError> {
         self.ctx.bind()?;
         guard("cuCtxSynchronize", result::ctx::synchronize)
+    }
+
+    /// Makes the device's context current on this thread (for driver calls made by the
+    /// other modules of the runtime).
+    pub(super) fn bind_context(&self) -> Result<(), CudaError> {
+        self.ctx.bind()
+    }
+
+    /// The driver's handle of the device's primary context.
+    pub(super) fn raw_context(&self) -> sys::CUcontext {
+        self.ctx.ctx
+    }
+
+    /// `bytes` of device memory (at least one), unset, for the other modules of the
+    /// runtime.
+    pub(super) fn alloc_unset(&self, bytes: usize) -> Result<DeviceBuffer, CudaError> {
+        self.alloc(bytes)
     }
 
     /// Sets every byte of `buffer` to zero, in order with the work launched before and

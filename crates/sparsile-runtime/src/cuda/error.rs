@@ -132,6 +132,47 @@ pub enum CudaError {
     #[error("misuse of the CUDA runtime: {reason}")]
     Misuse { reason: String },
 
+    /// An operand in device memory of another element type than its buffer's.
+    #[error("operand `{operand}` holds {found} values where the kernel takes {expected}: convert it (tensor.to(dtype)) or pass operands of one dtype")]
+    OperandDType {
+        operand: String,
+        expected: String,
+        found: String,
+    },
+
+    /// An operand in device memory that is not C-contiguous.
+    #[error("operand `{operand}` is not contiguous (shape {shape:?}, strides {strides:?} in elements): GPU kernels read operands in place, row-major; pass a contiguous copy (tensor.contiguous())")]
+    NotContiguous {
+        operand: String,
+        shape: Vec<usize>,
+        strides: Vec<i64>,
+    },
+
+    /// An operand in device memory whose size does not fit its buffer.
+    #[error("operand `{operand}` does not fit: {reason}")]
+    OperandSize { operand: String, reason: String },
+
+    /// An operand on another device than the kernel's.
+    #[error("operand `{operand}` is on CUDA device {found}, but the kernel runs on device {expected}: move it there (tensor.to('cuda:{expected}')), or run on its device (SPARSILE_CUDA_DEVICE={found})")]
+    WrongDevice {
+        operand: String,
+        found: usize,
+        expected: usize,
+    },
+
+    /// An address given as device memory that is not device memory of the kernel's
+    /// device.
+    #[error("operand `{operand}` is not device memory the kernel can use: {reason}")]
+    NotDeviceMemory { operand: String, reason: String },
+
+    /// Values in device memory where the run needs them on the host.
+    #[error("input `{input}` has its values only in device memory, but {reason}: pass its values in host memory too")]
+    NeedsHostValues { input: String, reason: String },
+
+    /// The caller could not allocate an output.
+    #[error("output `{output}` could not be allocated: {reason}")]
+    OutputAllocation { output: String, reason: String },
+
     /// Device memory for a buffer could not be allocated.
     #[error("cannot allocate {bytes} bytes of device memory for buffer `{buffer}` ({message}): free device memory or run smaller inputs")]
     DeviceAlloc {

@@ -9,6 +9,8 @@
 //! each launch's grid on the host, launches the kernels in order (skipping those with an
 //! empty grid), waits for them, and copies the outputs back. [`KernelOptions::threads`]
 //! and [`KernelOptions::parallelism`] concern CPU kernels and are ignored.
+//! [`CudaKernel::run_device`] (`kernel/device_run.rs`) runs on operands in device memory
+//! instead, on the caller's stream.
 //!
 //! Building opens the device ([`Settings::cuda_device`], `SPARSILE_CUDA_DEVICE`, default
 //! 0) and compiles for its own architecture, or for [`Settings::cuda_arch`]
@@ -32,6 +34,8 @@
 //! let outputs = kernel.run(&inputs, &KernelOptions::default())?;
 //! # let _ = outputs; Ok(()) }
 //! ```
+
+mod device_run;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -14,6 +14,12 @@
 //! - [`CudaKernel`] puts them together for a stage-III GPU function and its
 //!   [`LaunchPlan`], with the CPU kernels' argument checks; [`CudaKernel::bench`] times
 //!   it on operands kept on the device, with CUDA events (`bench.rs`).
+//! - [`CudaKernel::run_device`] runs it on operands the caller keeps in device memory
+//!   ([`DeviceArray`]: PyTorch's or CuPy's CUDA arrays), on the caller's stream
+//!   ([`CudaStream`]), writing outputs the caller allocates, with no copies of dense
+//!   operands; [`check_device_array`] is what it checks of each array, and
+//!   [`operand_cache`] keeps sparse operands' structure arrays on the device between
+//!   runs.
 //!
 //! # Preconditions
 //! Compiling needs NVRTC (11.2 or later; `pip install nvidia-cuda-nvrtc-cu12`), and no
@@ -24,11 +30,13 @@
 //!
 //! # Launch convention
 //! One kernel per launch of the function, launched in order on one stream, each
-//! finishing before the next starts. A kernel's arguments are [`KernelPlan::args`]: the
-//! params it uses as `long long`, then the global buffers it uses as device pointers
-//! (`float`, `double`, `int32_t`, `int64_t`). Inputs and structure arrays are copied to
-//! the device; outputs, temps and `scratch` buffers are allocated zero-filled, once per
-//! run; `shared` and `local` buffers are declared by the kernels. Grids are computed on
+//! finishing before the next starts ([`CudaKernel::run`]: the default stream, waited
+//! for; [`CudaKernel::run_device`]: the caller's stream, not waited for). A kernel's
+//! arguments are [`KernelPlan::args`]: the params it uses as `long long`, then the
+//! global buffers it uses as device pointers (`float`, `double`, `int32_t`, `int64_t`).
+//! [`CudaKernel::run`] copies inputs and structure arrays to the device and allocates
+//! outputs, temps and `scratch` buffers zero-filled, once per run ([`CudaKernel::run_device`]
+//! says what it does instead); `shared` and `local` buffers are declared by the kernels. Grids are computed on
 //! the host ([`KernelPlan::grid`]); a launch with an extent of zero or less runs
 //! nothing and is skipped. Shared memory is static (no dynamic shared memory).
 //!
@@ -46,12 +54,15 @@ mod arch;
 mod bench;
 mod cache;
 mod device;
+mod device_array;
 mod error;
 mod grid;
 mod kernel;
 mod nvrtc;
+pub mod operand_cache;
 mod plan;
 mod resources;
+mod stream;
 mod transfer;
 
 pub use arch::Arch;
@@ -61,8 +72,13 @@ pub use device::{
     CudaDevice, CudaEvent, CudaFunction, CudaModule, DeviceBuffer, HostValue, LaunchArg,
     LaunchConfig,
 };
+pub use device_array::{
+    check_device_array, contiguous_strides, dense_structure, DeviceArray, DeviceInput,
+    DeviceOutput, DeviceValues, OutputSpec,
+};
 pub use error::CudaError;
 pub use kernel::{CudaCompileInfo, CudaKernel};
 pub use nvrtc::{compile_check, Cubin, Nvrtc, DEFAULT_NVRTC_NAMES};
 pub use plan::{check_plan, ArgRef, KernelPlan, LaunchPlan};
 pub use resources::{parse_ptxas_report, KernelResources};
+pub use stream::{synchronize_stream, CudaStream, OwnedStream};

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use sparsile_formats::SparseTensor;
 use sparsile_ir::settings::Settings;
+use sparsile_runtime::cuda::{CudaStream, DeviceArray, DeviceInput, DeviceOutput, OutputSpec};
 use sparsile_runtime::Outputs;
 use sparsile_tune::op::{classify, OpInfo};
 use sparsile_tune::space::Candidate;
@@ -289,6 +290,39 @@ impl AutoKernel {
         let (kernel, used) = self.kernel(inputs, &selection)?;
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(used);
         kernel.run_into(inputs, outputs, options)
+    }
+
+    /// [`AutoKernel::run`] on operands in device memory, for the `cuda` target (see
+    /// [`Kernel::run_device`]): the choice and the compiled kernel depend only on the
+    /// inputs' structures and shapes, so values in device memory are never read on the
+    /// host.
+    pub fn run_device(
+        &self,
+        inputs: &HashMap<String, DeviceInput<'_>>,
+        alloc: &mut dyn FnMut(&OutputSpec) -> Result<DeviceArray, String>,
+        stream: CudaStream,
+        options: &RunOptions,
+    ) -> Result<HashMap<String, DeviceOutput>, CompileError> {
+        if self.target != Target::Cuda {
+            return Err(CompileError::Target(format!(
+                "operands in device memory run on the cuda target; this kernel's target is {}",
+                self.target
+            )));
+        }
+        // Views of the structures (and host values, where there are any): what the
+        // choice and the compiler read.
+        let views: HashMap<String, SparseTensor<'_>> = inputs
+            .iter()
+            .map(|(n, i)| (n.clone(), i.host_view()))
+            .collect();
+        let threads = options
+            .threads
+            .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&Settings::from_env()));
+        let selection = self.select(&views, threads);
+        let (kernel, used) = self.kernel(&views, &selection)?;
+        drop(views);
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(used);
+        kernel.run_device(inputs, alloc, stream, options)
     }
 
     /// The choice the last call ran.

@@ -1,0 +1,225 @@
+"""CUDA arrays in and out of GPU kernels without copies.
+
+A dense operand that is a PyTorch CUDA tensor or a CuPy array (anything with
+``__cuda_array_interface__``) is passed to the kernel by its device address: the kernel
+reads it in place. Outputs are allocated by the same library on the same device
+(``torch.empty`` / ``cupy.empty``) and written in place. The work is queued on the
+producer's current stream (``torch.cuda.current_stream(device)``; for other arrays the
+stream their interface names, else ``cupy.cuda.get_current_stream()``), so it is
+ordered with the work queued there before and after, and the call returns without
+waiting for it, like a PyTorch operator.
+
+The sparse operand's structure arrays are copied to the device once and cached there
+while the :class:`~sparsile.Tensor` lives (by the runtime); its values are copied once
+per device and cached on the tensor (a :class:`~sparsile.Tensor` never changes), unless
+``values=`` gives them as a CUDA array.
+
+What the runtime checks before anything runs, each a ``ValueError`` (``TypeError`` for
+a dtype) naming the operand: the memory is device memory of the kernel's device
+(``SPARSILE_CUDA_DEVICE``, default 0) and context, large enough for the shape,
+aligned, C-contiguous (a strided view is refused rather than copied: pass
+``x.contiguous()``), of the sparse operand's dtype; every operand on the same device.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from . import _native
+from ._dense import is_torch_tensor
+from ._tensor import Tensor
+
+_TYPESTR = {"<f4": "f32", "<f8": "f64", "<i4": "i32", "<i8": "i64"}
+
+
+def is_cuda_array(x: Any) -> bool:
+    """Whether ``x`` is a torch CUDA tensor or another CUDA array (CuPy, Numba: anything
+    with ``__cuda_array_interface__``)."""
+    if is_torch_tensor(x):
+        return x.device.type == "cuda"
+    return hasattr(type(x), "__cuda_array_interface__") or hasattr(x, "__cuda_array_interface__")
+
+
+def _device_index(x: Any) -> int:
+    if is_torch_tensor(x):
+        return x.device.index if x.device.index is not None else 0
+    device = getattr(x, "device", None)
+    return int(getattr(device, "id", 0) or 0)
+
+
+def device_name(x: Any) -> str:
+    """``cuda:N`` for a CUDA array."""
+    return f"cuda:{_device_index(x)}"
+
+
+def device_array(x: Any, name: str) -> "_native.DeviceArray":
+    """``x`` (a torch CUDA tensor or a CUDA array interface producer) as a
+    :class:`_native.DeviceArray` over its memory: no copy. Its strides go along, so a
+    non-contiguous ``x`` is refused by the runtime with its shape and strides."""
+    if is_torch_tensor(x):
+        import torch
+
+        if x.layout != torch.strided:
+            raise TypeError(f"{name} must be a dense tensor, got layout {x.layout}")
+        dtype = {torch.float32: "f32", torch.float64: "f64"}.get(x.dtype)
+        if dtype is None:
+            raise TypeError(f"{name} must be float32 or float64, got {x.dtype}")
+        x = x.detach()
+        if x.is_conj() or x.is_neg():
+            x = x.resolve_conj().resolve_neg()
+        return _native.DeviceArray(x.data_ptr(), tuple(x.shape), dtype, _device_index(x), tuple(x.stride()))
+    cai = x.__cuda_array_interface__
+    dtype = _TYPESTR.get(cai["typestr"])
+    if dtype not in ("f32", "f64"):
+        raise TypeError(f"{name} must be float32 or float64, got {cai['typestr']}")
+    if cai.get("mask") is not None:
+        raise ValueError(f"{name} is a masked array, which GPU kernels cannot read")
+    shape = tuple(int(d) for d in cai["shape"])
+    strides = cai.get("strides")
+    element_strides = None
+    if strides is not None:
+        size = np.dtype(np.float32 if dtype == "f32" else np.float64).itemsize
+        if any(s % size for s in strides):
+            raise ValueError(f"{name} is not contiguous (strides {tuple(strides)} bytes): pass a contiguous copy")
+        element_strides = tuple(s // size for s in strides)
+    return _native.DeviceArray(int(cai["data"][0]), shape, dtype, _device_index(x), element_strides)
+
+
+def _cupy(like: Any) -> Any:
+    """CuPy, which allocates results like a CUDA array that is not a torch tensor."""
+    try:
+        import cupy
+    except ImportError as e:
+        raise TypeError(
+            f"results like a {type(like).__name__} are allocated with CuPy, which is not installed "
+            f"({e}): install CuPy, or pass torch CUDA tensors"
+        ) from e
+    return cupy
+
+
+def _dtype_name(x: Any) -> str:
+    if is_torch_tensor(x):
+        return str(x.dtype).replace("torch.", "")
+    return str(np.dtype(x.dtype))
+
+
+class Allocator:
+    """Allocates outputs like ``like`` (same library, device, dtype) and keeps them."""
+
+    def __init__(self, like: Any) -> None:
+        self.like = like
+        self.outputs: Dict[str, Any] = {}
+
+    def __call__(self, name: str, shape: Tuple[int, ...], dtype: str) -> "_native.DeviceArray":
+        like = self.like
+        if is_torch_tensor(like):
+            import torch
+
+            t = torch.empty(tuple(shape), dtype={"f32": torch.float32, "f64": torch.float64}[dtype],
+                            device=like.device)
+        else:
+            cupy = _cupy(like)
+            with cupy.cuda.Device(_device_index(like)):
+                t = cupy.empty(tuple(shape), dtype={"f32": np.float32, "f64": np.float64}[dtype])
+        self.outputs[name] = t
+        return device_array(t, name)
+
+
+def current_stream(like: Any) -> int:
+    """The stream to queue on: PyTorch's current stream on ``like``'s device, the stream
+    a CUDA array interface names (version 3), else CuPy's current stream, else the
+    default stream (0)."""
+    if is_torch_tensor(like):
+        import torch
+
+        return int(torch.cuda.current_stream(like.device).cuda_stream)
+    stream = like.__cuda_array_interface__.get("stream")
+    if isinstance(stream, int):
+        return stream
+    try:
+        import cupy
+    except ImportError:
+        return 0
+    with cupy.cuda.Device(_device_index(like)):
+        return int(cupy.cuda.get_current_stream().ptr)
+
+
+def to_device_like(array: np.ndarray, like: Any) -> Any:
+    """A copy of the host ``array`` on ``like``'s device, in ``like``'s library."""
+    if is_torch_tensor(like):
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(array)).to(like.device)
+    cupy = _cupy(like)
+    with cupy.cuda.Device(_device_index(like)):
+        return cupy.asarray(array)
+
+
+def tensor_values_on(A: Tensor, like: Any) -> Any:
+    """A's own values on ``like``'s device (copied once per library and device, then
+    cached on ``A``, which never changes)."""
+    key = ("device_values", "torch" if is_torch_tensor(like) else "cupy", _device_index(like))
+    values = A._cache.get(key)
+    if values is None:
+        values = to_device_like(A.values, like)
+        A._cache[key] = values
+    return values
+
+
+def check_operands(dtype: np.dtype, key: str, given: Dict[str, Any]) -> Any:
+    """Every operand in ``given`` a CUDA array of the sparse operand's dtype on one
+    device; returns the first, which outputs, the stream and cached values follow."""
+    on_gpu = {n: x for n, x in given.items() if is_cuda_array(x)}
+    if not on_gpu:
+        raise ValueError("the zero-copy GPU path takes CUDA arrays (torch CUDA tensors, CuPy arrays)")
+    like_name, like = next(iter(on_gpu.items()))
+    for name, x in given.items():
+        if not is_cuda_array(x):
+            raise ValueError(
+                f"{name} is in host memory but {like_name} is on {device_name(like)}: "
+                f"pass every dense operand on the same CUDA device (e.g. {name}.to('{device_name(like)}'))"
+            )
+        if device_name(x) != device_name(like):
+            raise ValueError(
+                f"{name} is on {device_name(x)} but {like_name} is on {device_name(like)}: "
+                "pass every operand on the same CUDA device"
+            )
+        if is_torch_tensor(x) != is_torch_tensor(like):
+            raise TypeError(f"{name} and {like_name} come from different libraries: pass torch tensors or CuPy arrays, not both")
+        found = _dtype_name(x)
+        if found not in ("float32", "float64"):
+            raise TypeError(f"{name} must be float32 or float64, got {found}")
+        if np.dtype(found) != dtype:
+            raise TypeError(f"{name} is {found} but {key} is {dtype}; pass {name} as {dtype}")
+    return like
+
+
+def run(kernel: Any, sparse: Dict[str, Tensor], dense: Dict[str, Any],
+        values: Optional[Dict[str, Any]] = None,
+        structures: bool = False) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Runs ``kernel`` (a native ``Kernel`` or ``AutoKernel`` of the cuda target) on CUDA
+    arrays: ``sparse`` tensors by name (``values`` replaces some of their values, by
+    name, with CUDA arrays), ``dense`` CUDA arrays by name. Returns ``(outputs,
+    structures)``: the output arrays by name (allocated like the first CUDA operand) and,
+    when ``structures``, native structure tensors of the sparse outputs."""
+    values = values or {}
+    key = next(iter(sparse)) if sparse else next(iter(dense))
+    dtype = sparse[key].dtype if sparse else np.dtype(_dtype_name(dense[key]))
+    given = dict(dense)
+    given.update({("values" if len(values) == 1 else f"values of {n}"): v for n, v in values.items()})
+    like = check_operands(dtype, key, given)
+    args: Dict[str, Any] = {name: device_array(x, name) for name, x in dense.items()}
+    for name, t in sparse.items():
+        if name in values:
+            v = values[name]
+            if tuple(v.shape) != (t.nnz,):
+                raise ValueError(f"values must have shape ({t.nnz},) (one per stored value of {name}), got {tuple(v.shape)}")
+            args[name] = (t._native, device_array(v, f"values of {name}"))
+        else:
+            args[name] = (t._native, device_array(tensor_values_on(t, like), f"values of {name}"), True)
+    alloc = Allocator(like)
+    shapes = kernel.run_device(args, alloc, current_stream(like), None, structures)
+    return alloc.outputs, {n: s for n, s in shapes.items() if s is not None}
+
