@@ -572,6 +572,15 @@ pub enum ScheduleError {
     },
     // ---- end of tensorize ----
     // ---- bind (also UnknownLoop, NotSerial, LoopCarriedLocal, LoopCarriedAccess) ----
+    /// `parallelize` was asked for a unit and race strategy that Sparsile does not pair.
+    #[error("parallelize: loop `{var}` in block `{block}`: `{unit}` with `{race}` is not supported: {instead}")]
+    NotParallelizable {
+        block: String,
+        var: String,
+        unit: super::parallelize::ParallelUnit,
+        race: super::parallelize::RaceStrategy,
+        instead: String,
+    },
     /// The loop cannot be bound to this GPU axis (the reason names the rule).
     #[error(
         "{primitive}: loop `{var}` in block `{block}` ({span}) cannot be bound to `{axis}`: {reason}"

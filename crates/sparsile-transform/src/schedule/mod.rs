@@ -45,6 +45,7 @@ pub(crate) mod insert_barriers;
 pub(crate) mod launch_path;
 pub mod loop_ref;
 pub mod parallel;
+pub mod parallelize;
 pub mod partition;
 pub mod prefetch;
 pub mod reduction;
@@ -80,6 +81,7 @@ pub use hoist_loop::hoist_loop;
 pub use horizontal_fuse::horizontal_fuse;
 pub use loop_ref::LoopRef;
 pub use parallel::parallel;
+pub use parallelize::{parallelize, ParallelUnit, RaceStrategy};
 pub use partition::{parallel_with, LoopPartition};
 pub use prefetch::prefetch;
 pub use reduction::{parallel_reduce, ReductionStrategy};
@@ -314,6 +316,34 @@ impl Schedule {
             target: target.clone(),
         };
         self.stage2(step, |f| parallel(f, target).map(|f| (f, ())))
+    }
+
+    /// [`parallelize()`]: runs the loop's iterations on `unit`, with `race` keeping their
+    /// shared updates correct. Sugar: the primitive it becomes (`parallel`,
+    /// `parallel_reduce`, `bind`, `bind_atomic` or `warp_reduce`) is applied and recorded.
+    pub fn parallelize(
+        &mut self,
+        target: &LoopRef,
+        unit: ParallelUnit,
+        race: RaceStrategy,
+    ) -> Result<(), ScheduleError> {
+        // Decided on the function as it is (or as it will be lowered): a refused call
+        // changes nothing, not even the stage.
+        let lowered;
+        let func = match &self.func {
+            Some(f) => f,
+            None => {
+                lowered = lower_iterations(&self.program)?;
+                &lowered
+            }
+        };
+        match parallelize::expansion(func, target, unit, race)? {
+            parallelize::Expansion::Parallel => self.parallel(target),
+            parallelize::Expansion::ParallelReduce(s) => self.parallel_reduce(target, s),
+            parallelize::Expansion::Bind(axis) => self.bind(target, axis),
+            parallelize::Expansion::BindAtomic(axis) => self.bind_atomic(target, axis),
+            parallelize::Expansion::WarpReduce => self.warp_reduce(target),
+        }
     }
 
     /// [`bind()`]: spreads the loop over GPU blocks or threads (the first call makes every

@@ -17,11 +17,10 @@
 
 use sparsile_ir::coord::{IterKind, Program, Stmt as CoordStmt};
 use sparsile_ir::loops::Stmt;
-use sparsile_transform::schedule::{LoopRef, Schedule};
+use sparsile_transform::schedule::{LoopRef, ParallelUnit, RaceStrategy, Schedule};
 
 use super::gpu_block::{
     block_shape, constant_extent, lanes_param, rows_param, split, unbound_blocks, width_param,
-    BLOCK_X, THREAD_Y,
 };
 use super::nest::{main_iteration, nest};
 use super::rowwise::width;
@@ -136,14 +135,23 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         sch.reorder(&[r_i.clone(), r_o]).map_err(&s)?;
         r_i
     };
-    sch.warp_reduce(&r_i).map_err(&s)?;
+    // Written with TACO's `parallelize`: lanes (`threadIdx.x`) reduce, warps
+    // (`threadIdx.y`) and blocks (`blockIdx.x`) take reductions of their own.
+    let par =
+        |sch: &mut Schedule, at: &LoopRef, unit, race| sch.parallelize(at, unit, race).map_err(&s);
+    par(
+        sch,
+        &r_i,
+        ParallelUnit::GpuThread,
+        RaceStrategy::ParallelReduction,
+    )?;
     if lanes > 32 {
         // A block per reduction: no condition on the thread around sync_threads.
-        sch.bind(&outer, BLOCK_X).map_err(&s)?;
+        par(sch, &outer, ParallelUnit::GpuBlock, RaceStrategy::NoRaces)?;
     } else {
         let (o, i) = split(sch, NAME, &outer, rows)?;
-        sch.bind(&o, BLOCK_X).map_err(&s)?;
-        sch.bind(&i, THREAD_Y).map_err(&s)?;
+        par(sch, &o, ParallelUnit::GpuBlock, RaceStrategy::NoRaces)?;
+        par(sch, &i, ParallelUnit::GpuWarp, RaceStrategy::NoRaces)?;
     }
     unbound_blocks(sch, NAME, lanes, rows)
 }
