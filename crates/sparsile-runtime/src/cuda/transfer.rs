@@ -17,8 +17,8 @@ use sparsile_ir::{BufferId, DType};
 use super::device::{CudaDevice, DeviceBuffer};
 use super::grid::IntArrays;
 use super::CudaError;
-use crate::kernel::args::{Bound, Owned};
-use crate::kernel::plan::{eval_len, ArrayKind, Plan, Slot};
+use crate::kernel::args::{slot_array, Bound, Owned};
+use crate::kernel::plan::{eval_len, Plan, Slot};
 use crate::KernelError;
 
 /// The host side of one function buffer.
@@ -231,28 +231,14 @@ pub(super) fn host_arrays<'a>(
                 array,
                 index_type,
             } => {
-                let tensor = &program.buffers[*buffer].name;
-                let storage = &bound.structures[*buffer].axes[*axis];
-                let arr = match array {
-                    ArrayKind::Indptr => storage.indptr.as_ref(),
-                    ArrayKind::Indices => storage.indices.as_ref(),
-                }
-                .ok_or_else(|| KernelError::NoSuchArray {
-                    buffer: name.clone(),
-                    tensor: tensor.clone(),
-                    axis: *axis,
-                    what: array.name(),
-                })?;
-                if arr.index_type() != *index_type {
-                    return Err(KernelError::IndexTypeMismatch {
-                        buffer: name.clone(),
-                        tensor: tensor.clone(),
-                        axis: *axis,
-                        what: array.name(),
-                        expected: index_type.to_string(),
-                        found: arr.index_type().to_string(),
-                    });
-                }
+                let arr = slot_array(
+                    &bound.structures[*buffer],
+                    &program.buffers[*buffer].name,
+                    name,
+                    *axis,
+                    *array,
+                    *index_type,
+                )?;
                 let array = HostArray::from_index_array(arr);
                 let count = array.len();
                 (array, Some(count))

@@ -271,6 +271,41 @@ pub(crate) fn params(
     Ok(values)
 }
 
+/// The structure array a [`Slot::Array`] names (`array` of axis `axis` of `structure`,
+/// the structure of tensor `tensor`), checked against the index type the kernel was
+/// built for; `name` is the kernel's buffer.
+pub(crate) fn slot_array<'s, 'i>(
+    structure: &'s Structure<'i>,
+    tensor: &str,
+    name: &str,
+    axis: usize,
+    array: ArrayKind,
+    index_type: sparsile_ir::IndexType,
+) -> Result<&'s IndexArray<'i>, KernelError> {
+    let storage = &structure.axes[axis];
+    let arr = match array {
+        ArrayKind::Indptr => storage.indptr.as_ref(),
+        ArrayKind::Indices => storage.indices.as_ref(),
+    }
+    .ok_or_else(|| KernelError::NoSuchArray {
+        buffer: name.to_string(),
+        tensor: tensor.to_string(),
+        axis,
+        what: array.name(),
+    })?;
+    if arr.index_type() != index_type {
+        return Err(KernelError::IndexTypeMismatch {
+            buffer: name.to_string(),
+            tensor: tensor.to_string(),
+            axis,
+            what: array.name(),
+            expected: index_type.to_string(),
+            found: arr.index_type().to_string(),
+        });
+    }
+    Ok(arr)
+}
+
 fn array_ptr(a: &IndexArray<'_>) -> (*mut c_void, usize) {
     match a {
         IndexArray::I32(v) => (v.as_ptr().cast_mut().cast(), v.len()),
@@ -336,28 +371,14 @@ pub(crate) fn buffers(
                 array,
                 index_type,
             } => {
-                let tensor = &program.buffers[*buffer].name;
-                let storage = &bound.structures[*buffer].axes[*axis];
-                let arr = match array {
-                    ArrayKind::Indptr => storage.indptr.as_ref(),
-                    ArrayKind::Indices => storage.indices.as_ref(),
-                }
-                .ok_or_else(|| KernelError::NoSuchArray {
-                    buffer: name.clone(),
-                    tensor: tensor.clone(),
-                    axis: *axis,
-                    what: array.name(),
-                })?;
-                if arr.index_type() != *index_type {
-                    return Err(KernelError::IndexTypeMismatch {
-                        buffer: name.clone(),
-                        tensor: tensor.clone(),
-                        axis: *axis,
-                        what: array.name(),
-                        expected: index_type.to_string(),
-                        found: arr.index_type().to_string(),
-                    });
-                }
+                let arr = slot_array(
+                    &bound.structures[*buffer],
+                    &program.buffers[*buffer].name,
+                    name,
+                    *axis,
+                    *array,
+                    *index_type,
+                )?;
                 array_ptr(arr)
             }
         };

@@ -474,30 +474,15 @@ impl CudaKernel {
                     array,
                     index_type,
                 } => {
-                    let tensor = &program.buffers[*buffer].name;
                     let structure = &bound.structures[*buffer];
-                    let storage = &structure.axes[*axis];
-                    let arr = match array {
-                        ArrayKind::Indptr => storage.indptr.as_ref(),
-                        ArrayKind::Indices => storage.indices.as_ref(),
-                    }
-                    .ok_or_else(|| KernelError::NoSuchArray {
-                        buffer: name.clone(),
-                        tensor: tensor.clone(),
-                        axis: *axis,
-                        what: array.name(),
-                    })?;
-                    if arr.index_type() != *index_type {
-                        return Err(KernelError::IndexTypeMismatch {
-                            buffer: name.clone(),
-                            tensor: tensor.clone(),
-                            axis: *axis,
-                            what: array.name(),
-                            expected: index_type.to_string(),
-                            found: arr.index_type().to_string(),
-                        }
-                        .into());
-                    }
+                    let arr = args::slot_array(
+                        structure,
+                        &program.buffers[*buffer].name,
+                        name,
+                        *axis,
+                        *array,
+                        *index_type,
+                    )?;
                     let (src, i) = match arr {
                         IndexArray::I32(v) => (bytes_of(v), HostInts::I32(v)),
                         IndexArray::I64(v) => (bytes_of(v), HostInts::I64(v)),
