@@ -94,6 +94,49 @@ fn cuda_sim_runs_the_gpu_rule_with_eval_checksums() {
     }
 }
 
+/// f16 operands with `A` in BSR and an f32 output: the GPU rule runs the tensor-core
+/// recipe, with `eval`'s checksum up to the f32 sums.
+#[test]
+fn cuda_sim_runs_half_bsr_spmm_on_tensor_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("bsr.sp");
+    std::fs::write(
+        &program,
+        "tensor A: f16[m, n] bsr:16x16\ntensor X: f16[n, k]\ntensor Y: f32[m, k]\nY[i,c] = A[i,j] * X[j,c]\n",
+    )
+    .unwrap();
+    let args = [
+        program.to_str().unwrap(),
+        "--input",
+        "A=data/cora.mtx",
+        "--dim",
+        "k=16",
+        "--json",
+    ];
+    let run: serde_json::Value = serde_json::from_str(&ok(&sparsile(&with(
+        &["run", "--target", "cuda-sim"],
+        &args,
+    ))))
+    .unwrap();
+    assert_eq!(run["recipe"], "gpu_bsr_mma");
+    let eval: serde_json::Value =
+        serde_json::from_str(&ok(&sparsile(&with(&["eval"], &args)))).unwrap();
+    let (a, b) = (checksums(&run), checksums(&eval));
+    assert_eq!(a.len(), 1);
+    assert!(
+        (a[0] - b[0]).abs() <= 1e-5 * (1.0 + b[0].abs()),
+        "{a:?} vs {b:?}"
+    );
+    let cuda = ok(&sparsile(&with(
+        &["compile", "--target", "cuda"],
+        &args[..5],
+    )));
+    assert!(
+        cuda.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+        "{cuda}"
+    );
+}
+
 #[test]
 fn compile_for_cuda_prints_the_kernels() {
     let text = ok(&sparsile(&with(&["compile", "--target", "cuda"], &SPMM)));

@@ -45,12 +45,57 @@ fn opening_a_device_gives_a_device_or_a_typed_error() {
 }
 
 fn build(func: Func, plan: LaunchPlan) -> Result<CudaKernel, CudaError> {
+    build_for(program(), func, plan)
+}
+
+fn build_for(
+    program: sparsile_ir::coord::Program,
+    func: Func,
+    plan: LaunchPlan,
+) -> Result<CudaKernel, CudaError> {
     let dir = tempfile::tempdir().unwrap();
     let settings = Settings {
         cache_dir: Some(dir.path().to_path_buf()),
         ..Settings::from_env()
     };
-    CudaKernel::build(program(), func, SPMV_CU.to_string(), plan, &settings)
+    CudaKernel::build(program, func, SPMV_CU.to_string(), plan, &settings)
+}
+
+/// f16 and bf16 inputs (tensor-core operands) pass the checks — the CUDA kernels take
+/// them as raw 16-bit words — so building goes on to the device (here: a device or the
+/// driver's typed error). Outputs of those types are refused: nothing returns them.
+#[test]
+fn sixteen_bit_inputs_are_taken_and_sixteen_bit_outputs_refused() {
+    for dtype in ["f16", "bf16"] {
+        let program = SPMV_SIR
+            .replace("buffer x: f32[JD]", &format!("buffer x: {dtype}[JD]"))
+            .parse()
+            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+        let func: Func = SPMV_GPU
+            .replace("buffer x: f32[n]", &format!("buffer x: {dtype}[n]"))
+            .parse()
+            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+        match build_for(program, func, plan()) {
+            Ok(_) | Err(CudaError::DriverMissing) | Err(CudaError::NoDevice { .. }) => {}
+            // A GPU without NVRTC, or whose compile of the stand-in source fails, is
+            // past the checks too.
+            Err(CudaError::NvrtcMissing { .. }) | Err(CudaError::Compile { .. }) => {}
+            Err(e) => panic!("{dtype} input: {e:?}"),
+        }
+        let program = SPMV_SIR
+            .replace("buffer y: f32[I]", &format!("buffer y: {dtype}[I]"))
+            .parse()
+            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+        let func: Func = SPMV_GPU
+            .replace("buffer y: f32[m]", &format!("buffer y: {dtype}[m]"))
+            .parse()
+            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+        let err = build_for(program, func, plan()).unwrap_err();
+        assert!(
+            matches!(&err, CudaError::Kernel(KernelError::UnsupportedDType { buffer, dtype: d }) if buffer == "y" && d == dtype),
+            "{dtype} output: {err:?}"
+        );
+    }
 }
 
 /// `build` must fail with a plan error (before any device is opened) whose message

@@ -74,6 +74,20 @@ fn stub_device_path() {
     assert_eq!(stub.live().0, 2);
     drop((zeros, empty));
     assert_eq!(stub.live().0, 0);
+    // 16-bit values (tensor-core operands) go up and come back as their bits.
+    let halves = [half::f16::from_f32(1.5), half::f16::from_f32(-2.0)];
+    let up = device.upload(&halves).unwrap();
+    assert_eq!(up.bytes(), 4);
+    let mut back = [half::f16::ZERO; 2];
+    device.download(&up, &mut back).unwrap();
+    assert_eq!(back, halves);
+    let brains = [half::bf16::from_f32(3.0), half::bf16::from_f32(-0.5)];
+    let up_b = device.upload(&brains).unwrap();
+    let mut back_b = [half::bf16::ZERO; 2];
+    device.download(&up_b, &mut back_b).unwrap();
+    assert_eq!(back_b, brains);
+    drop((up, up_b));
+    assert_eq!(stub.live().0, 0);
     let err = device.alloc_zeroed(1 << 40).unwrap_err();
     assert!(
         matches!(&err, CudaError::Driver { call: "cuMemAlloc", code: 2, message } if message.contains("CUDA_ERROR_OUT_OF_MEMORY")),

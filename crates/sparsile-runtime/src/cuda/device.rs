@@ -288,7 +288,7 @@ macro_rules! host_values {
         impl HostValue for $t {}
     )*};
 }
-host_values!(u8, i32, i64, u32, u64, f32, f64);
+host_values!(u8, i32, i64, u32, u64, f32, f64, half::f16, half::bf16);
 
 impl CudaDevice {
     /// Opens device `ordinal` (0 is the first): [`CudaError::DriverMissing`] when the

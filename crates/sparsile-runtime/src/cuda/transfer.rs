@@ -30,6 +30,8 @@ pub(super) enum HostArray<'a> {
     Zeroed {
         bytes: usize,
     },
+    F16(&'a [half::f16]),
+    BF16(&'a [half::bf16]),
     F32(&'a [f32]),
     F64(&'a [f64]),
     I32(&'a [i32]),
@@ -57,6 +59,8 @@ impl HostArray<'_> {
     fn len(&self) -> usize {
         match self {
             HostArray::Declared | HostArray::Zeroed { .. } => 0,
+            HostArray::F16(v) => v.len(),
+            HostArray::BF16(v) => v.len(),
             HostArray::F32(v) => v.len(),
             HostArray::F64(v) => v.len(),
             HostArray::I32(v) => v.len(),
@@ -86,6 +90,8 @@ impl HostArray<'_> {
         let buffer = match self {
             HostArray::Declared => return Ok(None),
             HostArray::Zeroed { bytes } => device.alloc_zeroed(*bytes),
+            HostArray::F16(v) => device.upload(v),
+            HostArray::BF16(v) => device.upload(v),
             HostArray::F32(v) => device.upload(v),
             HostArray::F64(v) => device.upload(v),
             HostArray::I32(v) => device.upload(v),
@@ -107,6 +113,8 @@ impl HostArray<'_> {
         match self {
             HostArray::Declared => 0,
             HostArray::Zeroed { bytes } => *bytes,
+            HostArray::F16(v) => std::mem::size_of_val(*v),
+            HostArray::BF16(v) => std::mem::size_of_val(*v),
             HostArray::F32(v) => std::mem::size_of_val(*v),
             HostArray::F64(v) => std::mem::size_of_val(*v),
             HostArray::I32(v) => std::mem::size_of_val(*v),
@@ -213,12 +221,10 @@ pub(super) fn host_arrays<'a>(
                         let array = match values {
                             Values::F32(v) => HostArray::F32(v),
                             Values::F64(v) => HostArray::F64(v),
-                            Values::F16(_) | Values::BF16(_) => {
-                                return Err(KernelError::UnsupportedDType {
-                                    buffer: name.clone(),
-                                    dtype: values.dtype().to_string(),
-                                })
-                            }
+                            // 16-bit inputs (tensor-core operands) go up as they are:
+                            // the kernels take them as raw 16-bit words.
+                            Values::F16(v) => HostArray::F16(v),
+                            Values::BF16(v) => HostArray::BF16(v),
                         };
                         let count = array.len();
                         (array, Some(count))

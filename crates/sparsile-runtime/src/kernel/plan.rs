@@ -3,7 +3,7 @@
 //! an axis array of one (structure), with compatible element types, and every parameter
 //! is a stage-I parameter.
 
-use sparsile_ir::coord::Program;
+use sparsile_ir::coord::{BufferRole, Program};
 use sparsile_ir::loops::{BufferKind, BufferLayout, Expr, Func, Stage};
 use sparsile_ir::{AxisKind, BufferId, DType, IndexType, ParamId};
 
@@ -69,6 +69,17 @@ fn index_type(buffer: &str, dtype: DType) -> Result<IndexType, KernelError> {
 
 /// Checks `func` against `program` and records what each argument is bound to.
 pub(crate) fn plan(program: &Program, func: &Func) -> Result<Plan, KernelError> {
+    plan_with(program, func, false)
+}
+
+/// [`plan`], with f16 and bf16 input values allowed when `half_inputs` (the CUDA kernels
+/// take them as raw 16-bit words; the C kernels have no 16-bit types). Outputs and temps
+/// of those types are refused either way: nothing allocates or returns them.
+pub(crate) fn plan_with(
+    program: &Program,
+    func: &Func,
+    half_inputs: bool,
+) -> Result<Plan, KernelError> {
     if func.stage != Stage::Flat {
         return Err(KernelError::NotFlat {
             func: func.name.clone(),
@@ -86,7 +97,8 @@ pub(crate) fn plan(program: &Program, func: &Func) -> Result<Plan, KernelError> 
                             buffer: fb.name.clone(),
                         })?;
                 let decl = &program.buffers[id];
-                if matches!(fb.dtype, DType::F16 | DType::BF16) {
+                let half_input = half_inputs && decl.role == BufferRole::Input;
+                if matches!(fb.dtype, DType::F16 | DType::BF16) && !half_input {
                     return Err(KernelError::UnsupportedDType {
                         buffer: fb.name.clone(),
                         dtype: fb.dtype.to_string(),

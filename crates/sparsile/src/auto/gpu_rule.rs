@@ -4,7 +4,12 @@
 //! - SpMM (and anything not listed): `gpu_rowwise`, the dense width over the lanes of a
 //!   warp with each output element summed in a register;
 //! - SpMV and SDDMM: `gpu_warp`, a warp per row (CSR-vector) or per non-zero (over all
-//!   non-zeros, whatever the row lengths), combined by a warp reduction.
+//!   non-zeros, whatever the row lengths), combined by a warp reduction;
+//! - SpMM with the sparse operand in BSR, blocks whose rows are a multiple of 16 and
+//!   columns a multiple of 8, f16 operands (or bf16 ones) and an f32 output:
+//!   `gpu_bsr_mma`, every block an `mma` on tensor cores (exact products, f32 sums).
+//!   f32 operands stay on `gpu_rowwise`: tensor cores would round them to tf32, which
+//!   only a user can decide (`gpu_bsr_mma:tf32=on`).
 //!
 //! ```
 //! let program = sparsile::compile_notation(
@@ -14,13 +19,77 @@
 //! assert_eq!(sparsile::auto::gpu_rule(&program), "gpu_warp");
 //! ```
 
-use sparsile_ir::coord::Program;
+use sparsile_ir::coord::{BufferRole, Extent, Program};
+use sparsile_ir::{AxisKind, DType};
 use sparsile_tune::op::{classify, Operator};
 
 /// The GPU recipe for `program` (see the module docs).
 pub fn gpu_rule(program: &Program) -> &'static str {
+    if tensor_core_spmm(program) {
+        return "gpu_bsr_mma";
+    }
     match classify(program).op {
         Operator::Spmv | Operator::Sddmm => "gpu_warp",
         _ => "gpu_rowwise",
+    }
+}
+
+/// Whether `program` is `Y[i,c] = A[i,j] * X[j,c]` with `A` in BSR (blocks of a multiple
+/// of 16 rows and of 8 columns), `A` and `X` both f16 or both bf16, and `Y` f32: what
+/// `gpu_bsr_mma` runs exactly.
+fn tensor_core_spmm(program: &Program) -> bool {
+    let buffers: Vec<_> = program.buffers.values().collect();
+    let inputs: Vec<_> = buffers
+        .iter()
+        .filter(|b| b.role == BufferRole::Input)
+        .collect();
+    let outputs: Vec<_> = buffers
+        .iter()
+        .filter(|b| b.role == BufferRole::Output)
+        .collect();
+    let ([a, x], [y]) = (inputs.as_slice(), outputs.as_slice()) else {
+        return false;
+    };
+    let (a, x) = if a.axes.len() == 4 { (a, x) } else { (x, a) };
+    let block = |axis| match (&program.axes[axis].kind, &program.axes[axis].length) {
+        (AxisKind::DenseFixed, Extent::Const(n)) => Some(*n),
+        _ => None,
+    };
+    let blocked = a.axes.len() == 4
+        && program.axes[a.axes[1]].kind == AxisKind::SparseVariable
+        && matches!(
+            (block(a.axes[2]), block(a.axes[3])),
+            (Some(r), Some(c)) if r % 16 == 0 && c % 8 == 0
+        );
+    let half = matches!(
+        (a.dtype, x.dtype),
+        (DType::F16, DType::F16) | (DType::BF16, DType::BF16)
+    );
+    blocked && half && x.axes.len() == 2 && y.axes.len() == 2 && y.dtype == DType::F32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gpu_rule;
+
+    fn rule(a: &str, x: &str, y: &str, format: &str) -> &'static str {
+        let text = format!(
+            "tensor A: {a}[m, n] {format}\ntensor X: {x}[n, k]\ntensor Y: {y}[m, k]\nY[i,c] = A[i,j] * X[j,c]\n"
+        );
+        gpu_rule(&crate::compile_notation(&text).unwrap())
+    }
+
+    #[test]
+    fn tensor_cores_take_half_bsr_spmm_with_an_f32_output() {
+        assert_eq!(rule("f16", "f16", "f32", "bsr:16x16"), "gpu_bsr_mma");
+        assert_eq!(rule("bf16", "bf16", "f32", "bsr:16x8"), "gpu_bsr_mma");
+        assert_eq!(rule("f16", "f16", "f32", "bsr:32x32"), "gpu_bsr_mma");
+        // Rounding f32 to tf32 is the user's call; blocks an mma does not tile; other
+        // formats; a 16-bit output.
+        assert_eq!(rule("f32", "f32", "f32", "bsr:16x16"), "gpu_rowwise");
+        assert_eq!(rule("f16", "f16", "f32", "bsr:8x8"), "gpu_rowwise");
+        assert_eq!(rule("f16", "f16", "f32", "bsr:16x4"), "gpu_rowwise");
+        assert_eq!(rule("f16", "f16", "f32", "csr"), "gpu_rowwise");
+        assert_eq!(rule("f16", "f16", "f16", "bsr:16x16"), "gpu_rowwise");
     }
 }

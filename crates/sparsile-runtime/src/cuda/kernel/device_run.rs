@@ -447,13 +447,8 @@ impl CudaKernel {
                                     let src = match v {
                                         Values::F32(v) => bytes_of(v),
                                         Values::F64(v) => bytes_of(v),
-                                        other => {
-                                            return Err(KernelError::UnsupportedDType {
-                                                buffer: name.clone(),
-                                                dtype: other.dtype().to_string(),
-                                            }
-                                            .into())
-                                        }
+                                        Values::F16(v) => bytes_of(v),
+                                        Values::BF16(v) => bytes_of(v),
                                     };
                                     (self.upload(&mut state, name, src)?, Some(count))
                                 }
