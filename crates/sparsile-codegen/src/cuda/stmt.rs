@@ -31,7 +31,7 @@ use sparsile_ir::loops::{
 use sparsile_ir::{BufferId, DType, VarId};
 
 use super::mma::emit_mma;
-use super::vector::{load_lines, vector_reads, VECTOR_EXTENTS};
+use super::vector::{dead_vars, load_lines, vector_reads, VECTOR_EXTENTS};
 use super::warp::emit_warp_reduce;
 use crate::c::ctx::Ctx;
 use crate::c::expr::{emit_as, emit_offset, emit_truth, PREC_ADD};
@@ -418,6 +418,9 @@ fn emit_vectorized(
     for line in &lines {
         w.line(line);
     }
+    let dead = dead_vars(f, &reads);
+    let live = ctx.live.clone();
+    ctx.live.retain(|v| !dead.contains(v));
     let outer = std::mem::take(&mut ctx.vector_elements);
     for (u, elements) in elements.into_iter().enumerate() {
         w.line("{");
@@ -436,10 +439,14 @@ fn emit_vectorized(
         ctx.vector_elements = outer.iter().cloned().chain(elements).collect();
         let done = emit_stmts(ctx, launch, w, &f.body, block);
         ctx.vector_elements.clone_from(&outer);
-        done?;
+        if done.is_err() {
+            ctx.live = live;
+            return done;
+        }
         w.indent -= 1;
         w.line("}");
     }
+    ctx.live = live;
     w.indent -= 1;
     w.line("}");
     Ok(())

@@ -178,6 +178,61 @@ pub(super) fn load_lines(
     Ok((lines, per_iteration))
 }
 
+/// The loop variable and locals of `f`'s body that nothing reads once `reads` are served
+/// by vector loads (such as the index `c` of `X[i * K + c]`): the body is written
+/// without them, since NVRTC warns about locals never referenced. To a fixed point: a
+/// dead local's value reads nothing.
+pub(super) fn dead_vars(f: &For, reads: &[VectorRead]) -> HashSet<VarId> {
+    if reads.is_empty() {
+        return HashSet::new();
+    }
+    let body = Stmt::map_exprs(&f.body, &mut |e| {
+        e.map(&mut |x| match x {
+            Expr::Load { buffer, indices }
+                if reads.iter().any(|r| {
+                    r.buffer == *buffer && indices.as_slice() == std::slice::from_ref(&r.index)
+                }) =>
+            {
+                Some(Expr::Float(0.0))
+            }
+            _ => None,
+        })
+    });
+    let mut candidates: HashSet<VarId> = Stmt::declared_vars(&body)
+        .into_iter()
+        .filter(|v| {
+            let mut let_bound = false;
+            Stmt::visit_all(&body, &mut |s| {
+                let_bound |= matches!(s, Stmt::Let { var, .. } if var == v);
+            });
+            let_bound
+        })
+        .collect();
+    candidates.insert(f.var);
+    let mut dead = HashSet::new();
+    loop {
+        let mut read = HashSet::new();
+        Stmt::visit_all(&body, &mut |s| {
+            let skip =
+                matches!(s, Stmt::Let { var, .. } | Stmt::Assign { var, .. } if dead.contains(var));
+            if !skip {
+                for e in s.own_exprs() {
+                    e.visit(&mut |x| {
+                        if let Expr::Var(v) = x {
+                            read.insert(*v);
+                        }
+                    });
+                }
+            }
+        });
+        let next: HashSet<VarId> = candidates.difference(&read).copied().collect();
+        if next == dead {
+            return dead;
+        }
+        dead = next;
+    }
+}
+
 /// `e` without additions and subtractions of 0 (the first iteration's `+ 0`).
 fn without_zeros(e: &Expr) -> Expr {
     match e {
