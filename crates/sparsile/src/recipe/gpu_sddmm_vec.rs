@@ -3,8 +3,10 @@
 //!
 //! The non-zeros of the whole matrix are one loop (`sparse_fuse` of the row and column
 //! axes, rows found by a binary search), `lanes` threads along `threadIdx.x` per non-zero
-//! and `rows` non-zeros side by side along `threadIdx.y` (with fewer than 32 lanes,
-//! several non-zeros share a warp). The dot product over `K` is split into vectors of
+//! (a warp, or with more than 32 lanes a block) and `rows` non-zeros side by side along
+//! `threadIdx.y`. Fewer than 32 lanes (several non-zeros per warp, as Sputnik runs short
+//! rows) are refused: the last warp's tail guard would leave lanes out of the warp
+//! reduction. The dot product over `K` is split into vectors of
 //! `vec` consecutive elements: lane `l` takes vectors `l`, `l + lanes`, … of the rows
 //! `X[i,:]` and `Y[j,:]`, reads each with one `float4` (`vec=4`, f32), `float2` or
 //! `double2` load and adds its products into a register (stage one, a `vectorized` loop
@@ -19,9 +21,11 @@
 //! recipe schedules scalar loads, one element per lane per pass as `gpu_warp` does: the
 //! same result, never a misaligned access.
 //!
-//! Example: `sparsile run --target cuda --recipe gpu_sddmm_vec:vec=4,lanes=8 …` on
-//! `O[i,j] = A[i,j] * X[i,c] * Y[j,c]` with `K = 64` gives each non-zero 8 lanes, each
-//! reading two `float4`s of `X[i,:]` and of `Y[j,:]`, four non-zeros per warp.
+//! Example: `sparsile run --target cuda --recipe gpu_sddmm_vec:vec=4 …` on
+//! `O[i,j] = A[i,j] * X[i,c] * Y[j,c]` with `K = 256` gives each non-zero a warp whose
+//! lanes each read two `float4`s of `X[i,:]` and two of `Y[j,:]` (vectors `l` and
+//! `l + 32`), sum their eight products in a register, and add the 32 sums by shuffles;
+//! with `K = 32` lanes 0 to 7 read one `float4` each and the others add 0.
 
 use sparsile_ir::coord::IterKind;
 use sparsile_ir::loops::Stmt;
@@ -53,7 +57,7 @@ fn info() -> RecipeInfo {
                 default: "4",
                 doc: "elements per vector load: 1, 2 or 4 (scalar loads when K is unknown or not a multiple)",
             },
-            lanes_param("lanes per non-zero along threadIdx.x, a power of two up to 1024: below 32 several non-zeros share a warp; above, a block per non-zero"),
+            lanes_param("lanes per non-zero along threadIdx.x, a power of two from 32 to 1024: 32 a warp per non-zero; more, a block per non-zero"),
             rows_param("non-zeros per block along threadIdx.y"),
         ],
         source: "Sputnik SDDMM (Gale et al., SC 2020): vector loads of the dense rows, a two-stage reduction",
@@ -73,8 +77,12 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     if vec == 3 {
         return Err(bad("vec", vec, "1, 2 or 4".into()));
     }
-    if lanes < 2 || !(lanes as u64).is_power_of_two() {
-        return Err(bad("lanes", lanes, "a power of two from 2 to 1024".into()));
+    if lanes < 32 || !(lanes as u64).is_power_of_two() {
+        return Err(bad(
+            "lanes",
+            lanes,
+            "a power of two from 32 to 1024 (fewer lanes would put several non-zeros in a warp, whose last one leaves lanes out of the warp reduction)".into(),
+        ));
     }
     if lanes > 32 && rows != 1 {
         return Err(bad(
@@ -148,16 +156,18 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         sch.reorder(&[i.clone(), o]).map_err(&s)?;
         i
     };
-    sch.warp_reduce(&lane).map_err(&s)?;
-    if let Some(v) = vector {
-        sch.vectorize(&v).map_err(&s)?;
-    }
+    // The non-zeros over the grid (and threadIdx.y) first, then the reduction over the
+    // lanes of the block it is in.
     if lanes > 32 {
         sch.bind(&outer, BLOCK_X).map_err(&s)?;
     } else {
         let (o, i) = split(sch, NAME, &outer, rows)?;
         sch.bind(&o, BLOCK_X).map_err(&s)?;
         sch.bind(&i, THREAD_Y).map_err(&s)?;
+    }
+    sch.warp_reduce(&lane).map_err(&s)?;
+    if let Some(v) = vector {
+        sch.vectorize(&v).map_err(&s)?;
     }
     unbound_blocks(sch, NAME, lanes, rows)
 }
