@@ -73,6 +73,10 @@ impl VectorRead {
     }
 }
 
+/// A read served by a vector load: the buffer, the index as the body writes it, and the
+/// C expression of the element (`X_v.y`).
+pub(super) type Element = (BufferId, Expr, String);
+
 /// The reads of `f`'s body (a loop of `extent` iterations) that vector loads can serve,
 /// in the order the body reads them, each once.
 pub(super) fn vector_reads(ctx: &Ctx, f: &For, extent: i64) -> Vec<VectorRead> {
@@ -144,7 +148,7 @@ pub(super) fn load_lines(
     ctx: &mut Ctx,
     reads: &[VectorRead],
     extent: usize,
-) -> Result<(Vec<String>, Vec<Vec<(BufferId, Expr, String)>>), CodegenError> {
+) -> Result<(Vec<String>, Vec<Vec<Element>>), CodegenError> {
     const PARTS: [&str; 4] = ["x", "y", "z", "w"];
     let mut lines = Vec::new();
     let mut per_iteration = vec![Vec::new(); extent];
