@@ -26,12 +26,13 @@ use std::collections::HashMap;
 
 use sparsile_ir::loops::gpu::GpuDim;
 use sparsile_ir::loops::{
-    constant_extent, BarrierScope, BufferKind, Expr, For, ForKind, GpuAxis, LaunchShape, Stmt,
+    constant_extent, vector_loads, BarrierScope, BufferKind, Expr, For, ForKind, GpuAxis,
+    LaunchShape, Stmt, VECTOR_EXTENTS,
 };
 use sparsile_ir::{BufferId, DType, VarId};
 
 use super::mma::emit_mma;
-use super::vector::{dead_vars, load_lines, vector_reads, VECTOR_EXTENTS};
+use super::vector::{dead_vars, load_lines, vector_type};
 use super::warp::emit_warp_reduce;
 use crate::c::ctx::Ctx;
 use crate::c::expr::{emit_as, emit_offset, emit_truth, PREC_ADD};
@@ -386,7 +387,7 @@ fn emit_vectorized(
     extent: i64,
     block: Option<&str>,
 ) -> Result<(), CodegenError> {
-    let reads = vector_reads(ctx, f, extent);
+    let reads = vector_loads(ctx.func, f);
     let n = usize::try_from(extent).unwrap_or(0);
     let var = comment_text(&ctx.var(f.var)?.name);
     let place = match block {
@@ -402,7 +403,7 @@ fn emit_vectorized(
                 Ok(format!(
                     "{} in {} loads",
                     comment_text(&ctx.buffer(r.buffer)?.name),
-                    r.vector_type()
+                    vector_type(r)
                 ))
             })
             .collect::<Result<_, CodegenError>>()?;
