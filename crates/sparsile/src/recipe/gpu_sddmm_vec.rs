@@ -21,6 +21,11 @@
 //! recipe schedules scalar loads, one element per lane per pass as `gpu_warp` does: the
 //! same result, never a misaligned access.
 //!
+//! A recipe of its own rather than a parameter of `gpu_warp`: it takes SDDMM only (vector
+//! loads of a row have no SpMV counterpart: `x[j]` is gathered), its default is vector
+//! loads, and its steps differ (the split into vectors, `vectorize`, the non-zeros bound
+//! before the reduction).
+//!
 //! Example: `sparsile run --target cuda --recipe gpu_sddmm_vec:vec=4 …` on
 //! `O[i,j] = A[i,j] * X[i,c] * Y[j,c]` with `K = 256` gives each non-zero a warp whose
 //! lanes each read two `float4`s of `X[i,:]` and two of `Y[j,:]` (vectors `l` and
