@@ -182,7 +182,7 @@ fn cuda_sim_measures_cora_with_the_gpu_rule_and_no_peers() {
         got,
         [
             ("spmm", "gpu_rowwise"),
-            ("sddmm", "gpu_warp"),
+            ("sddmm", "gpu_sddmm_vec"),
             ("spmv", "gpu_warp")
         ]
     );

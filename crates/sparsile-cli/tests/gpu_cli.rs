@@ -228,7 +228,8 @@ fn recipes_name_their_targets() {
             "gpu_hyb",
             "gpu_rowcache",
             "gpu_bsr_mma",
-            "gpu_da"
+            "gpu_da",
+            "gpu_sddmm_vec"
         ]
     );
     let line = text

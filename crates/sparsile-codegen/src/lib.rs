@@ -41,5 +41,5 @@ mod error;
 pub use c::{
     emit_c, BufferArg, CSource, PhaseInfo, PhaseKind, PhasePartition, ABI_VERSION, ENTRY_SYMBOLS,
 };
-pub use cuda::{emit_cuda, CudaSource, KernelArg, KernelInfo};
+pub use cuda::{emit_cuda, BufferAlignment, CudaSource, KernelArg, KernelInfo};
 pub use error::CodegenError;

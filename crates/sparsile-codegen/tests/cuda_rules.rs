@@ -368,13 +368,25 @@ fn loops_of_any_kind_make_no_panic() {
             }
         }
     }
-    let mut kinds = vec![ForKind::Serial, ForKind::Unrolled, ForKind::Parallel];
+    let mut kinds = vec![
+        ForKind::Serial,
+        ForKind::Unrolled,
+        ForKind::Parallel,
+        ForKind::Vectorized,
+    ];
     for d in GpuDim::ALL {
         kinds.push(ForKind::Bound(GpuAxis::Block(d)));
         kinds.push(ForKind::Bound(GpuAxis::Thread(d)));
     }
     let mut emitted = 0;
-    for name in ["gpu_spmm", "spmm_eb", "hfused", "features", "spmm_i64"] {
+    for name in [
+        "gpu_spmm",
+        "spmm_eb",
+        "hfused",
+        "features",
+        "spmm_i64",
+        "sddmm_vec",
+    ] {
         let func = load(name);
         for k in 0..count(&func.body) {
             for &kind in &kinds {
@@ -386,4 +398,60 @@ fn loops_of_any_kind_make_no_panic() {
         }
     }
     assert!(emitted > 0);
+}
+
+/// The buffers each kernel reads with vector loads, with the alignment their addresses
+/// need: X and Y in `float4`s (16 bytes), Q in `double2`s (16 bytes); P (rows at
+/// multiples of a param) and the conditional and serial reads of Q need none.
+#[test]
+fn vector_loads_say_which_buffers_they_need_aligned() {
+    let src = emit_cuda(&load("sddmm_vec")).unwrap();
+    let aligned = |k: usize| -> Vec<(String, usize)> {
+        src.kernels[k]
+            .alignments
+            .iter()
+            .map(|a| {
+                assert_eq!(src.buffer_order[a.index].name, a.name);
+                (a.name.clone(), a.bytes)
+            })
+            .collect()
+    };
+    assert_eq!(aligned(0), [("X".to_string(), 16), ("Y".to_string(), 16)]);
+    assert_eq!(aligned(1), [("Q".to_string(), 16)]);
+    assert_eq!(src.code.matches("*(const float4 *)&").count(), 2);
+    assert_eq!(src.code.matches("*(const double2 *)&").count(), 1);
+    assert!(src.code.contains("P[i * k + v]"), "{}", src.code);
+    // Two f32 elements a load: float2, 8 bytes.
+    let two = load("sddmm_vec")
+        .to_string()
+        .replace("for v in 0..4 vectorized", "for v in 0..2 vectorized")
+        .replace("let c: idx = l * 4 + v", "let c: idx = l * 2 + v");
+    let src = emit_cuda(&parse(&two)).unwrap();
+    assert_eq!(
+        src.code.matches("*(const float2 *)&").count(),
+        2,
+        "{}",
+        src.code
+    );
+    assert!(src.kernels[0].alignments.iter().all(|a| a.bytes == 8));
+    // A row start that is not a multiple of the vector: scalar reads, no alignment.
+    let odd = load("sddmm_vec")
+        .to_string()
+        .replace("X[i * 128 + c]", "X[i * 128 + c + 1]");
+    let src = emit_cuda(&parse(&odd)).unwrap();
+    assert_eq!(
+        src.code.matches("*(const float4 *)&").count(),
+        1,
+        "{}",
+        src.code
+    );
+    assert_eq!(
+        src.kernels[0]
+            .alignments
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>(),
+        ["Y"]
+    );
+    assert!(src.code.contains("X[i * 128 + c + 1]"), "{}", src.code);
 }

@@ -31,14 +31,19 @@ use sparsile_formats::{AxisStorage, SparseTensor, Structure, Values};
 use sparsile_ir::settings::Settings;
 use sparsile_ir::DType;
 use sparsile_runtime::cuda::{
-    dense_structure, operand_cache, CudaDevice, CudaError, CudaKernel, CudaStream, DeviceArray,
-    DeviceBuffer, DeviceInput, DeviceValues, Nvrtc, OutputSpec,
+    check_plan, dense_structure, operand_cache, CudaDevice, CudaError, CudaKernel, CudaStream,
+    DeviceArray, DeviceBuffer, DeviceInput, DeviceValues, LaunchPlan, Nvrtc, OutputSpec,
 };
 use sparsile_runtime::{KernelOptions, Outputs};
 
 /// The kernel of `cuda_support` built under the stand-in, with a fresh cubin cache, or
 /// `None` (after saying so) without NVRTC.
 fn stub_kernel(test: &str) -> Option<(CudaKernel, tempfile::TempDir)> {
+    stub_kernel_with(test, plan())
+}
+
+/// [`stub_kernel`] with another launch plan for the same source.
+fn stub_kernel_with(test: &str, plan: LaunchPlan) -> Option<(CudaKernel, tempfile::TempDir)> {
     let settings = Settings::from_env();
     if let Err(e) = Nvrtc::load(&settings) {
         if settings.nvrtc.is_some() {
@@ -52,14 +57,8 @@ fn stub_kernel(test: &str) -> Option<(CudaKernel, tempfile::TempDir)> {
         cache_dir: Some(dir.path().to_path_buf()),
         ..settings
     };
-    let kernel = CudaKernel::build(
-        program(),
-        gpu_func(),
-        SPMV_CU.to_string(),
-        plan(),
-        &settings,
-    )
-    .unwrap();
+    let kernel =
+        CudaKernel::build(program(), gpu_func(), SPMV_CU.to_string(), plan, &settings).unwrap();
     Some((kernel, dir))
 }
 
@@ -85,6 +84,27 @@ fn y_outputs(device: &CudaDevice, buffer: &DeviceBuffer, m: usize) -> Outputs {
 
 fn array_of(buffer: &DeviceBuffer, dtype: DType, shape: Vec<usize>) -> DeviceArray {
     DeviceArray::contiguous(buffer.device_ptr(), dtype, shape, 0)
+}
+
+/// A plan's alignments (of vector loads) name buffer arguments of their kernel and are
+/// powers of two up to 256 bytes.
+#[test]
+fn launch_plans_with_bad_alignments_are_refused() {
+    let func = gpu_func();
+    let mut ok = plan();
+    ok.kernels[0].alignments = vec![(1, 16), (0, 8)];
+    check_plan(&func, &ok).unwrap();
+    for (kernel, alignment, what) in [
+        (0, (2, 16), "buffer #2"),
+        (1, (9, 16), "buffer #9"),
+        (0, (1, 12), "12 bytes"),
+        (0, (1, 512), "512 bytes"),
+    ] {
+        let mut bad = plan();
+        bad.kernels[kernel].alignments = vec![alignment];
+        let err = check_plan(&func, &bad).unwrap_err();
+        assert!(err.to_string().contains(what), "{alignment:?}: {err}");
+    }
 }
 
 #[test]
@@ -333,6 +353,45 @@ fn stub_device_operands() {
         matches!(&err, CudaError::NotDeviceMemory { reason, .. } if reason.contains("not aligned")),
         "{err:?}"
     );
+    // A kernel whose vector loads need x 16-byte aligned: x one element into a wider
+    // allocation is refused, naming x and its address, before anything is queued; x at
+    // the start of its allocation (256-byte aligned) runs.
+    let mut vector_plan = plan();
+    vector_plan.kernels[0].alignments = vec![(1, 16)];
+    let (vector_kernel, _vector_cache) =
+        stub_kernel_with("stub_device_operands", vector_plan).expect("NVRTC loaded above");
+    let wide = device.upload(&vec![1.0f32; n + 4]).unwrap();
+    let shifted = wide.device_ptr() + 4;
+    stub.clear();
+    let mut alloc_y = |spec: &OutputSpec| Ok(array_of(&y_dev, spec.dtype, spec.shape.clone()));
+    let err = vector_kernel
+        .run_device(
+            &with_x(DeviceArray {
+                ptr: shifted,
+                ..x_array.clone()
+            }),
+            &mut alloc_y,
+            s,
+            &options,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&err, CudaError::Misaligned { operand, address, bytes: 16 } if operand == "x" && *address == shifted),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains(&format!("{shifted:#x}")), "{err}");
+    assert_eq!(stub.log(), "", "nothing queued for {err}");
+    assert_eq!(stub.copies().0, 0, "nothing copied for {err}");
+    stub.clear();
+    vector_kernel
+        .run_device(
+            &with_x(array_of(&wide, DType::F32, vec![n])),
+            &mut alloc_y,
+            s,
+            &options,
+        )
+        .unwrap();
+    drop(wide);
     // A shape that does not fit A is the binding's error.
     let err = run(&with_x(array_of(&x_dev, DType::F32, vec![n - 1])));
     assert!(matches!(err, CudaError::Kernel(_)), "{err:?}");

@@ -317,6 +317,7 @@ fn launch_plan(cuda: &sparsile_codegen::CudaSource) -> LaunchPlan {
                         sparsile_codegen::KernelArg::Buffer { index, .. } => ArgRef::Buffer(*index),
                     })
                     .collect(),
+                alignments: k.alignments.iter().map(|a| (a.index, a.bytes)).collect(),
             })
             .collect(),
     }

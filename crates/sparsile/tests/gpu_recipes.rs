@@ -132,6 +132,10 @@ fn gpu_recipes() -> Vec<(String, Vec<&'static str>)> {
         .collect();
     out.push(("gpu_warp:lanes=128,rows=1".into(), vec!["sddmm", "spmv"]));
     out.push(("gpu_warp:lanes=64,rows=1".into(), vec!["spmv"]));
+    // Vector loads of two elements, one non-zero per block, a block per non-zero.
+    out.push(("gpu_sddmm_vec:vec=2".into(), vec!["sddmm"]));
+    out.push(("gpu_sddmm_vec:rows=1".into(), vec!["sddmm"]));
+    out.push(("gpu_sddmm_vec:lanes=64,rows=1".into(), vec!["sddmm"]));
     out
 }
 
@@ -205,6 +209,81 @@ fn every_gpu_recipe_matches_the_interpreter_in_the_simt_interpreter() {
             compiled.len()
         );
     }
+}
+
+/// The CUDA of `gpu_sddmm_vec` on SDDMM of width `k` with `spec`.
+fn sddmm_vec_cuda(spec: &str, k: usize, dtype: DType) -> String {
+    let text = program("sddmm", dtype);
+    let a = matrices().remove(0).1;
+    let ins = inputs("sddmm", &a, k, dtype, 5);
+    let kernel = compile_recipe_for(&text, &ins, spec, Target::CudaSim)
+        .unwrap_or_else(|e| panic!("{spec} k={k}: {e}"));
+    // The vector loads give the same result as the interpreter.
+    let got = kernel.run(&ins, &RunOptions::default()).unwrap();
+    let expected = evaluate(&text, &ins).unwrap();
+    let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
+    close(
+        &got["O"].to_dense_f64(),
+        &expected["O"].to_dense_f64(),
+        tol,
+        &format!("{spec} k={k} {dtype}"),
+    );
+    kernel.ir(Stage::Cuda)
+}
+
+#[test]
+fn gpu_sddmm_vec_loads_vectors_only_where_the_rows_start_aligned() {
+    let vector = |code: &str, ty: &str| code.matches(&format!("*(const {ty} *)&")).count();
+    // K = 32, specialised: one float4 of X's row and one of Y's per lane.
+    let code = sddmm_vec_cuda("gpu_sddmm_vec", 32, DType::F32);
+    assert_eq!(vector(&code, "float4"), 2, "{code}");
+    assert!(code.contains("X_v.w"), "{code}");
+    // vec=2: float2; f64: double2 (two per vector of four).
+    let code = sddmm_vec_cuda("gpu_sddmm_vec:vec=2", 32, DType::F32);
+    assert_eq!(
+        (vector(&code, "float2"), vector(&code, "float4")),
+        (2, 0),
+        "{code}"
+    );
+    let code = sddmm_vec_cuda("gpu_sddmm_vec", 32, DType::F64);
+    assert_eq!(vector(&code, "double2"), 4, "{code}");
+    // K = 70 is not a multiple of 4, and with k=none K is unknown: scalar loads.
+    for (spec, k) in [("gpu_sddmm_vec:vec=4", 70), ("gpu_sddmm_vec:k=none", 32)] {
+        let code = sddmm_vec_cuda(spec, k, DType::F32);
+        for ty in ["float4", "float2", "double2"] {
+            assert_eq!(vector(&code, ty), 0, "{spec} k={k}: {code}");
+        }
+        assert!(!code.contains("vectorized over"), "{spec} k={k}: {code}");
+    }
+    // K = 70 with vec=2: float2.
+    let code = sddmm_vec_cuda("gpu_sddmm_vec:vec=2", 70, DType::F32);
+    assert_eq!(vector(&code, "float2"), 2, "{code}");
+}
+
+#[test]
+fn gpu_sddmm_vec_refuses_bad_parameters_and_other_operators() {
+    let text = program("sddmm", DType::F32);
+    let a = matrices().remove(0).1;
+    let ins = inputs("sddmm", &a, 32, DType::F32, 6);
+    for (spec, arg) in [
+        ("gpu_sddmm_vec:vec=3", "vec"),
+        ("gpu_sddmm_vec:vec=8", "vec"),
+        ("gpu_sddmm_vec:lanes=12", "lanes"),
+        ("gpu_sddmm_vec:lanes=64,rows=2", "rows"),
+        ("gpu_sddmm_vec:lanes=8", "lanes"),
+    ] {
+        let err = compile_recipe_for(&text, &ins, spec, Target::CudaSim).unwrap_err();
+        assert!(err.to_string().contains(arg), "{spec}: {err}");
+    }
+    let spmv = inputs("spmv", &a, 1, DType::F32, 7);
+    let err = compile_recipe_for(
+        &program("spmv", DType::F32),
+        &spmv,
+        "gpu_sddmm_vec",
+        Target::CudaSim,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("SDDMM-shaped"), "{err}");
 }
 
 #[test]

@@ -299,7 +299,7 @@ mod tests {
         assert_eq!(rule[0].chosen_by.as_deref(), Some("GPU rule"));
         assert_eq!(
             names(&case(Op::Sddmm, "auto"), &Recipes::Case),
-            ["gpu_warp"]
+            ["gpu_sddmm_vec"]
         );
         assert_eq!(names(&case(Op::Spmv, "auto"), &Recipes::Case), ["gpu_warp"]);
         let named = entries(&case(Op::Spmm, "gpu_nnz:rows=2"), &Recipes::Case).unwrap();
@@ -324,7 +324,7 @@ mod tests {
         assert!(names(&bsr, &Recipes::All).contains(&"gpu_bsr_mma".to_string()));
         assert_eq!(
             names(&case(Op::Sddmm, "auto"), &Recipes::All),
-            ["gpu_rowwise", "gpu_warp"]
+            ["gpu_rowwise", "gpu_warp", "gpu_sddmm_vec"]
         );
         assert_eq!(
             names(&case(Op::Spmv, "auto"), &Recipes::All),

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, Func, Stage, Var, VarType};
+use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, Expr, Func, Stage, Var, VarType};
 use sparsile_ir::{BufferId, DType, ParamId, Span, VarId};
 
 use super::names::Names;
@@ -33,6 +33,12 @@ pub(crate) struct Ctx<'f> {
     pub(crate) caller_scratch: HashSet<BufferId>,
     /// The accumulators of the `vectorized(reassociate)` loop being written.
     pub(crate) accumulators: Vec<Accumulator>,
+    /// CUDA: reads served by the vector loads of the `vectorized` loop iteration being
+    /// written: (buffer, index as written, the C expression of the element).
+    pub(crate) vector_elements: Vec<(BufferId, Expr, String)>,
+    /// CUDA: the alignment (bytes) the vector loads of the kernel being written need, per
+    /// buffer.
+    pub(crate) vector_alignment: std::collections::BTreeMap<BufferId, usize>,
 }
 
 impl<'f> Ctx<'f> {
@@ -107,6 +113,8 @@ impl<'f> Ctx<'f> {
             live: HashSet::new(),
             caller_scratch: HashSet::new(),
             accumulators: Vec::new(),
+            vector_elements: Vec::new(),
+            vector_alignment: std::collections::BTreeMap::new(),
         }
     }
 

@@ -162,6 +162,11 @@ fn emit_typed(ctx: &mut Ctx, e: &Expr, ty: Ty) -> Result<Code, CodegenError> {
         Expr::Var(v) => Code::new(ctx.var_name(*v)?, PREC_PRIMARY),
         Expr::Param(p) => Code::new(ctx.param_name(*p)?.to_string(), PREC_PRIMARY),
         Expr::Load { buffer, indices } => {
+            if let Some((_, _, element)) = ctx.vector_elements.iter().find(|(b, index, _)| {
+                b == buffer && indices.as_slice() == std::slice::from_ref(index)
+            }) {
+                return Ok(Code::new(element.clone(), PREC_PRIMARY));
+            }
             let offset = emit_offset(ctx, *buffer, indices)?;
             let access = Code::new(
                 format!("{}[{}]", ctx.buffer_name(*buffer)?, offset.text),

@@ -9,7 +9,7 @@ use sparsile_ir::loops::{launch_shape, BufferKind, BufferLayout, Expr, ExprDispl
 use sparsile_ir::Span;
 
 use super::stmt::{emit_stmts, Launch};
-use super::{KernelArg, KernelInfo};
+use super::{BufferAlignment, KernelArg, KernelInfo};
 use crate::c::ctx::Ctx;
 use crate::c::expr::{emit_as, PREC_ADD};
 use crate::c::phases::live_uses;
@@ -32,6 +32,7 @@ pub(super) fn emit_kernel(
     })?;
     let symbol = ctx.global_name(&format!("{}_{name}", func.name));
     ctx.begin_function();
+    ctx.vector_alignment.clear();
 
     // The grid: along x the parts' extents add up (each counted as at least 0 when
     // several share the grid, so that every part starts where the one before ends).
@@ -170,6 +171,16 @@ pub(super) fn emit_kernel(
         bx,
     };
     emit_stmts(ctx, &launch, &mut w, body, None)?;
+    let alignments = std::mem::take(&mut ctx.vector_alignment)
+        .into_iter()
+        .map(|(b, bytes)| {
+            Ok(BufferAlignment {
+                index: b.0 as usize,
+                name: ctx.buffer(b)?.name.clone(),
+                bytes,
+            })
+        })
+        .collect::<Result<Vec<_>, CodegenError>>()?;
     w.indent -= 1;
     w.line("}");
     Ok((
@@ -181,6 +192,7 @@ pub(super) fn emit_kernel(
             block,
             shared_bytes,
             args,
+            alignments,
         },
     ))
 }

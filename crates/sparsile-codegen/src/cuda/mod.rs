@@ -68,6 +68,11 @@
 //!   registers of packed 16-bit values anyway;
 //! - `mma` is the warp's fragments loaded lane by lane, one inline-PTX `mma.sync`, and the
 //!   accumulator stored back (see `mma.rs`; sm_80 and later);
+//! - a `vectorized` loop of 2 or 4 iterations is written out iteration by iteration, and
+//!   its reads of consecutive elements whose first offset is a provable multiple of the
+//!   vector width become `float2`/`float4`/`double2` loads before them (see
+//!   `vector.rs`; [`KernelInfo::alignments`] lists the buffers whose addresses they need
+//!   aligned); other `vectorized` loops are serial loops;
 //! - `sync_threads` is `__syncthreads();`, `sync_warp` is `__syncwarp();`; warp
 //!   reductions are shuffles (see `warp.rs`); `atomic B[i] += v` is
 //!   `atomicAdd(&B[i], v)` (f32 and f64: sm_60 and later); `prefetch` and block names
@@ -112,6 +117,7 @@ mod mma;
 mod prelude;
 mod reserved;
 mod stmt;
+mod vector;
 mod warp;
 
 use std::fmt::Write as _;
@@ -155,6 +161,22 @@ pub struct KernelInfo {
     pub shared_bytes: usize,
     /// The kernel's arguments, in order (see the module docs).
     pub args: Vec<KernelArg>,
+    /// The global buffers the kernel reads with vector loads (`vectorized` loops), each
+    /// with the alignment its address needs, in the function's buffer order. A buffer
+    /// whose address is not a multiple of `bytes` must not be passed: the loads would
+    /// fault.
+    pub alignments: Vec<BufferAlignment>,
+}
+
+/// The alignment a kernel's vector loads need of one buffer's address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferAlignment {
+    /// The buffer's index in [`CudaSource::buffer_order`].
+    pub index: usize,
+    /// The buffer's name.
+    pub name: String,
+    /// The alignment, in bytes (8 or 16).
+    pub bytes: usize,
 }
 
 impl KernelInfo {

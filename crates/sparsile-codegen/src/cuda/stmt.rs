@@ -26,11 +26,13 @@ use std::collections::HashMap;
 
 use sparsile_ir::loops::gpu::GpuDim;
 use sparsile_ir::loops::{
-    constant_extent, BarrierScope, BufferKind, Expr, For, ForKind, GpuAxis, LaunchShape, Stmt,
+    constant_extent, vector_loads, BarrierScope, BufferKind, Expr, For, ForKind, GpuAxis,
+    LaunchShape, Stmt, VECTOR_EXTENTS,
 };
 use sparsile_ir::{BufferId, DType, VarId};
 
 use super::mma::emit_mma;
+use super::vector::{dead_vars, load_lines, vector_type};
 use super::warp::emit_warp_reduce;
 use crate::c::ctx::Ctx;
 use crate::c::expr::{emit_as, emit_offset, emit_truth, PREC_ADD};
@@ -351,6 +353,20 @@ fn emit_loop(
                 w.line("}");
             }
         }
+        ForKind::Vectorized => match constant_extent(f) {
+            Some(e) if VECTOR_EXTENTS.contains(&e) => {
+                emit_vectorized(ctx, launch, w, f, e, block)?;
+            }
+            _ => {
+                // Any other extent: the serial loop (the same iterations in the same order).
+                let header = for_header(ctx, f)?;
+                w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
+                w.indent += 1;
+                emit_stmts(ctx, launch, w, &f.body, block)?;
+                w.indent -= 1;
+                w.line("}");
+            }
+        },
         kind => {
             return Err(CodegenError::CudaUnsupported {
                 what: format!("a `{}` loop in a launch", kind.name()),
@@ -358,6 +374,82 @@ fn emit_loop(
             })
         }
     }
+    Ok(())
+}
+
+/// A `vectorized` loop of `extent` (2 or 4) iterations written out one after the other,
+/// its reads of consecutive elements as vector loads before them (see `vector.rs`).
+fn emit_vectorized(
+    ctx: &mut Ctx,
+    launch: &Launch,
+    w: &mut Writer,
+    f: &For,
+    extent: i64,
+    block: Option<&str>,
+) -> Result<(), CodegenError> {
+    let reads = vector_loads(ctx.func, f);
+    let n = usize::try_from(extent).unwrap_or(0);
+    let var = comment_text(&ctx.var(f.var)?.name);
+    let place = match block {
+        Some(b) => format!("{}, vectorized over {var}", comment_text(b)),
+        None => format!("vectorized over {var}"),
+    };
+    let loads = if reads.is_empty() {
+        "scalar loads".to_string()
+    } else {
+        let names: Vec<String> = reads
+            .iter()
+            .map(|r| {
+                Ok(format!(
+                    "{} in {} loads",
+                    comment_text(&ctx.buffer(r.buffer)?.name),
+                    vector_type(r)
+                ))
+            })
+            .collect::<Result<_, CodegenError>>()?;
+        names.join(", ")
+    };
+    w.line(&format!("{{ /* {place}: {extent} iterations, {loads} */"));
+    w.indent += 1;
+    for r in &reads {
+        let bytes = ctx.vector_alignment.entry(r.buffer).or_insert(0);
+        *bytes = (*bytes).max(r.bytes());
+    }
+    let (lines, elements) = load_lines(ctx, &reads, n)?;
+    for line in &lines {
+        w.line(line);
+    }
+    let dead = dead_vars(f, &reads);
+    let live = ctx.live.clone();
+    ctx.live.retain(|v| !dead.contains(v));
+    let outer = std::mem::take(&mut ctx.vector_elements);
+    for (u, elements) in elements.into_iter().enumerate() {
+        w.line("{");
+        w.indent += 1;
+        if ctx.live.contains(&f.var) {
+            let lo = match &f.lo {
+                Expr::Int(lo) => *lo,
+                _ => 0,
+            };
+            w.line(&format!(
+                "const int64_t {} = {};",
+                ctx.var_name(f.var)?,
+                lo + u as i64
+            ));
+        }
+        ctx.vector_elements = outer.iter().cloned().chain(elements).collect();
+        let done = emit_stmts(ctx, launch, w, &f.body, block);
+        ctx.vector_elements.clone_from(&outer);
+        if done.is_err() {
+            ctx.live = live;
+            return done;
+        }
+        w.indent -= 1;
+        w.line("}");
+    }
+    ctx.live = live;
+    w.indent -= 1;
+    w.line("}");
     Ok(())
 }
 

@@ -39,6 +39,7 @@ pub mod mma;
 pub mod parser;
 mod stmt;
 mod substitute;
+mod vector_load;
 pub mod verify;
 mod verify_gpu;
 mod walk;
@@ -60,5 +61,6 @@ pub use local_reduction::{
 pub use mma::{fragment_element, fragment_len, fragment_owner, Mma, MmaOperand, MmaShape, MmaType};
 pub use parser::ParseError;
 pub use stmt::{For, ForKind, Partition, Stmt};
+pub use vector_load::{coefficient, multiple_of, vector_loads, VectorLoad, VECTOR_EXTENTS};
 pub use verify::{expr_type, verify, verify_stage, ScalarKind, TypeError, VerifyError};
 pub use work::estimated_work;

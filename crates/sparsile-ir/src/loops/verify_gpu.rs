@@ -6,8 +6,10 @@
 //!   literal bounds, at most 1,024 threads per block, block-bound loops at the top of the
 //!   launch, nested alone, with bounds over parameters, literals and input buffers read
 //!   at such indices (see [`super::gpu::grid_readable`]);
-//! - launches hold only serial, unrolled and bound loops (no `parallel`, `vectorized` or
-//!   `batched` loop: a GPU spreads work by binding loops);
+//! - launches hold only serial, unrolled, vectorized and bound loops (no `parallel`,
+//!   `vectorized(reassociate)` or `batched` loop: a GPU spreads work by binding loops; a
+//!   `vectorized` loop runs its iterations in order in one thread, its reads of
+//!   consecutive elements as vector loads);
 //! - `sync_threads` is reached by every thread of the block: it is under no condition,
 //!   and in no loop whose bounds, that depends on the thread (a thread-bound loop's
 //!   variable, or a local computed from one, from a warp reduction, or assigned under
@@ -135,23 +137,25 @@ fn grid_bounds(
 }
 
 fn loop_kinds(body: &[Stmt], ctx: &str, err: &mut impl FnMut(Span, String)) {
-    Stmt::visit_all(body, &mut |s| match s {
+    Stmt::visit_all(body, &mut |s| {
+        match s {
         Stmt::For(l)
             if !matches!(
                 l.kind,
-                ForKind::Serial | ForKind::Unrolled | ForKind::Bound(_)
+                ForKind::Serial | ForKind::Unrolled | ForKind::Vectorized | ForKind::Bound(_)
             ) =>
         {
             err(
                 l.span,
                 format!(
-                    "{ctx}: a `{}` loop in a launch (GPU loops are serial, unrolled or bound)",
+                    "{ctx}: a `{}` loop in a launch (GPU loops are serial, unrolled, vectorized or bound)",
                     l.kind.name()
                 ),
             )
         }
         Stmt::Launch { name, span, .. } => err(*span, format!("{ctx}: launch `{name}` is nested")),
         _ => {}
+    }
     });
 }
 

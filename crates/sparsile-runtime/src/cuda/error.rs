@@ -152,6 +152,15 @@ pub enum CudaError {
     #[error("operand `{operand}` does not fit: {reason}")]
     OperandSize { operand: String, reason: String },
 
+    /// An operand in device memory whose address is not aligned as the kernel's vector
+    /// loads need.
+    #[error("operand `{operand}` at device address {address:#x} is not aligned to {bytes} bytes, which the kernel's vector loads of it need: pass an array that starts at a multiple of {bytes} bytes (a fresh allocation, or a view at such an offset)")]
+    Misaligned {
+        operand: String,
+        address: u64,
+        bytes: usize,
+    },
+
     /// An operand on another device than the kernel's.
     #[error("operand `{operand}` is on CUDA device {found}, but the kernel runs on device {expected}: move it there (tensor.to('cuda:{expected}')), or run on its device (SPARSILE_CUDA_DEVICE={found})")]
     WrongDevice {

@@ -153,6 +153,7 @@ mod tests {
             block: [32, 1, 1],
             shared_bytes: 0,
             args: vec![],
+            alignments: vec![],
         }
     }
 

@@ -6,9 +6,10 @@
 //! [`check_plan`] checks a plan against its function before anything is compiled: one
 //! kernel per launch, in order, each with the block [`launch_shape`] gives the launch,
 //! at most [`MAX_BLOCK_THREADS`] threads and [`MAX_SHARED_BYTES`] of shared memory, grid
-//! extents the host can compute ([`grid_readable`]), and arguments that are parameters
+//! extents the host can compute ([`grid_readable`]), arguments that are parameters
 //! or global buffers of the function (`shared` and `local` buffers are declared by the
-//! kernels and are no arguments).
+//! kernels and are no arguments), and alignments (of vector loads) that are powers of two
+//! up to 256 bytes for buffer arguments of the kernel.
 //!
 //! ```
 //! use sparsile_ir::loops::{Expr, Func};
@@ -38,6 +39,7 @@
 //!         block: [128, 1, 1],
 //!         shared_bytes: 0,
 //!         args: vec![ArgRef::Param(0), ArgRef::Buffer(0), ArgRef::Buffer(1)],
+//!         alignments: Vec::new(),
 //!     }],
 //! };
 //! check_plan(&f, &plan).unwrap();
@@ -70,6 +72,11 @@ pub struct KernelPlan {
     pub shared_bytes: usize,
     /// The kernel's arguments, in order.
     pub args: Vec<ArgRef>,
+    /// The buffers the kernel reads with vector loads, as `(i, bytes)`: the address of
+    /// `func.buffers[i]` must be a multiple of `bytes`. Buffers the runtime allocates are
+    /// 256-byte aligned; a caller's array that is not aligned is refused
+    /// (`CudaError::Misaligned`).
+    pub alignments: Vec<(usize, usize)>,
 }
 
 /// One kernel argument.
@@ -160,6 +167,22 @@ pub fn check_plan(func: &Func, plan: &LaunchPlan) -> Result<(), CudaError> {
             if !grid_readable(func, e) {
                 return Err(bad(format!(
                     "its grid along {dim} reads something other than params, literals and integer input buffers, so it cannot be sized before the launch"
+                )));
+            }
+        }
+        for &(b, bytes) in &k.alignments {
+            let global = func
+                .buffers
+                .get(BufferId::from_index(b))
+                .is_some_and(|buf| !matches!(buf.kind, BufferKind::Shared | BufferKind::Local));
+            if !global || !k.args.contains(&ArgRef::Buffer(b)) {
+                return Err(bad(format!(
+                    "an alignment for buffer #{b}, which is not a global buffer argument of the kernel"
+                )));
+            }
+            if !bytes.is_power_of_two() || bytes > 256 {
+                return Err(bad(format!(
+                    "an alignment of {bytes} bytes for buffer #{b} (a power of two up to 256)"
                 )));
             }
         }

@@ -184,6 +184,7 @@ pub fn plan() -> LaunchPlan {
                     ArgRef::Buffer(4),
                     ArgRef::Buffer(5),
                 ],
+                alignments: vec![],
             },
             KernelPlan {
                 symbol: "spmv_store".into(),
@@ -191,6 +192,7 @@ pub fn plan() -> LaunchPlan {
                 block: [256, 1, 1],
                 shared_bytes: 0,
                 args: vec![ArgRef::Param(0), ArgRef::Buffer(2), ArgRef::Buffer(5)],
+                alignments: vec![],
             },
             KernelPlan {
                 symbol: "spmv_never".into(),
@@ -198,6 +200,7 @@ pub fn plan() -> LaunchPlan {
                 block: [32, 1, 1],
                 shared_bytes: 0,
                 args: vec![ArgRef::Param(0), ArgRef::Buffer(2)],
+                alignments: vec![],
             },
         ],
     }

@@ -2,7 +2,10 @@
 //!
 //! Purpose: a vectorised loop keeps serial semantics, but the C backend emits
 //! `#pragma GCC ivdep` before it, promising the compiler that its iterations carry no
-//! dependence through memory. The preconditions make that promise true.
+//! dependence through memory. The preconditions make that promise true. In a GPU launch
+//! the loop runs in one thread; the CUDA backend writes a loop of 2 or 4 iterations out
+//! iteration by iteration and reads consecutive elements that every iteration reads with
+//! one vector load (`float4`, …) where it can prove the address aligned.
 //!
 //! Preconditions (each its own [`ScheduleError`], naming the loop and its block):
 //! - the loop is serial ([`ScheduleError::NotSerial`]): a parallel loop is the

@@ -3,8 +3,11 @@
 //! for them yet; the rule picks the recipe whose design fits the operator:
 //! - SpMM (and anything not listed): `gpu_rowwise`, the dense width over the lanes of a
 //!   warp with each output element summed in a register;
-//! - SpMV and SDDMM: `gpu_warp`, a warp per row (CSR-vector) or per non-zero (over all
-//!   non-zeros, whatever the row lengths), combined by a warp reduction;
+//! - SpMV: `gpu_warp`, a warp per row (CSR-vector), combined by a warp reduction;
+//! - SDDMM: `gpu_sddmm_vec`, a warp per non-zero (over all non-zeros, whatever the row
+//!   lengths), its lanes reading the dense rows in `float4`/`double2` vectors where the
+//!   dense width `K` (taken from the inputs) is a multiple of 4, and one element at a
+//!   time (the schedule of `gpu_warp`) otherwise, then a warp reduction;
 //! - SpMM with the sparse operand in BSR, blocks whose rows are a multiple of 16 and
 //!   columns a multiple of 8, f16 operands (or bf16 ones) and an f32 output:
 //!   `gpu_bsr_mma`, every block an `mma` on tensor cores (exact products, f32 sums).
@@ -29,7 +32,8 @@ pub fn gpu_rule(program: &Program) -> &'static str {
         return "gpu_bsr_mma";
     }
     match classify(program).op {
-        Operator::Spmv | Operator::Sddmm => "gpu_warp",
+        Operator::Spmv => "gpu_warp",
+        Operator::Sddmm => "gpu_sddmm_vec",
         _ => "gpu_rowwise",
     }
 }

@@ -47,7 +47,7 @@ fn info() -> RecipeInfo {
 }
 
 /// The kinds of the main iteration's axes and their names.
-fn axes(program: &Program, main: &str) -> Option<Vec<(IterKind, String)>> {
+pub(super) fn axes(program: &Program, main: &str) -> Option<Vec<(IterKind, String)>> {
     program.body.iter().find_map(|s| match s {
         CoordStmt::Iteration(it) if it.name == main => Some(
             it.axes

@@ -37,6 +37,7 @@ mod gpu_hyb;
 mod gpu_nnz;
 mod gpu_rowcache;
 mod gpu_rowwise;
+mod gpu_sddmm_vec;
 mod gpu_warp;
 mod hyb;
 mod nest;
@@ -156,6 +157,7 @@ fn registry() -> Vec<Recipe> {
         gpu_rowcache::RECIPE,
         gpu_bsr_mma::RECIPE,
         gpu_da::RECIPE,
+        gpu_sddmm_vec::RECIPE,
     ]
 }
 

@@ -382,6 +382,39 @@ impl CudaKernel {
             outputs.insert(id, DeviceOutput { array, structure });
         }
 
+        // Vector loads of the caller's arrays need their addresses aligned.
+        for (index, bytes) in self.vector_alignments() {
+            let Some((name, Slot::Values { buffer }, _)) = self.args.buffers.get(index) else {
+                continue;
+            };
+            let decl = &program.buffers[*buffer];
+            let array = match decl.role {
+                BufferRole::Output => outputs.get(buffer).map(|o| &o.array),
+                BufferRole::Input if bound.owned[*buffer].is_none() => {
+                    match &inputs[&decl.name].values {
+                        DeviceValues::Device(a) | DeviceValues::Mirrored { device: a, .. } => {
+                            Some(a)
+                        }
+                        DeviceValues::Host(_) => None,
+                    }
+                }
+                _ => None,
+            };
+            if let Some(a) = array {
+                if counts[*buffer] > 0 && !a.ptr.is_multiple_of(bytes as u64) {
+                    return Err(CudaError::Misaligned {
+                        operand: if decl.name == *name {
+                            decl.name.clone()
+                        } else {
+                            format!("{} (buffer {name})", decl.name)
+                        },
+                        address: a.ptr,
+                        bytes,
+                    });
+                }
+            }
+        }
+
         // Device memory of every function buffer, and the host integer arrays grids read.
         let mut state = RunState {
             device: self.device.clone(),
@@ -571,6 +604,19 @@ impl CudaKernel {
 
     /// Copies `src` into new run memory on the run's stream (the run waits for the
     /// stream before returning).
+    /// `(function buffer index, bytes)`: the largest alignment any kernel's vector loads
+    /// need of each buffer's address.
+    fn vector_alignments(&self) -> Vec<(usize, usize)> {
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for &(index, bytes) in self.plan.kernels.iter().flat_map(|k| &k.alignments) {
+            match out.iter_mut().find(|(i, _)| *i == index) {
+                Some((_, b)) => *b = (*b).max(bytes),
+                None => out.push((index, bytes)),
+            }
+        }
+        out
+    }
+
     fn upload(
         &self,
         state: &mut RunState,
