@@ -48,15 +48,17 @@
 //! back come from [`insert_barriers`]. The buffer's elements end as before: adding the
 //! block's sum at once is adding its terms one by one (in another order).
 //!
-//! Example (`tests/schedule/gpu_cache_write/spmm_rows.before` → `.after`):
+//! Example (`tests/schedule/gpu_cache_write/spmm_rows.before` → `.after`; `k` at most 32):
 //! ```text
-//! for i_2 in 0..n_i bind(blockIdx.x) {          for i_2 in 0..n_i bind(blockIdx.x) {
-//!   for j_p_i in 0..4 bind(threadIdx.y) {          for C_ty in 0..4 bind(threadIdx.y) { for C_tx in 0..32 bind(threadIdx.x) {
-//!     ...                                            if C_tx + 32 * C_ty < 32 { C_shared[..] = 0.0 } } }
-//!       for k_2 in 0..32 bind(threadIdx.x) {  →    sync_threads
-//!         if k_2 < 20 {                            for j_p_i in 0..4 bind(threadIdx.y) { ... atomic C_shared[k_2] += ... }
-//!           atomic C[i_2, k_2] += ...              sync_threads
-//!                                                  for C_ty2 .. { for C_tx2 .. { if .. < 20 { atomic C[i_2, ..] += C_shared[..] } } }
+//! for i_2 in 0..m bind(blockIdx.x) {           for i_2 in 0..m bind(blockIdx.x) {
+//!   for j_p_i in 0..4 bind(threadIdx.y) {        for Y_zero_ty in 0..4 bind(threadIdx.y) { for Y_zero_tx in 0..32 bind(threadIdx.x) {
+//!     for j_p_o in ... { if ... {                  if Y_zero_ty * 32 + Y_zero_tx < 32 { Y_shared[Y_zero_ty * 32 + Y_zero_tx] = 0.0 } } }
+//!       for c_2 in 0..32 bind(threadIdx.x) {     sync_threads
+//!         if c_2 < k {                     →     for j_p_i in 0..4 bind(threadIdx.y) { ... atomic Y_shared[c_2] += A[i_2, j_p] * X[j, c_2] ... }
+//!           atomic Y[i_2, c_2] += A[i_2, j_p] * X[j, c_2]
+//!                                                sync_threads
+//!                                                for Y_back_ty .. { for Y_back_tx .. { if (slot) < 32 && (slot) < k {
+//!                                                  atomic Y[i_2, (slot)] += Y_shared[(slot)] } } }
 //! ```
 
 use std::collections::HashSet;
