@@ -212,7 +212,7 @@ pos func f(m) {
                 "i_2",
                 "Y",
             ),
-            "cache_write_shared: loop `i_2` in block `Y` (line 22, column 7): cannot cache `Y`: its updates are plain, but no index position is the loop's variable `i_2`: other blocks may write the elements this block adds back (bind the updates atomically)",
+            "cache_write_shared: loop `i_2` in block `Y` (line 22, column 7): cannot cache `Y`: its updates are plain, but no index position is the grid loop's variable `i_2`: other blocks may write the elements this block adds back (bind the updates atomically)",
         ),
         (
             error(
@@ -248,6 +248,91 @@ pos func f(m) {
         .map(|(got, want)| format!("got:  {got}\nwant: {want}"))
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Plain updates in one grid loop of a launch whose other grid loop (side by side, as
+/// `fuse_launches` makes them) writes the same buffer: the elements the block adds back
+/// without having updated them may be another block's.
+const SIDE_BY_SIDE: &str = "\
+pos func f(m) {
+  axis I = dense_fixed(m)
+  axis T = dense_fixed(32)
+  buffer Y: f32[I, T] output values
+  launch Y {
+    block Y {
+      for b in 0..m bind(blockIdx.x) {
+        for u in 0..32 bind(threadIdx.x) {
+          if u < 16 {
+            Y[b, u] = Y[b, u] + 1.0
+          }
+        }
+      }
+    }
+    block Z {
+      for b2 in 0..m bind(blockIdx.x) {
+        for u2 in 16..32 bind(threadIdx.x) {
+          Y[b2, u2] = 2.0
+        }
+      }
+    }
+  }
+}
+";
+
+#[test]
+fn plain_updates_need_the_buffer_to_themselves_in_the_launch() {
+    let f: Func = SIDE_BY_SIDE.parse().unwrap();
+    verify(&f).unwrap();
+    assert_eq!(
+        error(&f, "b", "Y"),
+        "cache_write_shared: loop `b` in block `Y` (line 7, column 7): cannot cache `Y`: its updates are plain, but the launch accesses it outside the loop too (the block adds back every staged element)"
+    );
+    // Atomic updates add zeros back harmlessly.
+    let atomic = edited(&f, "Y[b, u] = Y[b, u] + 1.0", "atomic Y[b, u] += 1.0");
+    let (out, name) = cache_write_shared(&atomic, &at("Y", "b"), "Y").unwrap();
+    verify(&out).unwrap();
+    assert!(
+        out.to_string()
+            .contains(&format!("atomic Y[b, Y_back_tx] += {name}[Y_back_tx]")),
+        "{out}"
+    );
+}
+
+#[test]
+fn plain_updates_need_every_grid_variable_as_an_index() {
+    // Only the blocks with `a == 0` update row `b`: race-free, but staged, the blocks
+    // with `a == 1` would add their zeros back into the same row.
+    let f: Func = "\
+pos func f(m) {
+  axis I = dense_fixed(m)
+  axis T = dense_fixed(32)
+  buffer Y: f32[I, T] output values
+  launch Y {
+    block Y {
+      for a in 0..2 bind(blockIdx.y) {
+        for b in 0..m bind(blockIdx.x) {
+          for u in 0..32 bind(threadIdx.x) {
+            if a == 0 {
+              Y[b, u] = Y[b, u] + 1.0
+            }
+          }
+        }
+      }
+    }
+  }
+}
+"
+    .parse()
+    .unwrap();
+    verify(&f).unwrap();
+    assert_eq!(
+        error(&f, "b", "Y"),
+        "cache_write_shared: loop `b` in block `Y` (line 8, column 9): cannot cache `Y`: its updates are plain, but no index position is the grid loop's variable `a`: other blocks may write the elements this block adds back (bind the updates atomically)"
+    );
+    // Atomically, the zeros are harmless.
+    let atomic = edited(&f, "Y[b, u] = Y[b, u] + 1.0", "atomic Y[b, u] += 1.0");
+    let (out, _) = cache_write_shared(&atomic, &at("Y", "b"), "Y").unwrap();
+    verify(&out).unwrap();
 }
 
 #[test]

@@ -30,9 +30,10 @@
 //!   positions): the variable of a loop in the body, thread-bound or serial, with
 //!   constant bounds, over a parentless `dense_fixed` axis ([`ScheduleError::CacheAccess`]);
 //! - with plain updates (no other thread updated the same element, so each element had
-//!   one writer), a fixed position is the loop's own variable and nothing else in the
-//!   launch accesses `buffer`: the block adds back every staged element, updated or
-//!   not, so no other block may write them ([`ScheduleError::CacheBuffer`]);
+//!   one writer), the variable of the loop and of every grid loop around it is a fixed
+//!   position by itself, and nothing else in the launch accesses `buffer`: the block
+//!   adds back every staged element, updated or not, so no other block may write them
+//!   ([`ScheduleError::CacheBuffer`]);
 //! - the staged elements, with the launch's other shared buffers, fit in
 //!   [`MAX_SHARED_BYTES`] ([`ScheduleError::CacheTooLarge`]).
 //!
@@ -75,7 +76,7 @@ use super::bind::block_of;
 use super::cache_shared::launch_shared_bytes;
 use super::cache_write::{accesses, Body, Dim, Plan};
 use super::insert_barriers::insert_barriers;
-use super::launch_path::{block_uniform, path_to};
+use super::launch_path::{block_uniform, path_to, Around};
 use super::loop_ref::{fresh_index_var, fresh_name, loop_mut};
 use super::parallel::find_loop;
 use super::{LoopRef, ScheduleError};
@@ -167,15 +168,29 @@ pub fn cache_write_shared(
         e => e,
     })?;
     if !atomic {
-        let own = plan
-            .dims
+        // The block's elements are its own when every grid loop's variable, from the
+        // launch down to this loop, is an index position by itself.
+        let grid_vars = path
+            .around
             .iter()
-            .any(|d| matches!(d, Dim::Fixed(Expr::Var(v)) if *v == f.var));
-        if !own {
-            return Err(refuse(format!(
-                "its updates are plain, but no index position is the loop's variable `{}`: other blocks may write the elements this block adds back (bind the updates atomically)",
-                target.var
-            )));
+            .filter_map(|a| match a {
+                Around::Loop(l) if matches!(l.kind.gpu_axis(), Some(GpuAxis::Block(_))) => {
+                    Some(l.var)
+                }
+                _ => None,
+            })
+            .chain([f.var]);
+        for g in grid_vars {
+            let own = plan
+                .dims
+                .iter()
+                .any(|d| matches!(d, Dim::Fixed(Expr::Var(v)) if *v == g));
+            if !own {
+                return Err(refuse(format!(
+                    "its updates are plain, but no index position is the grid loop's variable `{}`: other blocks may write the elements this block adds back (bind the updates atomically)",
+                    func.vars[g].name
+                )));
+            }
         }
         if accesses(path.launch, id).len() > accesses(&f.body, id).len() {
             return Err(refuse(
