@@ -271,7 +271,7 @@ impl Team {
 }
 
 /// The bytes of the shared buffers the launch already uses.
-fn launch_shared_bytes(func: &Func, launch: &[Stmt]) -> i64 {
+pub(crate) fn launch_shared_bytes(func: &Func, launch: &[Stmt]) -> i64 {
     let mut used = Stmt::loaded_buffers(launch);
     used.extend(Stmt::stored_buffers(launch));
     used.into_iter()

@@ -619,71 +619,18 @@ impl Plan {
         tag: &str,
         make: impl FnOnce(BufferId, BufferId, Vec<Expr>, Expr) -> (Stmt, Option<Stmt>),
     ) -> Stmt {
-        let mut vars = Vec::new();
-        let mut indices = Vec::new();
-        let mut coords = Vec::new();
-        let mut conds = Vec::new();
         let base = func.buffers[self.buffer].name.clone();
-        let axes = match &func.buffers[self.buffer].layout {
-            BufferLayout::Axes(axes) => axes.clone(),
-            BufferLayout::Flat(_) => Vec::new(),
-        };
+        let mut vars = Vec::new();
+        let mut coords = Vec::new();
         for (d, dim) in self.dims.iter().enumerate() {
-            match dim {
-                Dim::Fixed(e) => {
-                    // A fixed index read from data (an ELL or block format's padding
-                    // sentinel, one past the last position; a DIA diagonal's column,
-                    // negative before the matrix starts), or the variable of a loop
-                    // `bound` extended past the axis, may be out of range where the body
-                    // guards its access: the copy is guarded too, so it never reads or
-                    // writes past the buffer.
-                    if let Some(&axis) = axes.get(d) {
-                        if !positions_of(func, e, axis) {
-                            if !matches!(e, Expr::Int(c) if *c >= 0) {
-                                conds.push(ge(e.clone(), Expr::Int(0)));
-                            }
-                            conds.push(lt(e.clone(), npos(&func.axes, axis)));
-                        }
-                    }
-                    indices.push(e.clone());
-                    coords.push(e.clone());
-                }
-                Dim::Cached {
-                    lo,
-                    hi,
-                    len,
-                    affine: None,
-                } => {
-                    let (v, _) = fresh_index_var(func, &format!("{base}_{tag}{d}"));
-                    vars.push((v, *lo, *hi));
-                    indices.push(Expr::Var(v));
-                    coords.push(Expr::Var(v));
-                    if *lo < 0 {
-                        conds.push(ge(Expr::Var(v), Expr::Int(0)));
-                    }
-                    if !matches!(len, Expr::Int(n) if *n >= *hi) {
-                        conds.push(lt(Expr::Var(v), len.clone()));
-                    }
-                }
-                Dim::Cached {
-                    lo,
-                    hi,
-                    len,
-                    affine: Some(a),
-                } => {
-                    let (v, _) = fresh_index_var(func, &format!("{base}_{tag}{d}"));
-                    vars.push((v, *lo, *hi));
-                    let position = add(mul(Expr::Var(v), Expr::Int(a.scale)), a.offset.clone());
-                    if !a.in_range {
-                        conds.push(ge(position.clone(), Expr::Int(0)));
-                        conds.push(lt(position.clone(), len.clone()));
-                    }
-                    indices.push(position);
-                    coords.push(Expr::Var(v));
-                }
+            if let Dim::Cached { lo, hi, .. } = dim {
+                let (v, _) = fresh_index_var(func, &format!("{base}_{tag}{d}"));
+                vars.push((v, *lo, *hi));
+                coords.push(Expr::Var(v));
             }
         }
-        let offset = self.offset_of(&coords);
+        let (indices, conds) = self.element(func, &coords);
+        let offset = self.offset_of_cached(&coords);
         let (then, otherwise) = make(self.buffer, local, indices, offset);
         let mut body = match all(conds) {
             None => vec![then],
@@ -705,6 +652,93 @@ impl Plan {
             })];
         }
         unwrap_one(body)
+    }
+
+    /// The ranges `lo..hi` of the cached positions, in order.
+    pub(crate) fn cached_ranges(&self) -> Vec<(i64, i64)> {
+        self.dims
+            .iter()
+            .filter_map(|d| match d {
+                Dim::Cached { lo, hi, .. } => Some((*lo, *hi)),
+                Dim::Fixed(_) => None,
+            })
+            .collect()
+    }
+
+    /// The offset in the cache of the element whose cached positions' loop values are
+    /// `coords` (one per cached position, in order; last fastest).
+    pub(crate) fn offset_of_cached(&self, coords: &[Expr]) -> Expr {
+        let mut offset = Expr::Int(0);
+        for (coord, (lo, hi)) in coords.iter().zip(self.cached_ranges()) {
+            offset = add(
+                mul(offset, Expr::Int(hi - lo)),
+                sub(coord.clone(), Expr::Int(lo)),
+            );
+        }
+        offset
+    }
+
+    /// The buffer's indices of the cached element whose cached positions' loop values
+    /// are `coords` (one per cached position, in order), and the conditions under which
+    /// it exists (empty when it always does).
+    pub(crate) fn element(&self, func: &Func, coords: &[Expr]) -> (Vec<Expr>, Vec<Expr>) {
+        let mut indices = Vec::new();
+        let mut conds = Vec::new();
+        let axes = match &func.buffers[self.buffer].layout {
+            BufferLayout::Axes(axes) => axes.clone(),
+            BufferLayout::Flat(_) => Vec::new(),
+        };
+        let mut coords = coords.iter();
+        for (d, dim) in self.dims.iter().enumerate() {
+            match dim {
+                Dim::Fixed(e) => {
+                    // A fixed index read from data (an ELL or block format's padding
+                    // sentinel, one past the last position; a DIA diagonal's column,
+                    // negative before the matrix starts), or the variable of a loop
+                    // `bound` extended past the axis, may be out of range where the body
+                    // guards its access: the copy is guarded too, so it never reads or
+                    // writes past the buffer.
+                    if let Some(&axis) = axes.get(d) {
+                        if !positions_of(func, e, axis) {
+                            if !matches!(e, Expr::Int(c) if *c >= 0) {
+                                conds.push(ge(e.clone(), Expr::Int(0)));
+                            }
+                            conds.push(lt(e.clone(), npos(&func.axes, axis)));
+                        }
+                    }
+                    indices.push(e.clone());
+                }
+                Dim::Cached {
+                    lo,
+                    hi,
+                    len,
+                    affine: None,
+                } => {
+                    let c = coords.next().expect("one coordinate per cached position");
+                    if *lo < 0 {
+                        conds.push(ge(c.clone(), Expr::Int(0)));
+                    }
+                    if !matches!(len, Expr::Int(n) if *n >= *hi) {
+                        conds.push(lt(c.clone(), len.clone()));
+                    }
+                    indices.push(c.clone());
+                }
+                Dim::Cached {
+                    len,
+                    affine: Some(a),
+                    ..
+                } => {
+                    let c = coords.next().expect("one coordinate per cached position");
+                    let position = add(mul(c.clone(), Expr::Int(a.scale)), a.offset.clone());
+                    if !a.in_range {
+                        conds.push(ge(position.clone(), Expr::Int(0)));
+                        conds.push(lt(position.clone(), len.clone()));
+                    }
+                    indices.push(position);
+                }
+            }
+        }
+        (indices, conds)
     }
 
     /// `s` with every access of the buffer redirected to `local`: loads anywhere, and

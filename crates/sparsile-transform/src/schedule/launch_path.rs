@@ -1,7 +1,7 @@
 //! Where a loop sits in a GPU function: the launch that holds it and the loops and
 //! conditions from the launch down to it, and which variables depend on the thread —
 //! what primitives that place barriers or warp collectives (`cache_shared`,
-//! `warp_reduce`) check, since every thread meant to meet at a barrier must reach it.
+//! `cache_write_shared`, `warp_reduce`) check, since every thread meant to meet at a barrier must reach it.
 //!
 //! Precondition: the function's loop variables are unique (as every primitive keeps
 //! them). Example: for `launch L { for b bind(blockIdx.x) { if b < n { for t bind(threadIdx.x)

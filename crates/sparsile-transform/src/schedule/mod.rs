@@ -34,6 +34,7 @@ pub mod bound;
 pub mod cache_read;
 pub mod cache_shared;
 pub mod cache_write;
+pub mod cache_write_shared;
 pub mod decompose_format;
 pub mod error;
 pub mod fuse;
@@ -72,6 +73,7 @@ pub use bound::bound;
 pub use cache_read::cache_read;
 pub use cache_shared::cache_shared;
 pub use cache_write::cache_write;
+pub use cache_write_shared::cache_write_shared;
 pub use decompose_format::decompose_format;
 pub use error::ScheduleError;
 pub use fuse::fuse;
@@ -190,6 +192,9 @@ impl Schedule {
             Step::ParallelReduce { target, strategy } => self.parallel_reduce(target, *strategy),
             Step::CacheRead { target, buffer } => self.cache_read(target, buffer).map(|_| ()),
             Step::CacheShared { target, buffer } => self.cache_shared(target, buffer).map(|_| ()),
+            Step::CacheWriteShared { target, buffer } => {
+                self.cache_write_shared(target, buffer).map(|_| ())
+            }
             Step::Rfactor { target, inner } => self.rfactor(target, inner).map(|_| ()),
             Step::DecomposeFormat { buffer, rule } => self.decompose_format(buffer, rule.clone()),
             Step::HorizontalFuse { blocks } => self.horizontal_fuse(blocks).map(|_| ()),
@@ -539,6 +544,19 @@ impl Schedule {
             buffer: buffer.to_string(),
         };
         self.stage2(step, |f| cache_shared(f, target, buffer))
+    }
+
+    /// [`cache_write_shared()`]: returns the name of the shared buffer.
+    pub fn cache_write_shared(
+        &mut self,
+        target: &LoopRef,
+        buffer: &str,
+    ) -> Result<String, ScheduleError> {
+        let step = Step::CacheWriteShared {
+            target: target.clone(),
+            buffer: buffer.to_string(),
+        };
+        self.stage2(step, |f| cache_write_shared(f, target, buffer))
     }
 
     /// [`rfactor()`]: returns the name of the partial-sum buffer.

@@ -135,6 +135,12 @@ pub enum Step {
         target: LoopRef,
         buffer: String,
     },
+    /// Accumulate `buffer`'s elements updated by one block's iteration of a grid-bound
+    /// loop in shared memory, zeroed and added back by the block's threads (GPU).
+    CacheWriteShared {
+        target: LoopRef,
+        buffer: String,
+    },
     /// Partial sums of the reduction of `target`, one per iteration of `inner`.
     Rfactor {
         target: LoopRef,
@@ -207,6 +213,7 @@ impl Step {
             Step::ParallelReduce { .. } => "parallel_reduce",
             Step::CacheRead { .. } => "cache_read",
             Step::CacheShared { .. } => "cache_shared",
+            Step::CacheWriteShared { .. } => "cache_write_shared",
             Step::Rfactor { .. } => "rfactor",
             Step::DecomposeFormat { .. } => "decompose_format",
             Step::HorizontalFuse { .. } => "horizontal_fuse",
