@@ -286,6 +286,27 @@ fn gpu_sddmm_vec_refuses_bad_parameters_and_other_operators() {
     assert!(err.to_string().contains("SDDMM-shaped"), "{err}");
 }
 
+/// `gpu_warp` with fewer than 32 lanes would put several reductions in a warp whose last
+/// rows' guard leaves lanes out of the shuffles: refused with why, for SpMV and SDDMM.
+#[test]
+fn gpu_warp_refuses_reductions_narrower_than_a_warp() {
+    let a = matrices().remove(0).1;
+    for op in ["spmv", "sddmm"] {
+        let ins = inputs(op, &a, 32, DType::F32, 8);
+        for lanes in [2, 8, 16, 48] {
+            let spec = format!("gpu_warp:lanes={lanes}");
+            let err = compile_recipe_for(&program(op, DType::F32), &ins, &spec, Target::CudaSim)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                err,
+                format!("recipe `gpu_warp`: parameter `lanes` = `{lanes}`: 32, 64, 128, 256, 512 or 1024: a reduction takes whole warps (with fewer lanes the last rows' guard would leave lanes of a warp out of its shuffles)"),
+                "{op}"
+            );
+        }
+    }
+}
+
 #[test]
 fn gpu_recipe_traces_replay_to_the_same_function() {
     let a = matrices().remove(0).1;

@@ -38,7 +38,7 @@ fn info() -> RecipeInfo {
         formats: &["any"],
         params: vec![
             width_param("k"),
-            lanes_param("lanes per reduction along threadIdx.x, a power of two up to 1024: up to 32 a warp_sum; more, a block per reduction whose warps' sums meet in shared memory"),
+            lanes_param("lanes per reduction along threadIdx.x, a power of two from 32 to 1024: 32 a warp_sum; more, a block per reduction whose warps' sums meet in shared memory"),
             rows_param("reductions per block along threadIdx.y"),
         ],
         source: "CSR-vector SpMV; Sputnik SDDMM (a warp per non-zero, one launch over all non-zeros)",
@@ -61,12 +61,15 @@ pub(super) fn axes(program: &Program, main: &str) -> Option<Vec<(IterKind, Strin
 
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
     let (lanes, rows) = block_shape(args, NAME, 1024)?;
-    if lanes < 2 || !(lanes as u64).is_power_of_two() {
+    // Fewer than 32 lanes would put several reductions in one warp, and the guard on
+    // the last rows (or non-zeros) would leave some of its lanes out of the warp's
+    // shuffles, which every lane of the warp must reach.
+    if !(32..=1024).contains(&lanes) || !(lanes as u64).is_power_of_two() {
         return Err(RecipeError::BadArg {
             recipe: NAME.into(),
             arg: "lanes".into(),
             value: lanes.to_string(),
-            expected: "a power of two from 2 to 1024".into(),
+            expected: "32, 64, 128, 256, 512 or 1024: a reduction takes whole warps (with fewer lanes the last rows' guard would leave lanes of a warp out of its shuffles)".into(),
         });
     }
     if lanes > 32 && rows != 1 {
