@@ -25,6 +25,7 @@
 //! The result is a GPU function (sm_80 and later): compile it for `cuda` or run it with
 //! the SIMT interpreter (`cuda-sim`).
 
+use sparsile_ir::coord::BinaryOp;
 use sparsile_ir::loops::{BufferKind, Expr, Func, GpuAxis, GpuDim, MmaType, Stmt};
 use sparsile_ir::DType;
 use sparsile_transform::schedule::{LoopRef, Schedule, SplitTail};
@@ -100,6 +101,33 @@ fn constant(lo: &Expr, hi: &Expr) -> Option<i64> {
     }
 }
 
+/// `N` when a loop runs over `lo..lo + N` with `lo` not a literal: the positions of one
+/// group of a `sparse_fixed` axis (`g_p * 8..g_p * 8 + 8`).
+fn group(lo: &Expr, hi: &Expr) -> Option<i64> {
+    if matches!(lo, Expr::Int(_)) {
+        return None;
+    }
+    match hi {
+        Expr::Binary {
+            op: BinaryOp::Add,
+            lhs,
+            rhs,
+        } => match (&**lhs, &**rhs) {
+            (x, Expr::Int(n)) | (Expr::Int(n), x) if x == lo => Some(*n),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The sparse operand's layout, read from the main nest's loops under the row's blocks.
+enum Tiles {
+    /// BSR: a block's rows then its columns, both `0..N`.
+    Blocks,
+    /// SR-BCRS: a group's gathered columns (`g_p * G..g_p * G + G`) then a tile's rows.
+    Groups,
+}
+
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
     let warps = args.int("warps", 1, 32)?;
     let tf32 = args.choice("tf32", &["on", "off"])? == "on";
@@ -120,19 +148,30 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         return Err(not("the program has no iteration".to_string()));
     };
     let loops = nest(&func, &main);
-    let shape_hint = "it runs SpMM with the sparse operand in BSR (`bsr:16x16`, ...), whose nest loops over block rows, a row's blocks, a block's rows and columns, and the dense width";
-    let [io, _blocks, ii, ji, k] = loops.as_slice() else {
+    let shape_hint = "it runs SpMM with the sparse operand in BSR (`bsr:16x16`, ...) or SR-BCRS (`srbcrs:16x8`, ...), whose nest loops over block rows, a row's blocks (groups), a block's rows and columns (a group's columns and a tile's rows), and the dense width";
+    let [io, _blocks, l2, l3, k] = loops.as_slice() else {
         return Err(not(format!(
             "the main nest has {} loops; {shape_hint}",
             loops.len()
         )));
     };
-    let (Some(rows), Some(cols)) = (constant(&ii.1.lo, &ii.1.hi), constant(&ji.1.lo, &ji.1.hi))
-    else {
-        return Err(not(format!(
-            "the block's loops `{}` and `{}` do not have constant extents; {shape_hint}",
-            ii.0.var, ji.0.var
-        )));
+    let (layout, ii, ji, rows, cols) = match (
+        constant(&l2.1.lo, &l2.1.hi),
+        group(&l2.1.lo, &l2.1.hi),
+        constant(&l3.1.lo, &l3.1.hi),
+    ) {
+        (Some(rows), _, Some(cols)) => (Tiles::Blocks, l2, l3, rows, cols),
+        (_, Some(cols), Some(rows)) => (Tiles::Groups, l3, l2, rows, cols),
+        _ => {
+            return Err(not(format!(
+                "the block's loops `{}` and `{}` do not have constant extents; {shape_hint}",
+                l2.0.var, l3.0.var
+            )))
+        }
+    };
+    let (what_rows, what_cols, examples) = match layout {
+        Tiles::Blocks => ("blocks", "blocks", "bsr:16x16, bsr:32x32"),
+        Tiles::Groups => ("tiles", "groups", "srbcrs:16x8, srbcrs:32x16"),
     };
     let Some(width) = constant(&k.1.lo, &k.1.hi) else {
         return Err(not(
@@ -175,13 +214,13 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         .find(|s| depth_ok(s.k()))
         .ok_or_else(|| {
             not(format!(
-                "blocks of {cols} columns: an mma on {ty} operands needs a multiple of {}",
+                "{what_cols} of {cols} columns: an mma on {ty} operands needs a multiple of {}",
                 ty.shapes().iter().map(|s| s.k()).min().unwrap_or(1)
             ))
         })?;
     if rows % i64::from(shape.m()) != 0 {
         return Err(not(format!(
-            "blocks of {rows} rows: an mma covers {} rows (use bsr:16x16, bsr:32x32, ...)",
+            "{what_rows} of {rows} rows: an mma covers {} rows (use {examples}, ...)",
             shape.m()
         )));
     }
