@@ -1,5 +1,7 @@
 //! `gpu_bsr_mma`: block-sparse SpMM on tensor cores (SparseTIR's BSR SpMM with
-//! `mma.sync`; SpMMPlu's blocks computed at the matrix instruction's granularity).
+//! `mma.sync`; SpMMPlu's blocks computed at the matrix instruction's granularity;
+//! Magicube's and vectorSparse's SR-BCRS, whose gathered columns make the mma's right
+//! operand a gather).
 //!
 //! For `C[i,k] = A[i,j]·B[j,k]` with `A` in BSR (`bsr:RxC`, dense `R × C` blocks), the
 //! main nest is block rows `io`, the row's blocks `jo_p`, a block's rows `ii` and columns
@@ -22,6 +24,19 @@
 //! included), matrices with no rows or no blocks, `K` that is not a multiple of 8 and
 //! sizes that are not multiples of the blocks are all handled by the guards. `R` must be
 //! a multiple of 16 and `C` of 8 (f16, bf16) or 4 (tf32): other blocks are refused.
+//!
+//! With `A` in SR-BCRS (`srbcrs:TxG`: rows in tiles of `T`, each tile row's non-zero
+//! columns in groups of `G`, padded with explicit zeros), the main nest is tile rows
+//! `io`, the row's groups `g_p`, a group's column positions `j_p` (over
+//! `g_p · G..g_p · G + G`, the column `j` read from the group's indices) and a tile's rows
+//! `ii`, then `k`. The same schedule applies with `j_p` as the depth: the column tile loop
+//! goes above `ii` and `j_p` (`reorder` also brings `ii` above `j_p`), and `tensorize`
+//! makes each group `T / 16 · G / K` mmas whose right operand is the rows of `B` at the
+//! group's column indices (a gather; padding slots, whose column is `n`, read as zeros).
+//! One recipe serves both layouts (read from the nest's loops, not from format names):
+//! they differ only in which of the two inner loops of a block is the depth. `T` must be
+//! a multiple of 16 and `G` of 8 (f16, bf16) or 4 (tf32).
+//!
 //! The result is a GPU function (sm_80 and later): compile it for `cuda` or run it with
 //! the SIMT interpreter (`cuda-sim`).
 
@@ -42,9 +57,9 @@ const NAME: &str = "gpu_bsr_mma";
 fn info() -> RecipeInfo {
     RecipeInfo {
         name: NAME,
-        summary: "GPU tensor cores: BSR SpMM, a block row per block of the grid, 8 columns of C per warp, each block of A an mma.sync (f16/bf16, or f32 as tf32)",
+        summary: "GPU tensor cores: BSR or SR-BCRS SpMM, a block (tile) row per block of the grid, 8 columns of C per warp, each block (group of gathered columns) of A an mma.sync (f16/bf16, or f32 as tf32)",
         ops: &["spmm"],
-        formats: &["bsr"],
+        formats: &["bsr", "srbcrs"],
         params: vec![
             ParamInfo {
                 name: "k",
@@ -62,7 +77,7 @@ fn info() -> RecipeInfo {
                 doc: "`on`: f32 operands run on tensor cores rounded to tf32 (10 mantissa bits); `off`: f32 operands are refused",
             },
         ],
-        source: "SparseTIR (BSR SpMM with tensor cores); SpMMPlu (meta-ops at the matrix instruction's granularity); PTX mma.sync",
+        source: "SparseTIR (BSR SpMM with tensor cores); SpMMPlu (meta-ops at the matrix instruction's granularity); Magicube and vectorSparse (SR-BCRS); PTX mma.sync",
         gpu: true,
     }
 }
