@@ -237,7 +237,7 @@ fn recipes_name_their_targets() {
         .find(|l| l.starts_with("gpu_bsr_mma"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        line.contains("spmm") && line.contains(" bsr ") && line.contains("tf32=off"),
+        line.contains("spmm") && line.contains(" bsr,srbcrs ") && line.contains("tf32=off"),
         "{line}"
     );
     let bsr = v
@@ -246,5 +246,5 @@ fn recipes_name_their_targets() {
         .iter()
         .find(|r| r["name"] == "gpu_bsr_mma")
         .unwrap();
-    assert_eq!(bsr["formats"], serde_json::json!(["bsr"]));
+    assert_eq!(bsr["formats"], serde_json::json!(["bsr", "srbcrs"]));
 }

@@ -131,7 +131,15 @@ fn tensorize_preconditions() {
         ),
         (
             error(&edited("for ii in 0..16", "for ii in 0..8"), "tensorize C ii m16n8k16 f16"),
-            "tensorize: loop `ii` in block `C` (line 29, column 13): loop `ii` runs the tile's rows over `0..8`; an m16n8k16 mma needs `0..N` with N a multiple of 16",
+            "tensorize: loop `ii` in block `C` (line 29, column 13): loop `ii` runs the tile's rows over `0..8`; an m16n8k16 mma needs `0..N` or `lo..lo + N` with N a multiple of 16",
+        ),
+        (
+            error(&edited("for ji in 0..16", "for ji in ii..ii + 16"), "tensorize C ii m16n8k16 f16"),
+            "tensorize: loop `ii` in block `C` (line 29, column 13): the nest is not a tile product: the start `ii` of loop `ji` reads a loop of the tile (each tile loop runs over a range fixed outside the tile)",
+        ),
+        (
+            error(&edited("for ji in 0..16", "for ji in jo_p..jo_p + 12"), "tensorize C ii m16n8k16 f16"),
+            "tensorize: loop `ii` in block `C` (line 29, column 13): loop `ji` runs the tile's depth over `jo_p..jo_p + 12`; an m16n8k16 mma needs `0..N` or `lo..lo + N` with N a multiple of 16",
         ),
         (
             error(&edited("buffer B: f16[", "buffer B: f64["), "tensorize C ii m16n8k8 tf32"),

@@ -7,10 +7,11 @@
 //! with NVRTC for sm_80 and sm_90 without register spills (when NVRTC is found: otherwise
 //! that part says it skipped), and each trace replays to the same function.
 //!
-//! The tensor-core recipe `gpu_bsr_mma` runs on BSR inputs (16x16, 32x32 and 16x8 blocks)
-//! with f16, bf16 and (as tf32) f32 operands and f32 outputs, against the interpreter on
-//! the same (rounded) inputs: widths that are not multiples of 8 or of the blocks, block
-//! rows with no blocks, matrices with no rows or no non-zeros, sizes that no block size
+//! The tensor-core recipe `gpu_bsr_mma` runs on BSR inputs (16x16, 32x32, 16x8 and 16x4
+//! blocks) and SR-BCRS inputs (16x8, 16x16, 32x8 and 16x4 tiles and groups, the groups'
+//! gathered rows of `X` as the mma's right operand) with f16, bf16 and (as tf32) f32
+//! operands and f32 outputs, against the interpreter on the same (rounded) inputs: widths
+//! that are not multiples of 8 or of the blocks, block rows with no blocks, matrices with no rows or no non-zeros, sizes that no block size
 //! divides; its refusals have their messages.
 
 mod support;
@@ -374,8 +375,13 @@ fn nvrtc() -> Option<std::sync::Arc<Nvrtc>> {
 
 /// BSR SpMM with operands of `dtype` (blocks `block`) and an f32 output.
 fn bsr_program(dtype: DType, block: &str) -> String {
+    tiled_program(dtype, &format!("bsr:{block}"))
+}
+
+/// SpMM with operands of `dtype`, the sparse one in `format`, and an f32 output.
+fn tiled_program(dtype: DType, format: &str) -> String {
     format!(
-        "tensor A: {dtype}[m, n] bsr:{block}\ntensor X: {dtype}[n, k]\ntensor Y: f32[m, k]\nY[i,c] = A[i,j] * X[j,c]\n"
+        "tensor A: {dtype}[m, n] {format}\ntensor X: {dtype}[n, k]\ntensor Y: f32[m, k]\nY[i,c] = A[i,j] * X[j,c]\n"
     )
 }
 
@@ -397,12 +403,23 @@ fn bsr_inputs(
     dtype: DType,
     seed: u64,
 ) -> HashMap<String, SparseTensor<'static>> {
+    tiled_inputs(a, &format!("bsr:{block}"), k, dtype, seed)
+}
+
+/// `A` (`a` in `format`) and a random dense `X` with `k` columns, both of `dtype`.
+fn tiled_inputs(
+    a: &CooTensor,
+    format: &str,
+    k: usize,
+    dtype: DType,
+    seed: u64,
+) -> HashMap<String, SparseTensor<'static>> {
     let mut g = rng(seed);
     let mut a = a.clone();
     a.values
         .iter_mut()
         .for_each(|v| *v = representable(*v, dtype));
-    let format: Format = format!("bsr:{block}").parse().unwrap();
+    let format: Format = format.parse().unwrap();
     let n = a.shape[1];
     let x: Vec<f64> = (0..n * k)
         .map(|_| representable(g.random_range(-1.0..1.0), dtype))
@@ -437,23 +454,77 @@ fn bsr_matrices() -> Vec<(&'static str, CooTensor)> {
 
 #[test]
 fn bsr_spmm_on_tensor_cores_matches_the_interpreter_in_the_simt_interpreter() {
+    let cases = [
+        (DType::F16, "bsr:16x16", "gpu_bsr_mma", "m16n8k16 f16"),
+        (DType::BF16, "bsr:16x16", "gpu_bsr_mma", "m16n8k16 bf16"),
+        (
+            DType::F16,
+            "bsr:32x32",
+            "gpu_bsr_mma:warps=2",
+            "m16n8k16 f16",
+        ),
+        (DType::BF16, "bsr:16x8", "gpu_bsr_mma", "m16n8k8 bf16"),
+        (
+            DType::F32,
+            "bsr:16x16",
+            "gpu_bsr_mma:tf32=on",
+            "m16n8k8 tf32",
+        ),
+        (
+            DType::F32,
+            "bsr:16x4",
+            "gpu_bsr_mma:tf32=on",
+            "m16n8k4 tf32",
+        ),
+    ];
+    assert_eq!(tensor_core_spmm(&cases), 6 * 4 * 7);
+}
+
+/// SR-BCRS: each group of `G` gathered columns is the depth of `G / K` mmas whose right
+/// operand is the rows of `X` at the group's column indices (padding included).
+#[test]
+fn srbcrs_spmm_on_tensor_cores_matches_the_interpreter_in_the_simt_interpreter() {
+    let cases = [
+        (DType::F16, "srbcrs:16x8", "gpu_bsr_mma", "m16n8k8 f16"),
+        (DType::BF16, "srbcrs:16x8", "gpu_bsr_mma", "m16n8k8 bf16"),
+        (DType::F16, "srbcrs:16x16", "gpu_bsr_mma", "m16n8k16 f16"),
+        (
+            DType::BF16,
+            "srbcrs:16x16",
+            "gpu_bsr_mma:warps=2",
+            "m16n8k16 bf16",
+        ),
+        (DType::F16, "srbcrs:32x8", "gpu_bsr_mma", "m16n8k8 f16"),
+        (
+            DType::BF16,
+            "srbcrs:32x8",
+            "gpu_bsr_mma:warps=1",
+            "m16n8k8 bf16",
+        ),
+        (
+            DType::F32,
+            "srbcrs:16x4",
+            "gpu_bsr_mma:tf32=on",
+            "m16n8k4 tf32",
+        ),
+    ];
+    assert_eq!(tensor_core_spmm(&cases), 7 * 4 * 7);
+}
+
+/// Runs each `(operand type, format, recipe, mma)` case on every test matrix with widths
+/// 8, 20, 3 and 70 in the SIMT interpreter against the reference interpreter, checks the
+/// stage-III `mma` and the CUDA `mma.sync`, and compiles each distinct kernel with NVRTC
+/// for sm_80 and sm_90 (no warnings, no spills); returns the number of runs.
+fn tensor_core_spmm(cases: &[(DType, &str, &str, &str)]) -> usize {
     let nvrtc = nvrtc();
     let mut compiled = std::collections::HashSet::new();
-    let cases = [
-        (DType::F16, "16x16", "gpu_bsr_mma", "m16n8k16 f16"),
-        (DType::BF16, "16x16", "gpu_bsr_mma", "m16n8k16 bf16"),
-        (DType::F16, "32x32", "gpu_bsr_mma:warps=2", "m16n8k16 f16"),
-        (DType::BF16, "16x8", "gpu_bsr_mma", "m16n8k8 bf16"),
-        (DType::F32, "16x16", "gpu_bsr_mma:tf32=on", "m16n8k8 tf32"),
-        (DType::F32, "16x4", "gpu_bsr_mma:tf32=on", "m16n8k4 tf32"),
-    ];
     let mut runs = 0;
-    for (dtype, block, spec, mma) in cases {
-        let text = bsr_program(dtype, block);
+    for &(dtype, format, spec, mma) in cases {
+        let text = tiled_program(dtype, format);
         for k in [8, 20, 3, 70] {
             for (kind, a) in bsr_matrices() {
-                let what = format!("{spec} {dtype} bsr:{block} k={k} {kind}");
-                let ins = bsr_inputs(&a, block, k, dtype, runs as u64);
+                let what = format!("{spec} {dtype} {format} k={k} {kind}");
+                let ins = tiled_inputs(&a, format, k, dtype, runs as u64);
                 let kernel = compile_recipe_for(&text, &ins, spec, Target::CudaSim)
                     .unwrap_or_else(|e| panic!("{what}: compile: {e}"));
                 let stage3 = kernel.ir(Stage::Stage3);
@@ -488,7 +559,7 @@ fn bsr_spmm_on_tensor_cores_matches_the_interpreter_in_the_simt_interpreter() {
                                     cubin.log
                                 );
                                 println!(
-                                    "{arch} {spec} {dtype} bsr:{block} k={k}: `{}` {} registers, no spills",
+                                    "{arch} {spec} {dtype} {format} k={k}: `{}` {} registers, no spills",
                                     r.name, r.registers
                                 );
                             }
@@ -516,13 +587,13 @@ fn bsr_spmm_on_tensor_cores_matches_the_interpreter_in_the_simt_interpreter() {
             }
         }
     }
-    assert_eq!(runs, 6 * 4 * 7);
     if nvrtc.is_some() {
         println!(
             "{} distinct tensor-core kernels compiled for sm_80 and sm_90",
             compiled.len()
         );
     }
+    runs
 }
 
 /// Without rounding the inputs first, tf32 loses their low bits: the result is within
@@ -569,7 +640,7 @@ fn gpu_bsr_mma_refusals_are_named() {
                 &inputs("spmm", &a, 8, DType::F16, 1),
                 "gpu_bsr_mma",
             ),
-            "recipe `gpu_bsr_mma` does not apply to this program: the main nest has 3 loops; it runs SpMM with the sparse operand in BSR (`bsr:16x16`, ...), whose nest loops over block rows, a row's blocks, a block's rows and columns, and the dense width",
+            "recipe `gpu_bsr_mma` does not apply to this program: the main nest has 3 loops; it runs SpMM with the sparse operand in BSR (`bsr:16x16`, ...) or SR-BCRS (`srbcrs:16x8`, ...), whose nest loops over block rows, a row's blocks (groups), a block's rows and columns (a group's columns and a tile's rows), and the dense width",
         ),
         (
             refuse(
@@ -602,6 +673,30 @@ fn gpu_bsr_mma_refusals_are_named() {
                 "gpu_bsr_mma",
             ),
             "recipe `gpu_bsr_mma` does not apply to this program: blocks of 4 columns: an mma on f16 operands needs a multiple of 8",
+        ),
+        (
+            refuse(
+                &tiled_program(DType::F16, "srbcrs:8x8"),
+                &tiled_inputs(&a, "srbcrs:8x8", 8, DType::F16, 9),
+                "gpu_bsr_mma",
+            ),
+            "recipe `gpu_bsr_mma` does not apply to this program: tiles of 8 rows: an mma covers 16 rows (use srbcrs:16x8, srbcrs:32x16, ...)",
+        ),
+        (
+            refuse(
+                &tiled_program(DType::BF16, "srbcrs:16x4"),
+                &tiled_inputs(&a, "srbcrs:16x4", 8, DType::BF16, 10),
+                "gpu_bsr_mma",
+            ),
+            "recipe `gpu_bsr_mma` does not apply to this program: groups of 4 columns: an mma on bf16 operands needs a multiple of 8",
+        ),
+        (
+            refuse(
+                &tiled_program(DType::F32, "srbcrs:16x2"),
+                &tiled_inputs(&a, "srbcrs:16x2", 8, DType::F32, 11),
+                "gpu_bsr_mma:tf32=on",
+            ),
+            "recipe `gpu_bsr_mma` does not apply to this program: groups of 2 columns: an mma on tf32 operands needs a multiple of 4",
         ),
         (
             refuse(
@@ -640,13 +735,15 @@ fn gpu_bsr_mma_refusals_are_named() {
 #[test]
 fn gpu_bsr_mma_traces_replay_to_the_same_function() {
     let a = matrices().remove(0).1;
-    for (dtype, block, spec) in [
-        (DType::F16, "16x16", "gpu_bsr_mma"),
-        (DType::F16, "32x32", "gpu_bsr_mma:warps=1"),
-        (DType::F32, "16x8", "gpu_bsr_mma:tf32=on"),
+    for (dtype, format, spec) in [
+        (DType::F16, "bsr:16x16", "gpu_bsr_mma"),
+        (DType::F16, "bsr:32x32", "gpu_bsr_mma:warps=1"),
+        (DType::F32, "bsr:16x8", "gpu_bsr_mma:tf32=on"),
+        (DType::F16, "srbcrs:16x8", "gpu_bsr_mma"),
+        (DType::BF16, "srbcrs:32x16", "gpu_bsr_mma:warps=2"),
     ] {
-        let text = bsr_program(dtype, block);
-        let ins = bsr_inputs(&a, block, 40, dtype, 1);
+        let text = tiled_program(dtype, format);
+        let ins = tiled_inputs(&a, format, 40, dtype, 1);
         let (_, stage1, trace) = recipe_trace(&text, &ins, spec).unwrap();
         let json = trace.to_json();
         let replayed = sparsile::transform::schedule::Trace::from_json(&json)
@@ -657,9 +754,12 @@ fn gpu_bsr_mma_traces_replay_to_the_same_function() {
         assert_eq!(
             replayed.func().unwrap().to_string(),
             again.func().unwrap().to_string(),
-            "{spec}"
+            "{spec} {format}"
         );
-        assert!(json.contains("\"step\": \"tensorize\""), "{spec}: {json}");
+        assert!(
+            json.contains("\"step\": \"tensorize\""),
+            "{spec} {format}: {json}"
+        );
     }
 }
 

@@ -322,6 +322,11 @@ mod tests {
             ..case(Op::Spmm, "auto")
         };
         assert!(names(&bsr, &Recipes::All).contains(&"gpu_bsr_mma".to_string()));
+        let srbcrs = Case {
+            format: "srbcrs:16x8".into(),
+            ..case(Op::Spmm, "auto")
+        };
+        assert!(names(&srbcrs, &Recipes::All).contains(&"gpu_bsr_mma".to_string()));
         assert_eq!(
             names(&case(Op::Sddmm, "auto"), &Recipes::All),
             ["gpu_rowwise", "gpu_warp", "gpu_sddmm_vec"]

@@ -525,7 +525,7 @@ pub enum ScheduleError {
     },
     /// A loop of the tile does not run `0..N` with `N` a multiple of the instruction's
     /// extent for its role.
-    #[error("tensorize: loop `{var}` in block `{block}` ({span}): loop `{tile_loop}` runs the tile's {role} over `{range}`; an {shape} mma needs `0..N` with N a multiple of {multiple}")]
+    #[error("tensorize: loop `{var}` in block `{block}` ({span}): loop `{tile_loop}` runs the tile's {role} over `{range}`; an {shape} mma needs `0..N` or `lo..lo + N` with N a multiple of {multiple}")]
     TensorizeExtent {
         block: String,
         var: String,

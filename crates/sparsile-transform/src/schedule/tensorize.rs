@@ -20,7 +20,9 @@
 //! - the three loops' variables become the `mma`'s tile variables (`let`s are inlined);
 //!   a loop that runs a multiple of the instruction's extent (`M` = 16 rows, `N` = 8
 //!   columns, `K` depth) gets a loop over its tiles, `v_t`, around the `mma` (the depth's
-//!   innermost) and `v` becomes `v_t · M + v` in the expressions;
+//!   innermost) and `v` becomes `v_t · M + v` in the expressions; a loop over
+//!   `lo..lo + N` (a `sparse_fixed` axis's positions, `g_p * 8..g_p * 8 + 8`) is a tile
+//!   loop from `lo`: `v` becomes `lo + v` (`lo + v_t · M + v`);
 //! - each condition (split at `&&`) that reads the row loop only guards the rows: it
 //!   becomes part of the `mma`'s guard and zeroes the left operand where it fails (so `a`
 //!   is evaluated only where the nest evaluated it); one that reads the column loop only
@@ -36,8 +38,9 @@
 //!   the body above it but for `let`s and `if`s without `else`, around one update
 //!   `C[e] = C[e] + a * b` (either order of the sum), where `e` reads two of the loops
 //!   ([`ScheduleError::TensorizeNest`]);
-//! - each loop runs `0..N` with `N` a literal multiple of the instruction's extent for its
-//!   role ([`ScheduleError::TensorizeExtent`]);
+//! - each loop runs `0..N` (or `lo..lo + N`) with `N` a literal multiple of the
+//!   instruction's extent for its role ([`ScheduleError::TensorizeExtent`]), and no
+//!   loop's start reads a loop of the nest ([`ScheduleError::TensorizeNest`]);
 //! - the accumulator is an f32 buffer in global or shared memory (not `local`); its
 //!   indices give distinct elements for distinct rows and columns of a tile (each of the
 //!   row and column loops appears with a constant nonzero coefficient in an index of its
@@ -260,6 +263,26 @@ fn distinct_elements(indices: &[Expr], row: VarId, col: VarId, m: i64, n: i64) -
     at.0.is_some() && at.1.is_some()
 }
 
+/// The number of iterations of a loop over `lo..hi` when it is a constant: `0..N`, `a..b`
+/// with literals, or `lo..lo + N`.
+fn span(lo: &Expr, hi: &Expr) -> Option<i64> {
+    match (lo, hi) {
+        (Expr::Int(a), Expr::Int(b)) => b.checked_sub(*a),
+        (
+            lo,
+            Expr::Binary {
+                op: BinaryOp::Add,
+                lhs,
+                rhs,
+            },
+        ) => match (&**lhs, &**rhs) {
+            (x, Expr::Int(n)) | (Expr::Int(n), x) if x == lo => Some(*n),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The conjuncts of `e` (split at `&&`).
 fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     match e {
@@ -399,11 +422,24 @@ pub fn tensorize(
             .iter()
             .find(|l| l.var == v)
             .expect("a loop of the nest");
-        match (&l.lo, &l.hi) {
-            (Expr::Int(0), Expr::Int(n)) => Some(*n),
-            _ => None,
-        }
+        span(&l.lo, &l.hi)
     };
+    // A loop that starts elsewhere than 0 (`g_p * 8..g_p * 8 + 8`, a sparse_fixed axis's
+    // positions) runs from its start, which must not read the other loops of the tile.
+    for l in &nest.loops {
+        if l.lo != Expr::Int(0) && vars.iter().any(|&v| uses_var(&l.lo, v)) {
+            return Err(ScheduleError::TensorizeNest {
+                block: target.block.clone(),
+                var: target.var.clone(),
+                reason: format!(
+                    "the start `{}` of loop `{}` reads a loop of the tile (each tile loop runs over a range fixed outside the tile)",
+                    show(&l.lo),
+                    var_name(func, l.var)
+                ),
+                span: f.span,
+            });
+        }
+    }
     let fits = |v: VarId, multiple: u32| {
         extent(v).is_some_and(|n| n >= i64::from(multiple) && n % i64::from(multiple) == 0)
     };
@@ -569,17 +605,22 @@ pub fn tensorize(
     let mut subst: HashMap<VarId, Expr> = HashMap::new();
     for (v, size) in [(row, m), (col, n), (depth, i64::from(shape.k()))] {
         let count = extent(v).expect("checked") / size;
+        let mut at = Expr::Var(v);
         if count > 1 {
             let (t, _) = fresh_index_var(&mut out, &format!("{}_t", var_name(func, v)));
             tiles.push((t, count));
-            subst.insert(
-                v,
-                Expr::binary(
-                    BinaryOp::Add,
-                    Expr::binary(BinaryOp::Mul, Expr::Var(t), Expr::Int(size)),
-                    Expr::Var(v),
-                ),
+            at = Expr::binary(
+                BinaryOp::Add,
+                Expr::binary(BinaryOp::Mul, Expr::Var(t), Expr::Int(size)),
+                at,
             );
+        }
+        let lo = &nest.loops.iter().find(|l| l.var == v).expect("a loop").lo;
+        if *lo != Expr::Int(0) {
+            at = Expr::binary(BinaryOp::Add, lo.clone(), at);
+        }
+        if at != Expr::Var(v) {
+            subst.insert(v, at);
         }
     }
     let at = |e: &Expr| e.substitute(&mut |v| subst.get(&v).cloned());

@@ -9,8 +9,10 @@
 //!   dense width `K` (taken from the inputs) is a multiple of 4, and one element at a
 //!   time (the schedule of `gpu_warp`) otherwise, then a warp reduction;
 //! - SpMM with the sparse operand in BSR, blocks whose rows are a multiple of 16 and
-//!   columns a multiple of 8, f16 operands (or bf16 ones) and an f32 output:
-//!   `gpu_bsr_mma`, every block an `mma` on tensor cores (exact products, f32 sums).
+//!   columns a multiple of 8, or in SR-BCRS, tiles of a multiple of 16 rows and groups of
+//!   a multiple of 8 columns, f16 operands (or bf16 ones) and an f32 output:
+//!   `gpu_bsr_mma`, every block (group) an `mma` on tensor cores (exact products, f32
+//!   sums).
 //!   f32 operands stay on `gpu_rowwise`: tensor cores would round them to tf32, which
 //!   only a user can decide (`gpu_bsr_mma:tf32=on`).
 //!
@@ -39,7 +41,8 @@ pub fn gpu_rule(program: &Program) -> &'static str {
 }
 
 /// Whether `program` is `Y[i,c] = A[i,j] * X[j,c]` with `A` in BSR (blocks of a multiple
-/// of 16 rows and of 8 columns), `A` and `X` both f16 or both bf16, and `Y` f32: what
+/// of 16 rows and of 8 columns) or SR-BCRS (tiles of a multiple of 16 rows, groups of a
+/// multiple of 8 columns), `A` and `X` both f16 or both bf16, and `Y` f32: what
 /// `gpu_bsr_mma` runs exactly.
 fn tensor_core_spmm(program: &Program) -> bool {
     let buffers: Vec<_> = program.buffers.values().collect();
@@ -59,12 +62,27 @@ fn tensor_core_spmm(program: &Program) -> bool {
         (AxisKind::DenseFixed, Extent::Const(n)) => Some(*n),
         _ => None,
     };
+    // SR-BCRS: tile rows, their groups, a group's gathered columns (`per=G`), a tile's
+    // rows.
+    let group = |axis| {
+        let decl = &program.axes[axis];
+        match (&decl.kind, &decl.nnz_per_parent) {
+            (AxisKind::SparseFixed, Some(Extent::Const(n))) => Some(*n),
+            _ => None,
+        }
+    };
     let blocked = a.axes.len() == 4
-        && program.axes[a.axes[1]].kind == AxisKind::SparseVariable
-        && matches!(
-            (block(a.axes[2]), block(a.axes[3])),
-            (Some(r), Some(c)) if r % 16 == 0 && c % 8 == 0
-        );
+        && match program.axes[a.axes[1]].kind {
+            AxisKind::SparseVariable => matches!(
+                (block(a.axes[2]), block(a.axes[3])),
+                (Some(r), Some(c)) if r % 16 == 0 && c % 8 == 0
+            ),
+            AxisKind::DenseVariable => matches!(
+                (group(a.axes[2]), block(a.axes[3])),
+                (Some(g), Some(t)) if t % 16 == 0 && g % 8 == 0
+            ),
+            _ => false,
+        };
     let half = matches!(
         (a.dtype, x.dtype),
         (DType::F16, DType::F16) | (DType::BF16, DType::BF16)
@@ -95,5 +113,18 @@ mod tests {
         assert_eq!(rule("f16", "f16", "f32", "bsr:16x4"), "gpu_rowwise");
         assert_eq!(rule("f16", "f16", "f32", "csr"), "gpu_rowwise");
         assert_eq!(rule("f16", "f16", "f16", "bsr:16x16"), "gpu_rowwise");
+    }
+
+    #[test]
+    fn tensor_cores_take_half_srbcrs_spmm_with_an_f32_output() {
+        assert_eq!(rule("f16", "f16", "f32", "srbcrs:16x8"), "gpu_bsr_mma");
+        assert_eq!(rule("bf16", "bf16", "f32", "srbcrs:16x16"), "gpu_bsr_mma");
+        assert_eq!(rule("f16", "f16", "f32", "srbcrs:32x8"), "gpu_bsr_mma");
+        // f32 operands (tf32 is the user's call); tiles or groups an mma does not
+        // tile; a 16-bit output.
+        assert_eq!(rule("f32", "f32", "f32", "srbcrs:16x8"), "gpu_rowwise");
+        assert_eq!(rule("f16", "f16", "f32", "srbcrs:8x8"), "gpu_rowwise");
+        assert_eq!(rule("bf16", "bf16", "f32", "srbcrs:16x4"), "gpu_rowwise");
+        assert_eq!(rule("f16", "f16", "f16", "srbcrs:16x8"), "gpu_rowwise");
     }
 }

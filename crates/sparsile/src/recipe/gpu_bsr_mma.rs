@@ -1,5 +1,7 @@
 //! `gpu_bsr_mma`: block-sparse SpMM on tensor cores (SparseTIR's BSR SpMM with
-//! `mma.sync`; SpMMPlu's blocks computed at the matrix instruction's granularity).
+//! `mma.sync`; SpMMPlu's blocks computed at the matrix instruction's granularity;
+//! Magicube's and vectorSparse's SR-BCRS, whose gathered columns make the mma's right
+//! operand a gather).
 //!
 //! For `C[i,k] = A[i,j]·B[j,k]` with `A` in BSR (`bsr:RxC`, dense `R × C` blocks), the
 //! main nest is block rows `io`, the row's blocks `jo_p`, a block's rows `ii` and columns
@@ -22,9 +24,23 @@
 //! included), matrices with no rows or no blocks, `K` that is not a multiple of 8 and
 //! sizes that are not multiples of the blocks are all handled by the guards. `R` must be
 //! a multiple of 16 and `C` of 8 (f16, bf16) or 4 (tf32): other blocks are refused.
+//!
+//! With `A` in SR-BCRS (`srbcrs:TxG`: rows in tiles of `T`, each tile row's non-zero
+//! columns in groups of `G`, padded with explicit zeros), the main nest is tile rows
+//! `io`, the row's groups `g_p`, a group's column positions `j_p` (over
+//! `g_p · G..g_p · G + G`, the column `j` read from the group's indices) and a tile's rows
+//! `ii`, then `k`. The same schedule applies with `j_p` as the depth: the column tile loop
+//! goes above `ii` and `j_p` (`reorder` also brings `ii` above `j_p`), and `tensorize`
+//! makes each group `T / 16 · G / K` mmas whose right operand is the rows of `B` at the
+//! group's column indices (a gather; padding slots, whose column is `n`, read as zeros).
+//! One recipe serves both layouts (read from the nest's loops, not from format names):
+//! they differ only in which of the two inner loops of a block is the depth. `T` must be
+//! a multiple of 16 and `G` of 8 (f16, bf16) or 4 (tf32).
+//!
 //! The result is a GPU function (sm_80 and later): compile it for `cuda` or run it with
 //! the SIMT interpreter (`cuda-sim`).
 
+use sparsile_ir::coord::BinaryOp;
 use sparsile_ir::loops::{BufferKind, Expr, Func, GpuAxis, GpuDim, MmaType, Stmt};
 use sparsile_ir::DType;
 use sparsile_transform::schedule::{LoopRef, Schedule, SplitTail};
@@ -41,9 +57,9 @@ const NAME: &str = "gpu_bsr_mma";
 fn info() -> RecipeInfo {
     RecipeInfo {
         name: NAME,
-        summary: "GPU tensor cores: BSR SpMM, a block row per block of the grid, 8 columns of C per warp, each block of A an mma.sync (f16/bf16, or f32 as tf32)",
+        summary: "GPU tensor cores: BSR or SR-BCRS SpMM, a block (tile) row per block of the grid, 8 columns of C per warp, each block (group of gathered columns) of A an mma.sync (f16/bf16, or f32 as tf32)",
         ops: &["spmm"],
-        formats: &["bsr"],
+        formats: &["bsr", "srbcrs"],
         params: vec![
             ParamInfo {
                 name: "k",
@@ -61,7 +77,7 @@ fn info() -> RecipeInfo {
                 doc: "`on`: f32 operands run on tensor cores rounded to tf32 (10 mantissa bits); `off`: f32 operands are refused",
             },
         ],
-        source: "SparseTIR (BSR SpMM with tensor cores); SpMMPlu (meta-ops at the matrix instruction's granularity); PTX mma.sync",
+        source: "SparseTIR (BSR SpMM with tensor cores); SpMMPlu (meta-ops at the matrix instruction's granularity); Magicube and vectorSparse (SR-BCRS); PTX mma.sync",
         gpu: true,
     }
 }
@@ -100,6 +116,33 @@ fn constant(lo: &Expr, hi: &Expr) -> Option<i64> {
     }
 }
 
+/// `N` when a loop runs over `lo..lo + N` with `lo` not a literal: the positions of one
+/// group of a `sparse_fixed` axis (`g_p * 8..g_p * 8 + 8`).
+fn group(lo: &Expr, hi: &Expr) -> Option<i64> {
+    if matches!(lo, Expr::Int(_)) {
+        return None;
+    }
+    match hi {
+        Expr::Binary {
+            op: BinaryOp::Add,
+            lhs,
+            rhs,
+        } => match (&**lhs, &**rhs) {
+            (x, Expr::Int(n)) | (Expr::Int(n), x) if x == lo => Some(*n),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The sparse operand's layout, read from the main nest's loops under the row's blocks.
+enum Tiles {
+    /// BSR: a block's rows then its columns, both `0..N`.
+    Blocks,
+    /// SR-BCRS: a group's gathered columns (`g_p * G..g_p * G + G`) then a tile's rows.
+    Groups,
+}
+
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
     let warps = args.int("warps", 1, 32)?;
     let tf32 = args.choice("tf32", &["on", "off"])? == "on";
@@ -120,19 +163,30 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         return Err(not("the program has no iteration".to_string()));
     };
     let loops = nest(&func, &main);
-    let shape_hint = "it runs SpMM with the sparse operand in BSR (`bsr:16x16`, ...), whose nest loops over block rows, a row's blocks, a block's rows and columns, and the dense width";
-    let [io, _blocks, ii, ji, k] = loops.as_slice() else {
+    let shape_hint = "it runs SpMM with the sparse operand in BSR (`bsr:16x16`, ...) or SR-BCRS (`srbcrs:16x8`, ...), whose nest loops over block rows, a row's blocks (groups), a block's rows and columns (a group's columns and a tile's rows), and the dense width";
+    let [io, _blocks, l2, l3, k] = loops.as_slice() else {
         return Err(not(format!(
             "the main nest has {} loops; {shape_hint}",
             loops.len()
         )));
     };
-    let (Some(rows), Some(cols)) = (constant(&ii.1.lo, &ii.1.hi), constant(&ji.1.lo, &ji.1.hi))
-    else {
-        return Err(not(format!(
-            "the block's loops `{}` and `{}` do not have constant extents; {shape_hint}",
-            ii.0.var, ji.0.var
-        )));
+    let (layout, ii, ji, rows, cols) = match (
+        constant(&l2.1.lo, &l2.1.hi),
+        group(&l2.1.lo, &l2.1.hi),
+        constant(&l3.1.lo, &l3.1.hi),
+    ) {
+        (Some(rows), _, Some(cols)) => (Tiles::Blocks, l2, l3, rows, cols),
+        (_, Some(cols), Some(rows)) => (Tiles::Groups, l3, l2, rows, cols),
+        _ => {
+            return Err(not(format!(
+                "the block's loops `{}` and `{}` do not have constant extents; {shape_hint}",
+                l2.0.var, l3.0.var
+            )))
+        }
+    };
+    let (what_rows, what_cols, examples) = match layout {
+        Tiles::Blocks => ("blocks", "blocks", "bsr:16x16, bsr:32x32"),
+        Tiles::Groups => ("tiles", "groups", "srbcrs:16x8, srbcrs:32x16"),
     };
     let Some(width) = constant(&k.1.lo, &k.1.hi) else {
         return Err(not(
@@ -175,13 +229,13 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         .find(|s| depth_ok(s.k()))
         .ok_or_else(|| {
             not(format!(
-                "blocks of {cols} columns: an mma on {ty} operands needs a multiple of {}",
+                "{what_cols} of {cols} columns: an mma on {ty} operands needs a multiple of {}",
                 ty.shapes().iter().map(|s| s.k()).min().unwrap_or(1)
             ))
         })?;
     if rows % i64::from(shape.m()) != 0 {
         return Err(not(format!(
-            "blocks of {rows} rows: an mma covers {} rows (use bsr:16x16, bsr:32x32, ...)",
+            "{what_rows} of {rows} rows: an mma covers {} rows (use {examples}, ...)",
             shape.m()
         )));
     }
