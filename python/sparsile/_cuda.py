@@ -1,13 +1,17 @@
 """CUDA arrays in and out of GPU kernels without copies.
 
-A dense operand that is a PyTorch CUDA tensor or a CuPy array (anything with
-``__cuda_array_interface__``) is passed to the kernel by its device address: the kernel
-reads it in place. Outputs are allocated by the same library on the same device
-(``torch.empty`` / ``cupy.empty``) and written in place. The work is queued on the
-producer's current stream (``torch.cuda.current_stream(device)``; for other arrays the
-stream their interface names, else ``cupy.cuda.get_current_stream()``), so it is
-ordered with the work queued there before and after, and the call returns without
-waiting for it, like a PyTorch operator.
+A dense operand that is a PyTorch CUDA tensor, a CuPy array (anything with
+``__cuda_array_interface__``) or any other array that exports CUDA memory through DLPack
+(``__dlpack__`` / ``__dlpack_device__``: JAX, TensorFlow, …) is passed to the kernel by its
+device address: the kernel reads it in place. Outputs are allocated by the same library
+on the same device (``torch.empty`` / ``cupy.empty``; for DLPack producers by PyTorch, else
+CuPy, whose arrays the producer's ``from_dlpack`` takes without a copy) and written in
+place. The work is queued on the producer's current stream
+(``torch.cuda.current_stream(device)``; for CUDA array interface producers the stream
+their interface names, else ``cupy.cuda.get_current_stream()``; for DLPack producers the
+legacy default stream, which ``__dlpack__(stream=1)`` asks them to order their own work
+before), so it is ordered with the work queued there before and after, and the call
+returns without waiting for it, like a PyTorch operator.
 
 The sparse operand's structure arrays are copied to the device once and cached there
 while the :class:`~sparsile.Tensor` lives (by the runtime); its values are copied once
@@ -23,7 +27,8 @@ aligned, C-contiguous (a strided view is refused rather than copied: pass
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+import ctypes
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -34,17 +39,114 @@ from ._tensor import Tensor
 _TYPESTR = {"<f4": "f32", "<f8": "f64", "<i4": "i32", "<i8": "i64"}
 
 
+# --- DLPack (the stable C ABI of dlpack.h: a "dltensor" capsule holds a DLManagedTensor,
+# whose first member is the DLTensor) ------------------------------------------------
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_DL_CUDA = 2
+_DL_FLOAT = 2
+# `__dlpack__(stream=1)`: the consumer runs on CUDA's legacy default stream.
+_DL_LEGACY_STREAM = 1
+
+_capsule_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_valid.restype = ctypes.c_int
+_capsule_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class DLPackFields(NamedTuple):
+    """What a DLTensor says, copied out of the capsule (whose memory the producer frees
+    when the capsule goes)."""
+
+    data: int
+    device_type: int
+    device_id: int
+    code: int
+    bits: int
+    lanes: int
+    shape: Tuple[int, ...]
+    strides: Optional[Tuple[int, ...]]
+    byte_offset: int
+
+
+def dlpack_fields(capsule: Any, name: str) -> DLPackFields:
+    """The fields of the DLTensor a ``__dlpack__`` capsule holds. The capsule is not
+    consumed: its own destructor hands the tensor back to the producer."""
+    if not _capsule_valid(capsule, b"dltensor"):
+        raise TypeError(f"{name}: __dlpack__ returned {type(capsule).__name__}, not a DLPack capsule named 'dltensor'")
+    t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+    return DLPackFields(
+        data=int(t.data or 0),
+        device_type=int(t.device.device_type),
+        device_id=int(t.device.device_id),
+        code=int(t.dtype.code),
+        bits=int(t.dtype.bits),
+        lanes=int(t.dtype.lanes),
+        shape=tuple(int(t.shape[i]) for i in range(t.ndim)),
+        strides=tuple(int(t.strides[i]) for i in range(t.ndim)) if t.strides else None,
+        byte_offset=int(t.byte_offset),
+    )
+
+
+def _dlpack_device(x: Any) -> Optional[Tuple[int, int]]:
+    if is_torch_tensor(x) or not hasattr(x, "__dlpack_device__") or not hasattr(x, "__dlpack__"):
+        return None
+    device_type, device_id = x.__dlpack_device__()
+    return int(device_type), int(device_id)
+
+
+def _has_cai(x: Any) -> bool:
+    return hasattr(type(x), "__cuda_array_interface__") or hasattr(x, "__cuda_array_interface__")
+
+
+def _is_dlpack_cuda(x: Any) -> bool:
+    device = _dlpack_device(x)
+    return device is not None and device[0] == _DL_CUDA and not _has_cai(x)
+
+
+def _library(x: Any) -> str:
+    """Which protocol ``x``'s memory comes through: ``torch``, ``cai`` or ``dlpack``."""
+    if is_torch_tensor(x):
+        return "torch"
+    return "cai" if _has_cai(x) else "dlpack"
+
+
 def is_cuda_array(x: Any) -> bool:
     """Whether ``x`` is a torch CUDA tensor or another CUDA array (CuPy, Numba: anything
-    with ``__cuda_array_interface__``)."""
+    with ``__cuda_array_interface__``; JAX and others: DLPack on a CUDA device)."""
     if is_torch_tensor(x):
         return x.device.type == "cuda"
-    return hasattr(type(x), "__cuda_array_interface__") or hasattr(x, "__cuda_array_interface__")
+    return _has_cai(x) or _is_dlpack_cuda(x)
 
 
 def _device_index(x: Any) -> int:
     if is_torch_tensor(x):
         return x.device.index if x.device.index is not None else 0
+    if _library(x) == "dlpack":
+        device = _dlpack_device(x)
+        return device[1] if device is not None else 0
     device = getattr(x, "device", None)
     return int(getattr(device, "id", 0) or 0)
 
@@ -70,6 +172,8 @@ def device_array(x: Any, name: str) -> "_native.DeviceArray":
         if x.is_conj() or x.is_neg():
             x = x.resolve_conj().resolve_neg()
         return _native.DeviceArray(x.data_ptr(), tuple(x.shape), dtype, _device_index(x), tuple(x.stride()))
+    if _library(x) == "dlpack":
+        return _dlpack_array(x, name)
     cai = x.__cuda_array_interface__
     dtype = _TYPESTR.get(cai["typestr"])
     if dtype not in ("f32", "f64"):
@@ -87,6 +191,43 @@ def device_array(x: Any, name: str) -> "_native.DeviceArray":
     return _native.DeviceArray(int(cai["data"][0]), shape, dtype, _device_index(x), element_strides)
 
 
+def _dlpack_array(x: Any, name: str) -> "_native.DeviceArray":
+    """A DLPack producer's CUDA memory as a :class:`_native.DeviceArray` (strides in
+    elements go along; the runtime refuses a non-contiguous one)."""
+    try:
+        capsule = x.__dlpack__(stream=_DL_LEGACY_STREAM)
+    except TypeError:
+        capsule = x.__dlpack__()  # a producer from before the stream argument
+    t = dlpack_fields(capsule, name)
+    if t.device_type != _DL_CUDA:
+        raise ValueError(
+            f"{name}: its DLPack tensor is on device type {t.device_type}, not CUDA ({_DL_CUDA}), "
+            "though __dlpack_device__ said CUDA"
+        )
+    if t.code != _DL_FLOAT or t.bits not in (32, 64) or t.lanes != 1:
+        raise TypeError(
+            f"{name} must be float32 or float64, got DLPack type code {t.code} of {t.bits} bits x {t.lanes}"
+        )
+    dtype = "f32" if t.bits == 32 else "f64"
+    return _native.DeviceArray(t.data + t.byte_offset, t.shape, dtype, t.device_id, t.strides)
+
+
+def _output_library(like: Any) -> str:
+    """The library that allocates results like ``like``: its own for torch and CUDA array
+    interface producers; PyTorch (else CuPy) for DLPack producers."""
+    library = _library(like)
+    if library != "dlpack":
+        return library
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "torch"
+    except ImportError:
+        pass
+    return "cai"
+
+
 def _cupy(like: Any) -> Any:
     """CuPy, which allocates results like a CUDA array that is not a torch tensor."""
     try:
@@ -102,6 +243,13 @@ def _cupy(like: Any) -> Any:
 def _dtype_name(x: Any) -> str:
     if is_torch_tensor(x):
         return str(x.dtype).replace("torch.", "")
+    if _library(x) == "dlpack":
+        try:
+            return str(np.dtype(x.dtype))
+        except (AttributeError, TypeError):
+            t = dlpack_fields(x.__dlpack__(), "operand")
+            kinds = {0: "int", 1: "uint", 2: "float", 4: "bfloat"}
+            return f"{kinds.get(t.code, 'type')}{t.bits}"
     return str(np.dtype(x.dtype))
 
 
@@ -114,11 +262,11 @@ class Allocator:
 
     def __call__(self, name: str, shape: Tuple[int, ...], dtype: str) -> "_native.DeviceArray":
         like = self.like
-        if is_torch_tensor(like):
+        if _output_library(like) == "torch":
             import torch
 
             t = torch.empty(tuple(shape), dtype={"f32": torch.float32, "f64": torch.float64}[dtype],
-                            device=like.device)
+                            device=f"cuda:{_device_index(like)}")
         else:
             cupy = _cupy(like)
             with cupy.cuda.Device(_device_index(like)):
@@ -135,6 +283,9 @@ def current_stream(like: Any) -> int:
         import torch
 
         return int(torch.cuda.current_stream(like.device).cuda_stream)
+    if _library(like) == "dlpack":
+        # The legacy default stream, which `__dlpack__(stream=1)` named to the producer.
+        return 0
     stream = like.__cuda_array_interface__.get("stream")
     if isinstance(stream, int):
         return stream
@@ -148,10 +299,10 @@ def current_stream(like: Any) -> int:
 
 def to_device_like(array: np.ndarray, like: Any) -> Any:
     """A copy of the host ``array`` on ``like``'s device, in ``like``'s library."""
-    if is_torch_tensor(like):
+    if _output_library(like) == "torch":
         import torch
 
-        return torch.from_numpy(np.ascontiguousarray(array)).to(like.device)
+        return torch.from_numpy(np.ascontiguousarray(array)).to(f"cuda:{_device_index(like)}")
     cupy = _cupy(like)
     with cupy.cuda.Device(_device_index(like)):
         return cupy.asarray(array)
@@ -160,7 +311,7 @@ def to_device_like(array: np.ndarray, like: Any) -> Any:
 def tensor_values_on(A: Tensor, like: Any) -> Any:
     """A's own values on ``like``'s device (copied once per library and device, then
     cached on ``A``, which never changes)."""
-    key = ("device_values", "torch" if is_torch_tensor(like) else "cupy", _device_index(like))
+    key = ("device_values", "torch" if _output_library(like) == "torch" else "cupy", _device_index(like))
     values = A._cache.get(key)
     if values is None:
         values = to_device_like(A.values, like)
@@ -173,7 +324,7 @@ def check_operands(dtype: np.dtype, key: str, given: Dict[str, Any]) -> Any:
     device; returns the first, which outputs, the stream and cached values follow."""
     on_gpu = {n: x for n, x in given.items() if is_cuda_array(x)}
     if not on_gpu:
-        raise ValueError("the zero-copy GPU path takes CUDA arrays (torch CUDA tensors, CuPy arrays)")
+        raise ValueError("the zero-copy GPU path takes CUDA arrays (torch CUDA tensors, CuPy arrays, DLPack producers on CUDA)")
     like_name, like = next(iter(on_gpu.items()))
     for name, x in given.items():
         if not is_cuda_array(x):
@@ -186,8 +337,11 @@ def check_operands(dtype: np.dtype, key: str, given: Dict[str, Any]) -> Any:
                 f"{name} is on {device_name(x)} but {like_name} is on {device_name(like)}: "
                 "pass every operand on the same CUDA device"
             )
-        if is_torch_tensor(x) != is_torch_tensor(like):
-            raise TypeError(f"{name} and {like_name} come from different libraries: pass torch tensors or CuPy arrays, not both")
+        if _library(x) != _library(like):
+            raise TypeError(
+                f"{name} and {like_name} come from different libraries: pass torch tensors, CUDA array "
+                "interface arrays (CuPy) or DLPack arrays, not a mix"
+            )
         found = _dtype_name(x)
         if found not in ("float32", "float64"):
             raise TypeError(f"{name} must be float32 or float64, got {found}")

@@ -35,11 +35,16 @@ def is_torch_tensor(x: Any) -> bool:
 
 def device_of(x: Any) -> str:
     """The device type of a torch tensor (``"cpu"``, ``"cuda"``, ...), ``"cuda"`` for
-    another CUDA array (one with ``__cuda_array_interface__``, such as CuPy's), ``"cpu"``
-    for anything else."""
+    another CUDA array (one with ``__cuda_array_interface__``, such as CuPy's, or one whose
+    ``__dlpack_device__`` is CUDA, such as JAX's), ``"cpu"`` for anything else."""
     if is_torch_tensor(x):
         return x.device.type
-    return "cuda" if hasattr(x, "__cuda_array_interface__") else "cpu"
+    if hasattr(x, "__cuda_array_interface__"):
+        return "cuda"
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        # kDLCUDA is 2 in dlpack.h.
+        return "cuda" if int(x.__dlpack_device__()[0]) == 2 else "cpu"
+    return "cpu"
 
 
 def as_array(x: Any, name: str) -> Tuple[np.ndarray, bool]:

@@ -1,7 +1,8 @@
 """CUDA arrays in and out without copies, and autograd on the GPU.
 
 Everywhere: the native ``DeviceArray`` and ``run_device`` check what they are given;
-CUDA array interface objects are described without copies; operands on mixed devices,
+CUDA array interface objects and DLPack producers are described without copies (a
+DLPack capsule of a real torch CPU tensor checks the structure layout); operands on mixed devices,
 of the wrong dtype or for a CPU kernel are refused with messages that say what to do;
 on a machine without a GPU the GPU path stops at the driver's message; the autograd
 functions run forward and backward on the GPU recipes (target ``cuda-sim``) and match
@@ -13,6 +14,7 @@ stream, copy nothing to or from the host after the first call on an operand (che
 with the profiler), and refuse non-contiguous tensors and tensors on other devices.
 """
 
+import ctypes
 import gc
 
 import numpy as np
@@ -49,6 +51,44 @@ class FakeCudaArray:
         }
 
 
+class FakeDLPackArray:
+    """An object that exports memory through DLPack as JAX arrays do: a ``dltensor``
+    capsule over a DLManagedTensor made here (made-up address, so kernels must never run
+    on it). ``capsule_device`` lets the capsule disagree with ``__dlpack_device__``."""
+
+    def __init__(self, shape, code=2, bits=32, strides=None, ptr=0x7F0000002000, offset=0,
+                 device=(2, 0), capsule_device=None):
+        self.shape = shape
+        self.device_pair = device
+        self._shape = (ctypes.c_int64 * len(shape))(*shape)
+        self._strides = (ctypes.c_int64 * len(shape))(*strides) if strides else None
+        managed = (_cuda._DLTensor * 1)()  # a DLManagedTensor begins with its DLTensor
+        t = managed[0]
+        t.data = ptr
+        dev = capsule_device or device
+        t.device = _cuda._DLDevice(dev[0], dev[1])
+        t.ndim = len(shape)
+        t.dtype = _cuda._DLDataType(code, bits, 1)
+        t.shape = ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64))
+        if self._strides is not None:
+            t.strides = ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64))
+        t.byte_offset = offset
+        # Room for manager_ctx and deleter (null: nothing to release).
+        self._managed = (ctypes.c_byte * (ctypes.sizeof(_cuda._DLTensor) + 16))()
+        ctypes.memmove(self._managed, managed, ctypes.sizeof(_cuda._DLTensor))
+        self.streams = []
+
+    def __dlpack_device__(self):
+        return self.device_pair
+
+    def __dlpack__(self, stream=None):
+        self.streams.append(stream)
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self._managed), b"dltensor", None)
+
+
 def csr(rng, m=13, n=9, dtype=np.float32):
     return sparsile.from_scipy(random_csr(rng, m, n, 0.3, dtype))
 
@@ -80,6 +120,41 @@ def test_cuda_array_interface_objects_are_described_without_copies():
     assert not _cuda.is_cuda_array(np.ones(3))
 
 
+def test_dlpack_producers_are_described_without_copies():
+    x = FakeDLPackArray((5, 3), ptr=0x7F0000002000, offset=64, device=(2, 1))
+    assert _cuda.is_cuda_array(x)
+    assert _cuda.device_name(x) == "cuda:1"
+    assert sparsile._dense.device_of(x) == "cuda"
+    a = _cuda.device_array(x, "X")
+    assert (a.ptr, a.shape, a.dtype, a.device) == (0x7F0000002000 + 64, [5, 3], "f32", 1)
+    # Asked to order its work before the legacy default stream, on which the kernel runs.
+    assert x.streams == [1]
+    assert _cuda.current_stream(x) == 0
+    b = _cuda.device_array(FakeDLPackArray((4, 2), bits=64, strides=(2, 1)), "X")
+    assert (b.dtype, b.shape) == ("f64", [4, 2])
+    with pytest.raises(TypeError, match="X must be float32 or float64, got DLPack type code 0 of 32 bits"):
+        _cuda.device_array(FakeDLPackArray((4,), code=0), "X")
+    with pytest.raises(ValueError, match="X: its DLPack tensor is on device type 1, not CUDA"):
+        _cuda.device_array(FakeDLPackArray((4,), capsule_device=(1, 0)), "X")
+    # Host memory through DLPack (NumPy) is not a CUDA array.
+    assert not _cuda.is_cuda_array(np.ones(3))
+    assert not _cuda.is_cuda_array(FakeDLPackArray((3,), device=(1, 0)))
+    assert sparsile._dense.device_of(np.ones(3)) == "cpu"
+
+
+@needs_torch
+def test_the_dlpack_layout_reads_a_real_producer():
+    t = torch.arange(24, dtype=torch.float64).reshape(4, 6)[1:, ::2]
+    d = _cuda.dlpack_fields(t.__dlpack__(), "t")
+    assert (d.device_type, d.device_id) == (1, 0)
+    assert (d.code, d.bits, d.lanes) == (2, 64, 1)
+    assert d.shape == (3, 3)
+    assert d.strides == tuple(t.stride())
+    assert d.data + d.byte_offset == t.data_ptr()
+    with pytest.raises(TypeError, match="not a DLPack capsule named 'dltensor'"):
+        _cuda.dlpack_fields(object(), "t")
+
+
 def test_mixed_devices_and_dtypes_are_refused_before_native_code(rng):
     A = csr(rng)
     X = FakeCudaArray((9, 4))
@@ -89,6 +164,8 @@ def test_mixed_devices_and_dtypes_are_refused_before_native_code(rng):
         sparsile.sddmm(A, FakeCudaArray((13, 4)), FakeCudaArray((9, 4), device=1))
     with pytest.raises(TypeError, match="X is float64 but A is float32"):
         sparsile.spmm(A, FakeCudaArray((9, 4), "<f8"))
+    with pytest.raises(TypeError, match="Y and X come from different libraries"):
+        sparsile.sddmm(A, FakeCudaArray((13, 4)), FakeDLPackArray((9, 4)))
     with pytest.raises(ValueError, match="values is in host memory but X is on cuda:0"):
         sparsile.spmm(A, X, values=A.values)
     with pytest.raises(ValueError, match="an operand is a CUDA tensor: run it with target='cuda', not 'cpu'"):
@@ -117,6 +194,9 @@ def test_without_a_gpu_the_device_path_stops_at_the_driver(rng):
         sparsile.spmm(A, FakeCudaArray((9, 4)), values=FakeCudaArray((A.nnz,)))
     message = str(e.value)
     assert "NVIDIA driver" in message or "CUDA device" in message or "NVRTC" in message, message
+    # A DLPack producer's array takes the same path.
+    with pytest.raises(ValueError, match="NVIDIA driver|CUDA device|NVRTC"):
+        sparsile.spmm(A, FakeDLPackArray((9, 4)), values=FakeDLPackArray((A.nnz,)))
     # Nothing was allocated for the output: the kernel could not be built.
     gpu = _native.AutoKernel(SPMM, "auto", "cuda")
     asked = []
