@@ -32,17 +32,13 @@
 //! `l + 32`), sum their eight products in a register, and add the 32 sums by shuffles;
 //! with `K = 32` lanes 0 to 7 read one `float4` each and the others add 0.
 
-use sparsile_ir::coord::IterKind;
-use sparsile_ir::loops::Stmt;
-use sparsile_transform::schedule::{LoopRef, Schedule};
+use sparsile_transform::schedule::Schedule;
 
 use super::gpu_block::{
-    block_shape, constant_extent, lanes_param, rows_param, split, unbound_blocks, width_param,
-    BLOCK_X, THREAD_Y,
+    block_shape, lanes_param, rows_param, split, unbound_blocks, width_param, BLOCK_X, THREAD_Y,
 };
-use super::gpu_warp::axes;
-use super::nest::{main_iteration, nest};
-use super::rowwise::width;
+use super::gpu_warp::{axes, fuse_sddmm_nonzeros, outer_and_reduction};
+use super::nest::main_iteration;
 use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
@@ -104,43 +100,15 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     let kinds = axes(sch.program(), &main).ok_or_else(|| not("no top-level main iteration"))?;
     let s = sched(NAME);
     match kinds.as_slice() {
-        [(IterKind::Spatial, row), (IterKind::Spatial, col), (IterKind::Reduction, _)]
-            if sch
-                .program()
-                .axes
-                .iter()
-                .any(|(_, a)| a.name == *col && a.kind.is_sparse()) =>
-        {
-            if let Some((param, value)) = width(sch, args, ctx)? {
-                sch.specialize(&param, value).map_err(&s)?;
-            }
-            sch.sparse_fuse(&main, &[row.clone(), col.clone()])
-                .map_err(&s)?;
-        }
+        kinds if fuse_sddmm_nonzeros(sch, args, ctx, NAME, &main, kinds)? => {}
         _ => {
             return Err(not(
                 "the main iteration is not SDDMM-shaped (row, sparse column, reduction)",
             ))
         }
     }
-    let func = sch.func_or_lower().map_err(&s)?.clone();
-    let loops = nest(&func, &main);
-    let Some((outer, outer_loop)) = loops.first().cloned() else {
-        return Err(not("the lowered main block has no loop"));
-    };
     // The dot product: the last loop of the non-zero's body (after the row search).
-    let (reduction, extent) = outer_loop
-        .body
-        .iter()
-        .rev()
-        .find_map(|s| match s {
-            Stmt::For(f) => Some((
-                LoopRef::new(main.as_str(), func.vars[f.var].name.clone()),
-                constant_extent(&f.lo, &f.hi),
-            )),
-            _ => None,
-        })
-        .ok_or_else(|| not("the main loop holds no reduction loop"))?;
+    let (outer, reduction, extent) = outer_and_reduction(sch, NAME, &main)?;
     // Vectors only where every row starts on a vector boundary: K known and a multiple.
     let vec = match extent {
         Some(k) if vec > 1 && k > 0 && k % vec == 0 => vec,

@@ -91,44 +91,14 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     let s = sched(NAME);
     match kinds.as_slice() {
         [(IterKind::Spatial, _), (IterKind::Reduction, _)] => {}
-        [(IterKind::Spatial, row), (IterKind::Spatial, col), (IterKind::Reduction, _)]
-            if sch
-                .program()
-                .axes
-                .iter()
-                .any(|(_, a)| a.name == *col && a.kind.is_sparse()) =>
-        {
-            if let Some((param, value)) = width(sch, args, ctx)? {
-                sch.specialize(&param, value).map_err(&s)?;
-            }
-            sch.sparse_fuse(&main, &[row.clone(), col.clone()])
-                .map_err(&s)?;
-        }
+        kinds if fuse_sddmm_nonzeros(sch, args, ctx, NAME, &main, kinds)? => {}
         _ => {
             return Err(not(
                 "the main iteration is neither SpMV-shaped (row, reduction) nor SDDMM-shaped (row, sparse column, reduction); SpMM runs with gpu_rowwise",
             ))
         }
     };
-    let func = sch.func_or_lower().map_err(&s)?.clone();
-    let loops = nest(&func, &main);
-    let Some((outer, outer_loop)) = loops.first().cloned() else {
-        return Err(not("the lowered main block has no loop"));
-    };
-    // The reduction: the last loop of the row's (or non-zero's) body — after a fused
-    // loop's search for the row.
-    let (reduction, extent) = outer_loop
-        .body
-        .iter()
-        .rev()
-        .find_map(|s| match s {
-            Stmt::For(f) => Some((
-                LoopRef::new(main.as_str(), func.vars[f.var].name.clone()),
-                constant_extent(&f.lo, &f.hi),
-            )),
-            _ => None,
-        })
-        .ok_or_else(|| not("the main loop holds no reduction loop"))?;
+    let (outer, reduction, extent) = outer_and_reduction(sch, NAME, &main)?;
     // The reduction loop in `lanes` interleaved streams: [r_o, r_i] → [r_i, r_o] (one
     // pass when it runs `lanes` iterations).
     let r_i = if extent == Some(lanes) {
@@ -157,4 +127,68 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
         par(sch, &i, ParallelUnit::GpuWarp, RaceStrategy::NoRaces)?;
     }
     unbound_blocks(sch, NAME, lanes, rows)
+}
+
+/// For an SDDMM-shaped main iteration (row, sparse column, reduction: `kinds`), fixes the
+/// dense width (`k`) and fuses the row and column axes into one loop over all non-zeros;
+/// `false` (and nothing done) for other shapes.
+pub(super) fn fuse_sddmm_nonzeros(
+    sch: &mut Schedule,
+    args: &Args,
+    ctx: &RecipeContext,
+    recipe: &'static str,
+    main: &str,
+    kinds: &[(IterKind, String)],
+) -> Result<bool, RecipeError> {
+    let [(IterKind::Spatial, row), (IterKind::Spatial, col), (IterKind::Reduction, _)] = kinds
+    else {
+        return Ok(false);
+    };
+    let sparse_col = sch
+        .program()
+        .axes
+        .iter()
+        .any(|(_, a)| a.name == *col && a.kind.is_sparse());
+    if !sparse_col {
+        return Ok(false);
+    }
+    let s = sched(recipe);
+    if let Some((param, value)) = width(sch, args, ctx)? {
+        sch.specialize(&param, value).map_err(&s)?;
+    }
+    sch.sparse_fuse(main, &[row.clone(), col.clone()])
+        .map_err(&s)?;
+    Ok(true)
+}
+
+/// The main block's outer loop (rows, or all non-zeros once fused) and the reduction:
+/// the last loop of its body (after a fused loop's search for the row), with its
+/// constant extent if it has one.
+pub(super) fn outer_and_reduction(
+    sch: &mut Schedule,
+    recipe: &'static str,
+    main: &str,
+) -> Result<(LoopRef, LoopRef, Option<i64>), RecipeError> {
+    let not = |reason: &str| RecipeError::NotApplicable {
+        recipe: recipe.into(),
+        reason: reason.to_string(),
+    };
+    let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
+    let loops = nest(&func, main);
+    let Some((outer, outer_loop)) = loops.first().cloned() else {
+        return Err(not("the lowered main block has no loop"));
+    };
+    let (reduction, extent) = outer_loop
+        .body
+        .iter()
+        .rev()
+        .find_map(|s| match s {
+            Stmt::For(f) => Some((
+                LoopRef::new(main, func.vars[f.var].name.clone()),
+                constant_extent(&f.lo, &f.hi),
+            )),
+            _ => None,
+        })
+        .ok_or_else(|| not("the main loop holds no reduction loop"))?;
+    Ok((outer, reduction, extent))
 }
