@@ -18,8 +18,8 @@ use sparsile::ir::settings::Settings;
 use sparsile::ir::DType;
 use sparsile::runtime::cuda::{CudaError, Nvrtc};
 use sparsile::transform::schedule::{LoopRef, Schedule, SplitTail, Trace};
-use sparsile::{compile_program_for, evaluate, RunOptions, Stage, Target};
-use support::{close, dense, matrix, rng};
+use sparsile::{compile_program_for, Stage, Target};
+use support::{check_simt, dense, matrix, rng};
 
 const BX: GpuAxis = GpuAxis::Block(GpuDim::X);
 const TX: GpuAxis = GpuAxis::Thread(GpuDim::X);
@@ -161,21 +161,8 @@ fn staged_output_rows_match_the_interpreter_in_the_simt_interpreter() {
                         ),
                         ("X".to_string(), dense(&[a.shape[1], k], dtype, &mut g)),
                     ]);
-                    let got = kernel
-                        .run(&ins, &RunOptions::default())
-                        .unwrap_or_else(|e| panic!("{what}: SIMT run: {e}"));
-                    let expected = evaluate(&text, &ins)
-                        .unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
                     let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
-                    for (name, t) in &expected {
-                        assert_eq!(got[name].shape(), t.shape(), "{what}: {name}");
-                        close(
-                            &got[name].to_dense_f64(),
-                            &t.to_dense_f64(),
-                            tol,
-                            &format!("{what}: {name}"),
-                        );
-                    }
+                    check_simt(&kernel, &text, &ins, tol, &what);
                     runs += 1;
                 }
             }

@@ -25,7 +25,7 @@ use sparsile::ir::DType;
 use sparsile::recipe::{compile_recipe_for, list, recipe_trace};
 use sparsile::runtime::cuda::{CudaError, Nvrtc};
 use sparsile::{evaluate, RunOptions, Stage, Target};
-use support::{close, dense, matrix, rng};
+use support::{check_simt, close, dense, matrix, rng};
 
 fn program(op: &str, dtype: DType) -> String {
     match op {
@@ -182,21 +182,8 @@ fn every_gpu_recipe_matches_the_interpreter_in_the_simt_interpreter() {
                                 }
                             }
                         }
-                        let got = kernel
-                            .run(&ins, &RunOptions::default())
-                            .unwrap_or_else(|e| panic!("{what}: SIMT run: {e}"));
-                        let expected = evaluate(&text, &ins)
-                            .unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
                         let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
-                        for (name, t) in &expected {
-                            assert_eq!(got[name].shape(), t.shape(), "{what}: {name}");
-                            close(
-                                &got[name].to_dense_f64(),
-                                &t.to_dense_f64(),
-                                tol,
-                                &format!("{what}: {name}"),
-                            );
-                        }
+                        check_simt(&kernel, &text, &ins, tol, &what);
                         runs += 1;
                     }
                 }
@@ -566,23 +553,10 @@ fn tensor_core_spmm(cases: &[(DType, &str, &str, &str)]) -> usize {
                         }
                     }
                 }
-                let got = kernel
-                    .run(&ins, &RunOptions::default())
-                    .unwrap_or_else(|e| panic!("{what}: SIMT run: {e}"));
-                let expected =
-                    evaluate(&text, &ins).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
                 // The reference computes in f64 from the same (f16-, bf16- or
                 // tf32-representable) values; the products are exact on tensor cores too,
                 // and their sums are rounded to f32 once per block of the row.
-                for (name, t) in &expected {
-                    assert_eq!(got[name].shape(), t.shape(), "{what}: {name}");
-                    close(
-                        &got[name].to_dense_f64(),
-                        &t.to_dense_f64(),
-                        1e-5,
-                        &format!("{what}: {name}"),
-                    );
-                }
+                check_simt(&kernel, &text, &ins, 1e-5, &what);
                 runs += 1;
             }
         }
@@ -794,17 +768,8 @@ fn check_design(spec: &str, op: &str, dtype: DType, k: usize, seed: u64) -> Vec<
             }
             sources.push(cuda);
         }
-        let got = kernel
-            .run(&ins, &RunOptions::default())
-            .unwrap_or_else(|e| panic!("{what}: SIMT run: {e}"));
-        let expected = evaluate(&text, &ins).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
         let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
-        close(
-            &got["Y"].to_dense_f64(),
-            &expected["Y"].to_dense_f64(),
-            tol,
-            &what,
-        );
+        check_simt(&kernel, &text, &ins, tol, &what);
     }
     sources
 }

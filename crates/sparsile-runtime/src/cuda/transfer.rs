@@ -17,7 +17,7 @@ use sparsile_ir::{BufferId, DType};
 use super::device::{CudaDevice, DeviceBuffer};
 use super::grid::IntArrays;
 use super::CudaError;
-use crate::kernel::args::{slot_array, Bound, Owned};
+use crate::kernel::args::{check_len, slot_array, Bound, Owned};
 use crate::kernel::plan::{eval_len, Plan, Slot};
 use crate::KernelError;
 
@@ -257,24 +257,4 @@ pub(super) fn host_arrays<'a>(
         outputs.push(output);
     }
     Ok(HostArrays { arrays, outputs })
-}
-
-/// The CPU kernel's length check: an array at least as long as its declared flat length
-/// (when that is a positive expression over params).
-fn check_len(
-    name: &str,
-    len: Option<&sparsile_ir::loops::Expr>,
-    params: &[i64],
-    count: usize,
-) -> Result<(), KernelError> {
-    if let Some(needed) = len.and_then(|e| eval_len(e, params)) {
-        if needed > 0 && (count as u64) < needed as u64 {
-            return Err(KernelError::BufferTooShort {
-                buffer: name.to_string(),
-                needed,
-                found: count,
-            });
-        }
-    }
-    Ok(())
 }

@@ -149,6 +149,45 @@ fn reusable(
     }
 }
 
+/// Completes the structures once the inputs are bound: binds the given
+/// `output_structures` (by buffer name), derives the remaining axes, and makes the structure of every buffer
+/// that has none yet. Returns, per output and temp, its checked count of stored values
+/// (0 for inputs).
+pub(crate) fn complete_structures<'i>(
+    program: &Program,
+    output_structures: &HashMap<String, Arc<Structure<'static>>>,
+    b: &mut Bindings<'i>,
+    structures: &mut IdVec<BufferId, Option<Arc<Structure<'i>>>>,
+    owned_structures: &mut IdVec<BufferId, Option<Arc<Structure<'static>>>>,
+) -> Result<IdVec<BufferId, usize>, crate::InterpError> {
+    for (id, decl) in program.buffers.iter() {
+        if let Some(s) = output_structures.get(&decl.name) {
+            validate::check_structure(&decl.name, s)?;
+            let structure: Arc<Structure<'i>> = s.clone();
+            b.bind_structure(program, id, &structure)?;
+            structures[id] = Some(structure);
+            owned_structures[id] = Some(Arc::clone(s));
+        }
+    }
+    structure_derive::derive_axes(program, b)?;
+    let mut counts: IdVec<BufferId, usize> = program.buffers.values().map(|_| 0).collect();
+    for (id, decl) in program.buffers.iter() {
+        if structures[id].is_none() {
+            let s = structure_derive::output_structure(program, b, id)?;
+            structures[id] = Some(s.clone());
+            owned_structures[id] = Some(s);
+        }
+        if decl.role != BufferRole::Input {
+            let s = structures[id]
+                .as_ref()
+                .expect("every buffer has a structure");
+            validate::check_structure(&decl.name, s)?;
+            counts[id] = validate::checked_nnz_stored(&decl.name, s)?;
+        }
+    }
+    Ok(counts)
+}
+
 /// Binds `inputs` to `program` like [`crate::interpret`] does, and allocates outputs
 /// (taking the storage of a matching tensor of `reuse` where there is one; those are
 /// listed in [`Bound::reused`] and still hold their old values).
@@ -196,28 +235,19 @@ pub(crate) fn bind<'i>(
         }
         structures[id] = Some(structure);
     }
+    let counts = complete_structures(
+        program,
+        &options.output_structures,
+        &mut b,
+        &mut structures,
+        &mut owned_structures,
+    )?;
     for (id, decl) in program.buffers.iter() {
-        if let Some(s) = options.output_structures.get(&decl.name) {
-            validate::check_structure(&decl.name, s)?;
-            let structure: Arc<Structure<'i>> = s.clone();
-            b.bind_structure(program, id, &structure)?;
-            structures[id] = Some(structure);
-            owned_structures[id] = Some(Arc::clone(s));
-        }
-    }
-    structure_derive::derive_axes(program, &mut b)?;
-    for (id, decl) in program.buffers.iter() {
-        if structures[id].is_none() {
-            let s = structure_derive::output_structure(program, &b, id)?;
-            structures[id] = Some(s.clone());
-            owned_structures[id] = Some(s);
-        }
         if decl.role != BufferRole::Input {
             let s = &structures[id]
                 .as_ref()
                 .expect("every buffer has a structure");
-            validate::check_structure(&decl.name, s)?;
-            let count = validate::checked_nnz_stored(&decl.name, s)?;
+            let count = counts[id];
             let taken = match decl.role {
                 BufferRole::Output => reuse
                     .get_mut(&decl.name)
@@ -382,16 +412,28 @@ pub(crate) fn buffers(
                 array_ptr(arr)
             }
         };
-        if let Some(needed) = len.as_ref().and_then(|e| eval_len(e, params)) {
-            if needed > 0 && (count as u64) < needed as u64 {
-                return Err(KernelError::BufferTooShort {
-                    buffer: name.clone(),
-                    needed,
-                    found: count,
-                });
-            }
-        }
+        check_len(name, len.as_ref(), params, count)?;
         ptrs.push(ptr);
     }
     Ok(ptrs)
+}
+
+/// The kernels' length check: an array at least as long as its declared flat length
+/// (when that is a positive expression over params).
+pub(crate) fn check_len(
+    name: &str,
+    len: Option<&sparsile_ir::loops::Expr>,
+    params: &[i64],
+    count: usize,
+) -> Result<(), KernelError> {
+    if let Some(needed) = len.and_then(|e| eval_len(e, params)) {
+        if needed > 0 && (count as u64) < needed as u64 {
+            return Err(KernelError::BufferTooShort {
+                buffer: name.to_string(),
+                needed,
+                found: count,
+            });
+        }
+    }
+    Ok(())
 }

@@ -332,17 +332,20 @@ impl Schedule {
         unit: ParallelUnit,
         race: RaceStrategy,
     ) -> Result<(), ScheduleError> {
-        // Decided on the function as it is (or as it will be lowered): a refused call
-        // changes nothing, not even the stage.
-        let lowered;
-        let func = match &self.func {
-            Some(f) => f,
+        // Decided on the function as it is (or as it will be lowered): a refused pair
+        // changes nothing, not even the stage. A lowering made for the decision is kept
+        // (and recorded) once the pair is accepted, so the primitive does not lower again.
+        let expansion = match &self.func {
+            Some(f) => parallelize::expansion(f, target, unit, race)?,
             None => {
-                lowered = lower_iterations(&self.program)?;
-                &lowered
+                let lowered = lower_iterations(&self.program)?;
+                let expansion = parallelize::expansion(&lowered, target, unit, race)?;
+                self.func = Some(lowered);
+                self.trace.steps.push(Step::Lower);
+                expansion
             }
         };
-        match parallelize::expansion(func, target, unit, race)? {
+        match expansion {
             parallelize::Expansion::Parallel => self.parallel(target),
             parallelize::Expansion::ParallelReduce(s) => self.parallel_reduce(target, s),
             parallelize::Expansion::Bind(axis) => self.bind(target, axis),

@@ -253,13 +253,26 @@ pub fn warp_reduce(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError>
             },
         );
     }
-    let (list, at) = parent_list_mut(&mut out.body, f.var).expect("the loop was found");
+    bind_on_lanes(out, f.var, target, new_body, lanes, refuse)
+}
+
+/// Puts `body` in place of the body of the loop over `var` (`target`) and binds the loop
+/// to the lanes (`threadIdx.x`), which must be every thread along `x` of its launch: all
+/// `lanes` take part in the reduction. Binding checks the position, the thread count and
+/// the stores; the iterations are independent but for the reduction, which combines them.
+pub(super) fn bind_on_lanes(
+    mut out: Func,
+    var: VarId,
+    target: &LoopRef,
+    body: Vec<Stmt>,
+    lanes: i64,
+    refuse: impl Fn(String) -> ScheduleError,
+) -> Result<Func, ScheduleError> {
+    let (list, at) = parent_list_mut(&mut out.body, var).expect("the loop was found");
     let Stmt::For(l) = &mut list[at] else {
         unreachable!("parent_list_mut points at the loop")
     };
-    l.body = new_body;
-    // Binding checks the position, the thread count and the stores; the iterations are
-    // independent but for the warp reduction, which combines them.
+    l.body = body;
     let bound = super::bind::bind_unchecked(&out, target, LANES)?;
     let threads_x = super::bind::block_of(&bound, target).map_or(0, |b| b[0]);
     if threads_x != lanes {

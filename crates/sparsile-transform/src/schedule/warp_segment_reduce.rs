@@ -83,7 +83,7 @@ use sparsile_ir::loops::{
 use sparsile_ir::Span;
 
 use super::cache_write::accesses;
-use super::loop_ref::{fresh_name, parent_list_mut, uses_var};
+use super::loop_ref::{fresh_name, uses_var};
 use super::parallel::find_loop;
 use super::{LoopRef, ScheduleError};
 
@@ -318,19 +318,7 @@ pub fn warp_segment_reduce(func: &Func, target: &LoopRef) -> Result<Func, Schedu
             new_body.push(rw.guarded(s));
         }
     }
-    let (list, at) = parent_list_mut(&mut out.body, f.var).expect("the loop was found");
-    let Stmt::For(l) = &mut list[at] else {
-        unreachable!("parent_list_mut points at the loop")
-    };
-    l.body = new_body;
-    let bound = super::bind::bind_unchecked(&out, target, LANES)?;
-    let threads_x = super::bind::block_of(&bound, target).map_or(0, |b| b[0]);
-    if threads_x != lanes {
-        return Err(refuse(format!(
-            "the launch has {threads_x} threads along threadIdx.x but the reduction runs on {lanes} lanes (all of threadIdx.x must take part)"
-        )));
-    }
-    Ok(bound)
+    super::warp_reduce::bind_on_lanes(out, f.var, target, new_body, lanes, refuse)
 }
 
 /// Whether `stmts` hold a store.

@@ -81,6 +81,31 @@ pub fn close(a: &[f64], b: &[f64], tol: f64, what: &str) {
     }
 }
 
+/// Runs `kernel` once with default options (a GPU kernel runs in the SIMT interpreter)
+/// and compares each output with the reference interpreter's, shape and values within
+/// `tol`.
+pub fn check_simt(
+    kernel: &Kernel,
+    program: &str,
+    inputs: &HashMap<String, SparseTensor<'static>>,
+    tol: f64,
+    what: &str,
+) {
+    let got = kernel
+        .run(inputs, &RunOptions::default())
+        .unwrap_or_else(|e| panic!("{what}: SIMT run: {e}"));
+    let expected = evaluate(program, inputs).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
+    for (name, t) in &expected {
+        assert_eq!(got[name].shape(), t.shape(), "{what}: {name}");
+        close(
+            &got[name].to_dense_f64(),
+            &t.to_dense_f64(),
+            tol,
+            &format!("{what}: {name}"),
+        );
+    }
+}
+
 /// Runs `kernel` with 1 and 2 threads and compares every output with the interpreter.
 pub fn check_kernel(
     kernel: &Kernel,

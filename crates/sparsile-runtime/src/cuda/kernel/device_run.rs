@@ -41,7 +41,7 @@ use super::super::{
 };
 use super::CudaKernel;
 use crate::interp::state::{Bindings, BufValues};
-use crate::interp::{input_values, structure_derive, validate, InterpError};
+use crate::interp::{input_values, validate, InterpError};
 use crate::kernel::args::{self, Bound, Owned};
 use crate::kernel::plan::{eval_len, ArrayKind, Slot};
 use crate::{KernelError, KernelOptions};
@@ -134,25 +134,6 @@ fn size(name: &str, dtype: DType, count: usize) -> Result<usize, KernelError> {
             buffer: name.to_string(),
             values: count,
         })
-}
-
-/// The CPU kernel's length check: an array at least as long as its declared flat length.
-fn check_len(
-    name: &str,
-    len: Option<&sparsile_ir::loops::Expr>,
-    params: &[i64],
-    count: usize,
-) -> Result<(), KernelError> {
-    if let Some(needed) = len.and_then(|e| eval_len(e, params)) {
-        if needed > 0 && (count as u64) < needed as u64 {
-            return Err(KernelError::BufferTooShort {
-                buffer: name.to_string(),
-                needed,
-                found: count,
-            });
-        }
-    }
-    Ok(())
 }
 
 /// The number of elements of a caller's array, or the error of one too large.
@@ -305,28 +286,16 @@ impl CudaKernel {
             counts[id] = count;
             structures[id] = Some(Arc::clone(&input.structure));
         }
+        let stored = args::complete_structures(
+            program,
+            &options.output_structures,
+            &mut b,
+            &mut structures,
+            &mut owned_structures,
+        )?;
         for (id, decl) in program.buffers.iter() {
-            if let Some(s) = options.output_structures.get(&decl.name) {
-                validate::check_structure(&decl.name, s)?;
-                let structure: Arc<Structure<'_>> = s.clone();
-                b.bind_structure(program, id, &structure)?;
-                structures[id] = Some(structure);
-                owned_structures[id] = Some(Arc::clone(s));
-            }
-        }
-        structure_derive::derive_axes(program, &mut b)?;
-        for (id, decl) in program.buffers.iter() {
-            if structures[id].is_none() {
-                let s = structure_derive::output_structure(program, &b, id)?;
-                structures[id] = Some(s.clone());
-                owned_structures[id] = Some(s);
-            }
             if decl.role != BufferRole::Input {
-                let s = structures[id]
-                    .as_ref()
-                    .expect("every buffer has a structure");
-                validate::check_structure(&decl.name, s)?;
-                counts[id] = validate::checked_nnz_stored(&decl.name, s)?;
+                counts[id] = stored[id];
             }
         }
         let bound = Bound {
@@ -535,7 +504,7 @@ impl CudaKernel {
                 }
             };
             if let Some(count) = count {
-                check_len(name, len.as_ref(), &params, count)?;
+                args::check_len(name, len.as_ref(), &params, count)?;
             }
             device_args.push(arg);
             ints.push(host_ints);
