@@ -145,11 +145,15 @@ def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output
 
 
 def _wants_grad(*xs: Any) -> bool:
-    """Whether a torch tensor among ``xs`` requires a gradient with grad mode on."""
+    """Whether a torch tensor among ``xs`` requires a gradient with grad mode on, or is
+    being traced by ``torch.compile`` (which runs the ``torch.library`` operators of
+    :mod:`sparsile.torch`)."""
     if not any(is_torch_tensor(x) for x in xs):
         return False
     import torch
 
+    if torch.compiler.is_compiling():
+        return True
     return torch.is_grad_enabled() and any(is_torch_tensor(x) and x.requires_grad for x in xs)
 
 
@@ -167,6 +171,13 @@ def sddmm_values(A: Tensor, X: Any, Y: Any, values: Any = None, threads: Optiona
     to the host), else a NumPy array."""
     _check_order(A, 2, "sddmm")
     return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values, recipe, target, raw=True)
+
+
+def spmm_plain(A: Tensor, X: Any, values: Any, threads: Optional[int], recipe: str,
+               target: Optional[str]):
+    """SpMM without the autograd routing (the body of the ``sparsile::spmm`` operator)."""
+    _check_order(A, 2, "spmm")
+    return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
 
 
 def _refuse_grad(op: str, instead: str, *xs: Any) -> None:

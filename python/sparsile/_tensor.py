@@ -18,8 +18,10 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
+import weakref
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -52,7 +54,7 @@ class Tensor:
     :func:`from_csr`, :func:`from_dense` or :func:`load`.
     """
 
-    __slots__ = ("_native", "_cache")
+    __slots__ = ("_native", "_cache", "_handle", "__weakref__")
 
     def __init__(self, native: "_native.Tensor") -> None:
         if not isinstance(native, _native.Tensor):
@@ -61,7 +63,12 @@ class Tensor:
                 "from_torch, from_coo, from_csr, from_dense or load"
             )
         self._native = native
-        self._cache: Dict[str, Any] = {}
+        self._cache: Dict[Any, Any] = {}
+        # A name for this tensor given to the torch.library operators (which take tensors,
+        # numbers and strings only). A string, because torch.compile keeps strings constant
+        # (guarding on them) where it would turn a changing number into a symbol.
+        self._handle = f"t{next(_HANDLE_COUNTER)}"
+        _HANDLES[self._handle] = self
 
     @property
     def shape(self) -> Tuple[int, ...]:
@@ -223,11 +230,46 @@ class Tensor:
         ndim = getattr(other, "ndim", None)
         return spmv(self, other) if ndim == 1 else spmm(self, other)
 
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None):
+        """``torch.matmul(A, X)`` / ``torch.mm`` / ``torch.mv`` with a sparse ``A`` run
+        ``A @ X``, and so does ``A @ X`` under ``torch.compile`` (which reaches here as
+        ``X.matmul(A)`` with the operands swapped). A dense matrix times a sparsile tensor
+        (``X @ A``) is not supported: write ``(A.T @ X.T).T``. Other torch functions do
+        not take a sparsile tensor."""
+        import torch
+
+        if kwargs or len(args) != 2:
+            return NotImplemented
+        a, b = args
+        if isinstance(a, Tensor) and func in (torch.matmul, torch.mm, torch.mv):
+            return a.__matmul__(b)
+        if isinstance(b, Tensor) and func is torch.Tensor.__rmatmul__:
+            return b.__matmul__(a)
+        if isinstance(b, Tensor) and func is torch._C.TensorBase.matmul and torch.compiler.is_compiling():
+            if a.ndim >= 1 and a.shape[0] != b.shape[-1]:
+                raise TypeError(f"a dense {tuple(a.shape)} times a sparsile tensor of shape {b.shape} is "
+                                "not supported: write (A.T @ X.T).T")
+            return b.__matmul__(a)
+        return NotImplemented
+
     def __repr__(self) -> str:
         return (
             f"sparsile.Tensor(shape={self.shape}, format={self.format}, "
             f"dtype={self.dtype}, nnz={self.nnz})"
         )
+
+
+_HANDLE_COUNTER = itertools.count(1)
+_HANDLES: "weakref.WeakValueDictionary[str, Tensor]" = weakref.WeakValueDictionary()
+
+
+def by_handle(handle: str) -> Tensor:
+    """The live tensor whose ``_handle`` is ``handle``."""
+    t = _HANDLES.get(handle)
+    if t is None:
+        raise ValueError(f"no live sparsile.Tensor has handle {handle} (it was freed)")
+    return t
 
 
 def _opts(sort_indices: bool, sum_duplicates: bool) -> Dict[str, bool]:

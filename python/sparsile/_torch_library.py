@@ -1,0 +1,232 @@
+"""Sparsile's operators registered with ``torch.library``: what makes them work under
+``torch.compile`` (and ``torch.export``) with gradients.
+
+Custom operators take tensors, numbers and strings only, so the sparse operand travels as
+its ``_handle``, a string naming a live :class:`~sparsile.Tensor` (``torch.compile``
+treats it as a constant of the compiled graph and guards on it, so another matrix
+recompiles rather than reuses a graph). The operators:
+
+=====================================================  =====================================
+``sparsile::spmm(X, values, A, transpose, ...)``       ``A @ X`` (``A.T @ X`` when
+                                                       ``transpose``), A's values or
+                                                       ``values`` (CSR order)
+``sparsile::sddmm(X, Y, values, A, ...)``              ``values ⊙ (X @ Y.T)`` at A's stored
+                                                       positions, a 1-D tensor in CSR order
+``sparsile::stored_values(like, A)``                   A's values in CSR order, where
+                                                       ``like`` is
+=====================================================  =====================================
+
+Each has a fake (meta) implementation that gives the result's shape from the handle
+without running anything, and ``spmm`` / ``sddmm`` have autograd formulas made of the
+same operators (so a compiled backward pass runs Sparsile kernels too):
+
+- ``Y = A X``: ``dX = Aᵀ dY``, ``dvalues = pattern(A) ⊙ (dY Xᵀ)``;
+- ``C = values ⊙ (X Yᵀ)``: ``dvalues = dC ⊙ (X Yᵀ)``, ``dX = (values ⊙ dC) Y``,
+  ``dY = (values ⊙ dC)ᵀ X``.
+
+The sparse operand is used in CSR: another format is converted once and cached on the
+tensor, as is the transposed pattern with the permutation from A's value order to it.
+
+Example::
+
+    >>> import torch, sparsile, sparsile.torch  # registers the operators
+    >>> A = sparsile.from_dense(torch.eye(2).numpy())
+    >>> torch.ops.sparsile.spmm(torch.ones(2, 3), None, A._handle, False, None, "auto", None).tolist()
+    [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+import torch
+
+from . import _cuda, _ops
+from ._tensor import Tensor, by_handle
+
+
+def operand(A: str, values: Optional[torch.Tensor]) -> Tensor:
+    """The CSR form of the tensor with handle ``A``. ``values`` replacing A's are in the
+    storage order of the tensor as given, which is CSR order only for a CSR tensor."""
+    G = by_handle(A)
+    if values is not None and G.format != "csr":
+        raise ValueError(
+            f"values= with gradients needs a csr operand (its values in CSR order), got {G.format}: "
+            "convert it with A.to('csr') and pass values in that order"
+        )
+    return csr_of(G)
+
+
+def csr_of(A: Tensor) -> Tensor:
+    """``A`` in CSR (itself, or a conversion cached on it)."""
+    if A.ndim != 2:
+        raise ValueError(f"the sparse operand must be a matrix, got shape {A.shape}")
+    if A.format == "csr":
+        return A
+    if "csr" not in A._cache:
+        A._cache["csr"] = A.to("csr")
+    return A._cache["csr"]
+
+
+def transpose_plan(A: Tensor, device: Optional[torch.device] = None) -> Tuple[Tensor, torch.Tensor]:
+    """The transposed CSR pattern of the CSR tensor ``A`` and the permutation taking A's
+    value order to the transposed one, on ``device`` (cached on ``A``)."""
+    if "T_perm" not in A._cache:
+        # Number the stored values 1..nnz (exact in f64), transpose, read the numbers back.
+        numbered = A.to("csr", dtype=np.float64).with_values(np.arange(1, A.nnz + 1, dtype=np.float64))
+        T = numbered.transpose()
+        perm = T.values.astype(np.int64) - 1
+        A._cache["T_perm"] = (T.to("csr", dtype=A.dtype), torch.from_numpy(perm))
+    T, perm = A._cache["T_perm"]
+    if device is None or device.type == "cpu":
+        return T, perm
+    key = ("T_perm", str(device))
+    if key not in A._cache:
+        A._cache[key] = perm.to(device)
+    return T, A._cache[key]
+
+
+def _values_like(A: Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The CSR tensor ``A``'s values where ``like`` is (cached on ``A``)."""
+    if like.is_cuda:
+        return _cuda.tensor_values_on(A, like)
+    if "torch_values" not in A._cache:
+        A._cache["torch_values"] = torch.from_numpy(A.values)
+    return A._cache["torch_values"]
+
+
+def _check_values(A: Tensor, values: torch.Tensor) -> None:
+    if values.shape != (A.nnz,):
+        raise ValueError(f"values must have shape ({A.nnz},) (one per stored value of A), got {tuple(values.shape)}")
+
+
+def _as_torch(values, like: torch.Tensor) -> torch.Tensor:
+    """SDDMM's values (a NumPy array off the GPU, a torch tensor on it) as a tensor of
+    ``like``'s dtype."""
+    if isinstance(values, torch.Tensor):
+        return values
+    return torch.from_numpy(values).to(like.dtype)
+
+
+def _rows(A: Tensor, transpose: bool) -> int:
+    return A.shape[1] if transpose else A.shape[0]
+
+
+@torch.library.custom_op("sparsile::spmm", mutates_args=())
+def spmm(X: torch.Tensor, values: Optional[torch.Tensor], A: str, transpose: bool,
+         threads: Optional[int], recipe: str, target: Optional[str]) -> torch.Tensor:
+    """``A @ X`` (``A.T @ X`` when ``transpose``) for the tensor with handle ``A``."""
+    S = operand(A, values)
+    inner = S.shape[0] if transpose else S.shape[1]
+    if X.ndim != 2 or X.shape[0] != inner:
+        raise ValueError(f"spmm: X must have shape ({inner}, k) for a sparse operand of shape "
+                         f"{S.shape}{' (transposed)' if transpose else ''}, got {tuple(X.shape)}")
+    if values is None:
+        values = _values_like(S, X)
+    _check_values(S, values)
+    values = values.detach()
+    X = X.detach().contiguous()
+    if transpose:
+        S, perm = transpose_plan(S, X.device)
+        values = values[perm]
+    return _ops.spmm_plain(S, X, values.contiguous(), threads, recipe, target)
+
+
+@spmm.register_fake
+def _(X, values, A, transpose, threads, recipe, target):
+    S = by_handle(A)
+    return X.new_empty((_rows(S, transpose), X.shape[1]))
+
+
+@torch.library.custom_op("sparsile::sddmm", mutates_args=())
+def sddmm(X: torch.Tensor, Y: torch.Tensor, values: Optional[torch.Tensor], A: str,
+          threads: Optional[int], recipe: str, target: Optional[str]) -> torch.Tensor:
+    """``values ⊙ (X @ Y.T)`` at the stored positions of the tensor with handle ``A``,
+    in CSR order."""
+    S = operand(A, values)
+    m, n = S.shape
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != m or Y.shape[0] != n or X.shape[1] != Y.shape[1]:
+        raise ValueError(f"sddmm: X must be ({m}, k) and Y ({n}, k) for a sparse operand of shape "
+                         f"{S.shape}, got {tuple(X.shape)} and {tuple(Y.shape)}")
+    if values is None:
+        values = _values_like(S, X)
+    _check_values(S, values)
+    out = _ops.sddmm_values(S, X.detach().contiguous(), Y.detach().contiguous(),
+                            values=values.detach().contiguous(), threads=threads, recipe=recipe,
+                            target=target)
+    out = _as_torch(out, X)
+    # The operator's result must not share memory with an input.
+    return out.clone() if out.data_ptr() == values.data_ptr() else out
+
+
+@sddmm.register_fake
+def _(X, Y, values, A, threads, recipe, target):
+    return X.new_empty((csr_of(by_handle(A)).nnz,))
+
+
+@torch.library.custom_op("sparsile::stored_values", mutates_args=())
+def stored_values(like: torch.Tensor, A: str) -> torch.Tensor:
+    """The values of the tensor with handle ``A`` in CSR order, on ``like``'s device."""
+    return _values_like(csr_of(by_handle(A)), like).clone()
+
+
+@stored_values.register_fake
+def _(like, A):
+    return like.new_empty((csr_of(by_handle(A)).nnz,))
+
+
+# ``like`` only says where: no gradient flows to it.
+stored_values.register_autograd(lambda ctx, grad: (None, None), setup_context=lambda ctx, inputs, output: None)
+
+
+def _spmm_setup(ctx, inputs, output) -> None:
+    X, values, A, transpose, threads, recipe, target = inputs
+    ctx.A, ctx.transpose, ctx.threads, ctx.target = A, transpose, threads, target
+    ctx.tensor = by_handle(A)  # alive until the backward pass
+    ctx.save_for_backward(X, values)
+
+
+def _spmm_backward(ctx, dY):
+    X, values = ctx.saved_tensors
+    A, transpose, threads, target = ctx.A, ctx.transpose, ctx.threads, ctx.target
+    d_X = d_values = None
+    if ctx.needs_input_grad[0]:
+        d_X = torch.ops.sparsile.spmm(dY, values, A, not transpose, threads, "auto", target)
+    if ctx.needs_input_grad[1]:
+        ones = dY.new_ones((csr_of(by_handle(A)).nnz,)) if values is None else torch.ones_like(values)
+        if transpose:
+            d_values = torch.ops.sparsile.sddmm(X, dY, ones, A, threads, "auto", target)
+        else:
+            d_values = torch.ops.sparsile.sddmm(dY, X, ones, A, threads, "auto", target)
+    return d_X, d_values, None, None, None, None, None
+
+
+spmm.register_autograd(_spmm_backward, setup_context=_spmm_setup)
+
+
+def _sddmm_setup(ctx, inputs, output) -> None:
+    X, Y, values, A, threads, recipe, target = inputs
+    ctx.A, ctx.threads, ctx.target = A, threads, target
+    ctx.tensor = by_handle(A)  # alive until the backward pass
+    ctx.save_for_backward(X, Y, values)
+
+
+def _sddmm_backward(ctx, dC):
+    X, Y, values = ctx.saved_tensors
+    A, threads, target = ctx.A, ctx.threads, ctx.target
+    d_X = d_Y = d_values = None
+    if ctx.needs_input_grad[2]:
+        d_values = torch.ops.sparsile.sddmm(X, Y, dC, A, threads, "auto", target)
+    if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+        if values is None:
+            values = torch.ops.sparsile.stored_values(dC, A)
+        scaled = values * dC
+        if ctx.needs_input_grad[0]:
+            d_X = torch.ops.sparsile.spmm(Y, scaled, A, False, threads, "auto", target)
+        if ctx.needs_input_grad[1]:
+            d_Y = torch.ops.sparsile.spmm(X, scaled, A, True, threads, "auto", target)
+    return d_X, d_Y, d_values, None, None, None, None
+
+
+sddmm.register_autograd(_sddmm_backward, setup_context=_sddmm_setup)
