@@ -302,7 +302,8 @@ def to_device_like(array: np.ndarray, like: Any) -> Any:
     if _output_library(like) == "torch":
         import torch
 
-        return torch.from_numpy(np.ascontiguousarray(array)).to(f"cuda:{_device_index(like)}")
+        # A host copy first: ``array`` may be a read-only view, which torch will not wrap.
+        return torch.from_numpy(np.array(array, order="C")).to(f"cuda:{_device_index(like)}")
     cupy = _cupy(like)
     with cupy.cuda.Device(_device_index(like)):
         return cupy.asarray(array)

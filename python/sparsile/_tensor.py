@@ -102,8 +102,48 @@ class Tensor:
 
     @property
     def values(self) -> np.ndarray:
-        """A copy of the stored values in storage order (padding included)."""
-        return self._native.values()
+        """The stored values in storage order (padding included): a read-only view of the
+        tensor's memory, not a copy (``.copy()`` it to change it, or build a new tensor
+        with :meth:`with_values`)."""
+        return self._view("values")
+
+    @property
+    def indptr(self) -> np.ndarray:
+        """The compressed axis's row (CSR, BSR) or column (CSC) pointers, as SciPy has
+        them: a read-only view, not a copy. Other formats: see :meth:`axes`."""
+        return self._view("indptr")
+
+    @property
+    def indices(self) -> np.ndarray:
+        """The compressed axis's column (CSR, BSR) or row (CSC) indices, as SciPy has
+        them: a read-only view, not a copy. Other formats: see :meth:`axes`."""
+        return self._view("indices")
+
+    def _view(self, what: str) -> np.ndarray:
+        key = ("view", what)
+        v = self._cache.get(key)
+        if v is None:
+            if what == "values":
+                v = self._native.array_view("values")
+                if self._native.dtype == "f16":
+                    v = v.view(np.float16)
+            else:
+                fmt = self.format
+                if fmt not in ("csr", "csc") and not fmt.startswith("bsr:"):
+                    raise ValueError(f"{what} is defined for csr, csc and bsr tensors, not {fmt}; "
+                                     "see Tensor.axes() for the arrays of every axis")
+                v = self._native.array_view(what, 1)
+            v.flags.writeable = False
+            self._cache[key] = v
+        return v
+
+    def astype(self, dtype: Any) -> "Tensor":
+        """The same tensor (format and pattern) with values of ``dtype``."""
+        return self.to(self.format, dtype=dtype)
+
+    def todense(self) -> np.ndarray:
+        """Every element as a dense array (SciPy's name for :meth:`to_dense`)."""
+        return self.to_dense()
 
     def with_values(self, values: Any) -> "Tensor":
         """This structure (shared) with other values, one per stored position."""
@@ -150,12 +190,12 @@ class Tensor:
         if fmt in ("csr", "csc"):
             axes = self.axes()
             cls = sp.csr_array if fmt == "csr" else sp.csc_array
-            return cls((self.values, axes[1]["indices"], axes[1]["indptr"]), shape=self.shape)
+            return cls((self.values.copy(), axes[1]["indices"], axes[1]["indptr"]), shape=self.shape)
         if fmt.startswith("bsr:"):
             r, c = (int(v) for v in fmt[4:].split("x"))
             if self.shape[0] % r == 0 and self.shape[1] % c == 0:
                 axes = self.axes()
-                data = self.values.reshape(-1, r, c)
+                data = self.values.reshape(-1, r, c).copy()
                 return sp.bsr_array((data, axes[1]["indices"], axes[1]["indptr"]), shape=self.shape)
         return self.to("csr").to_scipy()
 
@@ -185,14 +225,14 @@ class Tensor:
             a = t.axes()[1]
             return torch.sparse_csr_tensor(
                 torch.from_numpy(a["indptr"]), torch.from_numpy(a["indices"]),
-                torch.from_numpy(t.values), self.shape,
+                torch.from_numpy(t.values.copy()), self.shape,
             )
         if layout == "csc":
             t = self.to("csc")
             a = t.axes()[1]
             return torch.sparse_csc_tensor(
                 torch.from_numpy(a["indptr"]), torch.from_numpy(a["indices"]),
-                torch.from_numpy(t.values), self.shape,
+                torch.from_numpy(t.values.copy()), self.shape,
             )
         if layout == "bsr":
             if not fmt.startswith("bsr:"):
@@ -295,14 +335,45 @@ def from_csr(indptr: Any, indices: Any, values: Any, shape: Sequence[int], *,
         as_values(values, "values"), **_opts(sort_indices, sum_duplicates)))
 
 
-def from_coo(rows: Any, cols: Any, values: Any, shape: Sequence[int], *,
-             format: str = "csr", sum_duplicates: bool = True) -> Tensor:
-    """A matrix from coordinates (any order; duplicates summed unless
-    ``sum_duplicates=False``, then an error), stored in ``format`` (default CSR)."""
-    t = _native.Tensor.from_coo(
-        list(_shape2(shape)), [as_index_array(rows, "rows"), as_index_array(cols, "cols")],
-        as_values(values, "values"), sort_indices=True, sum_duplicates=sum_duplicates)
-    return Tensor(t).to(format)
+def from_coo(rows: Any, cols: Any, values: Any = None, shape: Optional[Sequence[int]] = None, *,
+             format: str = "csr", sum_duplicates: bool = True, dtype: Any = np.float32,
+             return_permutation: bool = False) -> Union[Tensor, Tuple[Tensor, np.ndarray]]:
+    """A matrix from coordinates (any order), stored in ``format`` (default CSR).
+
+    ``values=None`` builds the pattern alone (every value 1, of ``dtype``). Duplicates
+    are summed unless ``sum_duplicates=False`` (then an error). With
+    ``return_permutation=True`` (CSR and COO only) also returns ``perm``, an int64 array
+    with one entry per input coordinate: the position of its stored value, so per-edge
+    data given in input order lines up with the tensor's storage order as
+    ``data[perm]``-scattered (``out = np.zeros(A.nnz); np.add.at(out, perm, data)``, or
+    ``out[perm] = data`` when there are no duplicates).
+
+    Example::
+
+        >>> A, perm = from_coo([1, 0, 1], [0, 2, 1], shape=(2, 3), return_permutation=True)
+        >>> perm.tolist()
+        [1, 0, 2]
+    """
+    if shape is None:
+        raise TypeError("from_coo needs shape=(rows, columns)")
+    m, n = _shape2(shape)
+    r = as_index_array(rows, "rows")
+    c = as_index_array(cols, "cols")
+    if values is None:
+        if r.shape != c.shape:
+            raise ValueError(f"rows and cols must have the same length, got {r.shape[0]} and {c.shape[0]}")
+        values = np.ones(r.shape[0], dtype=NUMPY_DTYPE[_dtype_name(dtype)])
+    t = Tensor(_native.Tensor.from_coo(
+        [m, n], [r, c], as_values(values, "values"), sort_indices=True,
+        sum_duplicates=sum_duplicates)).to(format)
+    if not return_permutation:
+        return t
+    if format not in ("csr", "coo"):
+        raise ValueError(f"return_permutation needs format csr or coo (storage in row-major order), not {format}")
+    # The constructor checked every coordinate against the shape: row * n + col is exact.
+    keys = r.astype(np.int64) * max(n, 1) + c.astype(np.int64)
+    _, perm = np.unique(keys, return_inverse=True)
+    return t, perm.astype(np.int64, copy=False).reshape(-1)
 
 
 def from_coords(coords: Sequence[Any], values: Any, shape: Sequence[int], *,

@@ -37,6 +37,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from typing import Optional, Tuple
 
 import numpy as np
@@ -92,7 +93,10 @@ def _values_like(A: Tensor, like: torch.Tensor) -> torch.Tensor:
     if like.is_cuda:
         return _cuda.tensor_values_on(A, like)
     if "torch_values" not in A._cache:
-        A._cache["torch_values"] = torch.from_numpy(A.values)
+        with warnings.catch_warnings():
+            # A read-only view of A's values: the kernels only read the tensor made of it.
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            A._cache["torch_values"] = torch.from_numpy(A.values)
     return A._cache["torch_values"]
 
 

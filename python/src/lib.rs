@@ -16,6 +16,7 @@ mod schedule;
 mod tensor;
 mod threads;
 mod tune;
+mod views;
 
 use pyo3::prelude::*;
 

@@ -302,6 +302,17 @@ impl Tensor {
         Ok(out)
     }
 
+    /// A view (no copy) of the values (`what="values"`) or of an axis's `indptr` /
+    /// `indices` array; see `views.rs`.
+    #[pyo3(signature = (what, axis=0))]
+    fn array_view<'py>(
+        slf: &Bound<'py, Self>,
+        what: &str,
+        axis: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::views::array_view(slf, what, axis)
+    }
+
     /// A copy of the stored values (1-D, in storage order, padding included).
     fn values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let n = self.inner.values.len();

@@ -229,7 +229,7 @@ def test_autograd_runs_the_gpu_recipes_forward_and_backward(rng, dtype, monkeypa
     results = {}
     for target in ("cpu", "cuda-sim"):
         made.clear()
-        values = torch.from_numpy(T.values).clone().requires_grad_()
+        values = torch.tensor(T.values).requires_grad_()
         X = torch.randn(11, 5, dtype=tdtype, generator=torch.Generator().manual_seed(1), requires_grad=True)
         Xs = torch.randn(17, 5, dtype=tdtype, generator=torch.Generator().manual_seed(2), requires_grad=True)
         Y = st.spmm(T, X, values=values, target=target)
@@ -277,7 +277,7 @@ def test_operators_on_cuda_tensors_match_the_cpu_and_stay_on_the_device(rng, dty
     assert C.format == want.format
     np.testing.assert_allclose(C.values, want.values, **tol)
     # Explicit values, on the device.
-    v = torch.from_numpy(A.values).to("cuda") * 2
+    v = torch.tensor(A.values).to("cuda") * 2
     torch.testing.assert_close(_cpu(sparsile.spmm(A, X, values=v)), 2 * sparsile.spmm(A, _cpu(X)), **tol)
 
 
@@ -348,7 +348,7 @@ def test_cuda_operands_that_cannot_be_read_in_place_are_refused(rng):
     with pytest.raises(TypeError, match="X is float64 but A is float32"):
         sparsile.spmm(A, X.t().contiguous().double())
     with pytest.raises(ValueError, match="values is in host memory"):
-        sparsile.spmm(A, X.t().contiguous(), values=torch.from_numpy(A.values))
+        sparsile.spmm(A, X.t().contiguous(), values=torch.tensor(A.values))
     if torch.cuda.device_count() > 1:
         with pytest.raises(ValueError, match="is on CUDA device 1, but the kernel runs on device 0"):
             sparsile.spmm(A, X.t().contiguous().to("cuda:1"))
@@ -374,7 +374,7 @@ def test_autograd_on_cuda_matches_the_cpu(rng, dtype):
     W = torch.randn(40, 6, dtype=dtype)
     results = {}
     for device in ("cpu", "cuda"):
-        values = torch.from_numpy(T.values).clone().to(device).requires_grad_()
+        values = torch.tensor(T.values).to(device).requires_grad_()
         X = torch.randn(30, 6, dtype=dtype, generator=torch.Generator().manual_seed(1)).to(device).requires_grad_()
         Xs = torch.randn(40, 6, dtype=dtype, generator=torch.Generator().manual_seed(2)).to(device).requires_grad_()
         Xb = torch.randn(2, 30, 6, dtype=dtype, generator=torch.Generator().manual_seed(4)).to(device).requires_grad_()
@@ -397,7 +397,7 @@ def test_gradcheck_on_cuda(rng):
     import sparsile.torch as st
 
     T = csr(rng, 8, 7, np.float64)
-    values = torch.from_numpy(T.values).clone().cuda().requires_grad_()
+    values = torch.tensor(T.values).cuda().requires_grad_()
     X = torch.randn(7, 3, dtype=torch.float64, device="cuda", requires_grad=True)
     Y = torch.randn(8, 3, dtype=torch.float64, device="cuda", requires_grad=True)
     assert torch.autograd.gradcheck(lambda v, x: st.spmm(T, x, values=v), (values, X))

@@ -48,7 +48,7 @@ def test_from_torch_errors():
 def test_spmm_forward_and_gradients_match_dense(rng, dtype):
     A = random_csr(rng, 30, 20, 0.15, np.float64, empty_rows=(2,))
     T = sparsile.from_scipy(A).to("csr", dtype=dtype)
-    values = torch.from_numpy(T.values).clone().requires_grad_()
+    values = torch.tensor(T.values).requires_grad_()
     X = torch.randn(20, 6, dtype=dtype, generator=torch.Generator().manual_seed(0), requires_grad=True)
     Y = st.spmm(T, X, values=values)
     W = torch.randn(30, 6, dtype=dtype, generator=torch.Generator().manual_seed(1))
@@ -66,14 +66,14 @@ def test_spmm_forward_and_gradients_match_dense(rng, dtype):
 
 def test_spmm_gradcheck(rng):
     T = sparsile.from_scipy(random_csr(rng, 9, 7, 0.3, np.float64))
-    values = torch.from_numpy(T.values).clone().requires_grad_()
+    values = torch.tensor(T.values).requires_grad_()
     X = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda v, x: st.spmm(T, x, values=v), (values, X))
 
 
 def test_sddmm_gradcheck_and_dense_match(rng):
     T = sparsile.from_scipy(random_csr(rng, 8, 9, 0.3, np.float64))
-    values = torch.from_numpy(T.values).clone().requires_grad_()
+    values = torch.tensor(T.values).requires_grad_()
     X = torch.randn(8, 4, dtype=torch.float64, requires_grad=True)
     Y = torch.randn(9, 4, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda v, x, y: st.sddmm(T, x, y, values=v), (values, X, Y))
@@ -168,7 +168,7 @@ def test_plain_operators_carry_gradients(rng):
 
 def test_plain_operators_gradients_for_values(rng):
     T = sparsile.from_scipy(random_csr(rng, 6, 5, 0.4, np.float64))
-    values = torch.from_numpy(T.values).clone().requires_grad_()
+    values = torch.tensor(T.values).requires_grad_()
     x = torch.randn(5, dtype=torch.float64)
     assert torch.autograd.gradcheck(lambda v: sparsile.spmv(T, x, values=v), (values,))
     B = T.to("bsr:2x2")
@@ -185,7 +185,7 @@ def test_operators_without_gradients_refuse_instead_of_detaching(rng):
         sparsile.sddmm(T, X, Y)
     with torch.no_grad():
         C = sparsile.sddmm(T, X, Y)
-    torch.testing.assert_close(torch.from_numpy(C.values), st.sddmm(T, X.detach(), Y), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.tensor(C.values), st.sddmm(T, X.detach(), Y), rtol=1e-5, atol=1e-5)
     # The refusal comes before the operands are looked at.
     with pytest.raises(ValueError, match="mttkrp: an input requires a gradient"):
         sparsile.mttkrp(None, X, Y)
