@@ -54,7 +54,7 @@ class Tensor:
     :func:`from_csr`, :func:`from_dense` or :func:`load`.
     """
 
-    __slots__ = ("_native", "_cache", "_handle", "__weakref__")
+    __slots__ = ("_native", "_cache", "_handle", "_shape", "__weakref__")
 
     def __init__(self, native: "_native.Tensor") -> None:
         if not isinstance(native, _native.Tensor):
@@ -64,6 +64,8 @@ class Tensor:
             )
         self._native = native
         self._cache: Dict[Any, Any] = {}
+        # Plain Python data, which torch.compile reads (and guards on) without a break.
+        self._shape: Tuple[int, ...] = tuple(native.shape)
         # A name for this tensor given to the torch.library operators (which take tensors,
         # numbers and strings only). A string, because torch.compile keeps strings constant
         # (guarding on them) where it would turn a changing number into a symbol.
@@ -73,12 +75,12 @@ class Tensor:
     @property
     def shape(self) -> Tuple[int, ...]:
         """The logical shape."""
-        return tuple(self._native.shape)
+        return self._shape
 
     @property
     def ndim(self) -> int:
         """The number of dimensions."""
-        return len(self._native.shape)
+        return len(self._shape)
 
     @property
     def format(self) -> str:

@@ -14,6 +14,8 @@ recompiles rather than reuses a graph). The operators:
                                                        positions, a 1-D tensor in CSR order
 ``sparsile::stored_values(like, A)``                   A's values in CSR order, where
                                                        ``like`` is
+``sparsile::edge_index(like, A)``                      the (row, column) of each stored value,
+                                                       ``(2, nnz)`` int64
 =====================================================  =====================================
 
 Each has a fake (meta) implementation that gives the result's shape from the handle
@@ -182,6 +184,24 @@ def _(like, A):
 
 # ``like`` only says where: no gradient flows to it.
 stored_values.register_autograd(lambda ctx, grad: (None, None), setup_context=lambda ctx, inputs, output: None)
+
+
+@torch.library.custom_op("sparsile::edge_index", mutates_args=())
+def edge_index(like: torch.Tensor, A: str) -> torch.Tensor:
+    """The (row, column) of every stored value of the tensor with handle ``A``, in CSR
+    order: a ``(2, nnz)`` int64 tensor on ``like``'s device (PyG's ``edge_index``)."""
+    S = csr_of(by_handle(A))
+    key = ("edge_index", str(like.device))
+    if key not in S._cache:
+        rows = np.repeat(np.arange(S.shape[0], dtype=np.int64), np.diff(S.indptr))
+        both = np.stack([rows, S.indices.astype(np.int64)])
+        S._cache[key] = torch.from_numpy(both).to(like.device)
+    return S._cache[key].clone()
+
+
+@edge_index.register_fake
+def _(like, A):
+    return like.new_empty((2, csr_of(by_handle(A)).nnz), dtype=torch.int64)
 
 
 def _spmm_setup(ctx, inputs, output) -> None:
