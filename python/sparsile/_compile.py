@@ -17,13 +17,16 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from . import _cuda, _native
-from ._dense import as_array, device_of, is_torch_tensor, wrap_output
+from . import _cuda, _log, _native
+import numpy as np
+
+from ._dense import SPARSILE_DTYPE, as_array, device_of, is_torch_tensor, wrap_output
 from ._ops import TARGETS
 from ._tensor import Tensor, as_tensor
 from ._threads import call_threads
@@ -178,33 +181,93 @@ def _trace_text(schedule: Any) -> Optional[str]:
     raise TypeError(f"schedule must be a Schedule, a JSON trace or a path, got {type(schedule).__name__}")
 
 
+def _is_lone_statement(program: str) -> bool:
+    """Whether ``program`` is one statement without ``tensor`` declarations."""
+    lines = [l.split("#", 1)[0].strip() for l in program.splitlines()]
+    lines = [l for l in lines if l]
+    return len(lines) == 1 and not lines[0].startswith("tensor ")
+
+
+@functools.lru_cache(maxsize=256)
+def _infer_cached(expr: str, formats: Tuple[Tuple[str, str], ...], dtype: str) -> str:
+    try:
+        return _native.infer_program(expr, [n for n, f in formats if f != "dense"], dict(formats), dtype)
+    except ValueError as e:
+        raise ValueError(f"{e}\n  in: {expr}") from None
+
+
+def _infer(expr: str, formats: Mapping[str, str], dtype: str) -> str:
+    """The program of the lone statement ``expr`` with inferred declarations: tensors
+    named in ``formats`` with a sparse format are sparse, the others dense. ``expr`` is
+    the program's last line verbatim (see :func:`_point_into`)."""
+    return _infer_cached(expr.strip(), tuple(sorted(formats.items())), dtype)
+
+
+def _point_into(message: str, expr: str, program: Optional[str]) -> str:
+    """``line L, column C: ...`` of the inferred ``program`` as a column of ``expr``."""
+    import re
+
+    m = re.match(r"line (\d+), column (\d+): (.*)", message, re.S)
+    if program is None or m is None:
+        return f"{message}\n  in: {expr}"
+    line, col, rest = int(m.group(1)), int(m.group(2)), m.group(3)
+    if line != len(program.splitlines()):
+        return f"{rest}\n  in the declarations inferred for {expr!r}:\n{program}"
+    return f"column {col}: {rest}\n  {expr}\n  {' ' * (col - 1)}^"
+
+
 class Kernel:
     """A compiled index-notation program. Call it with tensors by name:
     ``kernel(A=A, X=X)`` returns the outputs by name (dense ones as NumPy arrays, or torch
-    tensors when a dense input was one; sparse ones as :class:`Tensor`)."""
+    tensors when a dense input was one; sparse ones as :class:`Tensor`).
+
+    A program that is one statement without declarations (``"Y[i,k] = A[i,j] * X[j,k]"``)
+    has them inferred per call: the tensors passed sparse are sparse in their own format
+    (unless ``formats`` names another), the others dense, the element type that of the
+    operands (as the CLI's ``--expr`` does)."""
 
     def __init__(self, program: str, formats: Optional[Mapping[str, str]] = None,
-                 trace: Optional[str] = None, target: str = "cpu") -> None:
+                 trace: Optional[str] = None, target: str = "cpu", dtype: str = "f32") -> None:
         if not isinstance(program, str):
             raise TypeError(f"program must be index notation text, got {type(program).__name__}")
         if target not in TARGETS:
             raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
-        self.program = program
         self.formats = dict(formats or {})
+        self._expr = program.strip() if _is_lone_statement(program) else None
+        self._dtype = dtype
+        self.program = _infer(self._expr, self.formats, dtype) if self._expr else program
         self.trace = trace
         self.target = target
         self._compiled: Dict[Tuple, _native.Kernel] = {}
         self._last: Optional[_native.Kernel] = None
         self._lock = threading.Lock()
 
-    def _native_for(self, sparse: Dict[str, Tensor]) -> "_native.Kernel":
-        key = tuple(sorted((n, t._native.index_type) for n, t in sparse.items()))
+    def _program_for(self, sparse: Dict[str, Tensor], dtype: Optional[str]) -> Tuple[str, Tuple]:
+        """The program for these operands, and what it depends on (inferred programs only)."""
+        if self._expr is None:
+            return self.program, ()
+        formats = {n: t.format for n, t in sparse.items()}
+        formats.update(self.formats)
+        dtype = dtype or self._dtype
+        key = (tuple(sorted(formats.items())), dtype)
+        return _infer(self._expr, formats, dtype), key
+
+    def _native_for(self, sparse: Dict[str, Tensor], dtype: Optional[str] = None) -> "_native.Kernel":
+        program, inferred = self._program_for(sparse, dtype)
+        key = tuple(sorted((n, t._native.index_type) for n, t in sparse.items())) + inferred
         with self._lock:
             k = self._compiled.get(key)
             if k is None:
-                k = _native.Kernel(self.program, self.formats, self.trace,
-                                   {n: t._native for n, t in sparse.items()}, self.target)
+                formats = {} if self._expr is not None else self.formats
+                try:
+                    k = _native.Kernel(program, formats, self.trace,
+                                       {n: t._native for n, t in sparse.items()}, self.target)
+                except ValueError as e:
+                    if self._expr is None:
+                        raise
+                    raise ValueError(_point_into(str(e), self._expr, program)) from None
                 self._compiled[key] = k
+                _log.compiled(program, self.target, k.compile_info() if self.target == "cpu" else None)
             self._last = k
             return k
 
@@ -241,7 +304,9 @@ class Kernel:
                 array, tt = as_array(value, name)
                 args[name] = array
                 to_torch |= tt
-        outputs = self._native_for(sparse).run(args, call_threads(threads))
+        dtype = next((t._native.dtype for t in sparse.values()), None) or next(
+            (SPARSILE_DTYPE.get(a.dtype) for a in args.values() if isinstance(a, np.ndarray)), None)
+        outputs = self._native_for(sparse, dtype).run(args, call_threads(threads))
         return {
             n: (Tensor(v) if isinstance(v, _native.Tensor) else wrap_output(v, to_torch))
             for n, v in outputs.items()
@@ -309,13 +374,28 @@ def _is_sparse(value: Any) -> bool:
 
 
 def compile(program: str, formats: Optional[Mapping[str, str]] = None,
-            schedule: Any = None, target: str = "cpu") -> Kernel:
+            schedule: Any = None, target: str = "cpu", dtype: str = "f32") -> Kernel:
     """Compiles ``program`` (index notation). ``formats`` replaces declared formats by
     tensor name; ``schedule`` (a :class:`Schedule`, a JSON trace, or the path of one)
     replaces the default schedule. ``target``: ``"cpu"``, or ``"cuda"`` / ``"cuda-sim"``
     for a schedule from a GPU recipe (``sparsile.recipes()``: ``gpu`` true). Errors in the
-    program raise ``ValueError`` at once."""
-    k = Kernel(program, formats, _trace_text(schedule), target)
+    program raise ``ValueError`` at once.
+
+    ``program`` may be a lone statement without declarations, as the CLI's ``--expr``
+    takes: ``compile("Y[i,k] = A[i,j] * X[j,k]")`` infers them per call from the operands
+    (sparse ones in their format, dense ones dense; ``dtype`` is the element type assumed
+    before a call, ``"f32"`` or ``"f64"``), and an error points at the column of what was
+    written.
+
+    Example::
+
+        >>> import numpy as np, sparsile
+        >>> A = sparsile.from_coo([0, 1], [1, 0], np.array([2.0, 3.0], dtype=np.float32), shape=(2, 2))
+        >>> k = sparsile.compile("y[i] = A[i,j] * x[j]")
+        >>> k(A=A, x=np.ones(2, dtype=np.float32))["y"].tolist()
+        [2.0, 3.0]
+    """
+    k = Kernel(program, formats, _trace_text(schedule), target, dtype)
     k._default()
     return k
 

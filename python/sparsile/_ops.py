@@ -53,10 +53,11 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, Optional, Tuple
 
-from . import _cuda, _native
+from . import _cuda, _log, _native
 from ._dense import SPARSILE_DTYPE, as_array, device_of, is_torch_tensor, wrap_output
 from ._tensor import Tensor, as_tensor
 from ._threads import call_threads
+from ._types import DenseLike, DenseResult, SparseLike
 
 _KERNELS: Dict[Tuple[str, str, str], "_native.AutoKernel"] = {}
 TARGETS = ("cpu", "cuda", "cuda-sim")
@@ -138,7 +139,9 @@ def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output
         host = out.cpu().numpy() if is_torch_tensor(out) else out.get()
         return Tensor(A._native.with_values(host))
     program, args, to_torch = _args(template, sparse, dense, values)
-    out = auto_kernel(program, recipe, target).run(args, call_threads(threads))[output]
+    kernel = auto_kernel(program, recipe, target)
+    out = kernel.run(args, call_threads(threads))[output]
+    _log.chose(_OP_NAMES.get(template, "op"), kernel, A.shape)
     if isinstance(out, _native.Tensor):
         return out.values() if raw else Tensor(out)
     return wrap_output(out, to_torch)
@@ -206,10 +209,33 @@ RGMS = ("tensor A: {d}[nr, m, n] {f}\ntensor X: {d}[n, p]\ntensor W: {d}[nr, p, 
         "Y[i,l] = A[r,i,j] * X[j,k] * W[r,k,l]\n")
 
 
-def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None, recipe: str = "auto",
-         target: Optional[str] = None):
-    """``A @ X`` for a sparse matrix ``A`` and a dense matrix ``X``. ``values`` replaces
-    A's stored values (same storage order) without copying them."""
+_OP_NAMES = {SPMM: "spmm", SPMV: "spmv", SDDMM: "sddmm", SPMM_BATCHED: "spmm_batched",
+             SPMV_BATCHED: "spmv_batched", MTTKRP: "mttkrp", RGMS: "rgms"}
+
+
+def spmm(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None, values: Optional[DenseLike] = None,
+         recipe: str = "auto", target: Optional[str] = None) -> DenseResult:
+    """Sparse times dense matrix: ``Y = A @ X``.
+
+    Args:
+        A: sparse matrix of shape ``(m, n)``, float32 or float64.
+        X: dense matrix ``(n, k)`` of A's dtype (C-contiguous ones are used without a copy).
+    threads: worker threads (default: :func:`sparsile.get_num_threads`).
+    values: replaces A's stored values, one per stored position in A's storage order (a
+        1-D array of A's dtype), without copying them; with gradients, A must be CSR.
+    recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
+    target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+    Returns:
+        ``Y``, dense ``(m, k)`` of A's dtype: a torch tensor when ``X`` is one (with a
+        ``grad_fn`` when ``X`` or ``values`` requires a gradient), else a NumPy array.
+
+    Example::
+
+        >>> import numpy as np, sparsile
+        >>> A = sparsile.from_coo([0, 1], [1, 0], np.array([2.0, 3.0]), shape=(2, 2))
+        >>> sparsile.spmm(A, np.ones((2, 3))).tolist()
+        [[2.0, 2.0, 2.0], [3.0, 3.0, 3.0]]
+    """
     if _wants_grad(X, values):
         return _autograd("spmm", A, X, values, threads, recipe, target)
     A = as_tensor(A)
@@ -217,9 +243,28 @@ def spmm(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None, r
     return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
 
 
-def spmv(A: Any, x: Any, *, threads: Optional[int] = None, values: Any = None, recipe: str = "auto",
-         target: Optional[str] = None):
-    """``A @ x`` for a sparse matrix ``A`` and a dense vector ``x``."""
+def spmv(A: SparseLike, x: DenseLike, *, threads: Optional[int] = None, values: Optional[DenseLike] = None,
+         recipe: str = "auto", target: Optional[str] = None) -> DenseResult:
+    """Sparse matrix times dense vector: ``y = A @ x``.
+
+    Args:
+        A: sparse matrix ``(m, n)``, float32 or float64.
+        x: dense vector ``(n,)`` of A's dtype.
+    threads: worker threads (default: :func:`sparsile.get_num_threads`).
+    values: replaces A's stored values, one per stored position in A's storage order (a
+        1-D array of A's dtype), without copying them; with gradients, A must be CSR.
+    recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
+    target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+    Returns:
+        ``y``, dense ``(m,)`` (a torch tensor when ``x`` is one).
+
+    Example::
+
+        >>> import numpy as np, sparsile
+        >>> A = sparsile.from_coo([0, 1], [1, 0], np.array([2.0, 3.0]), shape=(2, 2))
+        >>> sparsile.spmv(A, np.array([1.0, 10.0])).tolist()
+        [20.0, 3.0]
+    """
     if _wants_grad(x, values):
         return _autograd("spmv", A, x, values, threads, recipe, target)
     A = as_tensor(A)
@@ -227,20 +272,61 @@ def spmv(A: Any, x: Any, *, threads: Optional[int] = None, values: Any = None, r
     return _run(SPMV, {"A": A}, {"x": x}, "y", threads, values, recipe, target)
 
 
-def sddmm(A: Any, X: Any, Y: Any, *, threads: Optional[int] = None, values: Any = None,
-          recipe: str = "auto", target: Optional[str] = None) -> Tensor:
-    """``A * (X @ Y.T)`` at the stored positions of ``A`` (sampled dense-dense matmul, DGL's
-    ``u_dot_v``): ``X`` is (m, k), ``Y`` is (n, k), one row per column of ``A``. Returns a
-    :class:`Tensor` with A's pattern and format."""
+def sddmm(A: SparseLike, X: DenseLike, Y: DenseLike, *, threads: Optional[int] = None,
+          values: Optional[DenseLike] = None, recipe: str = "auto", target: Optional[str] = None) -> Tensor:
+    """Sampled dense-dense matmul: ``C = A ⊙ (X @ Y.T)`` at the stored positions of ``A``
+    (DGL's ``u_dot_v``). Both dense operands are row-major with one row per row / column of
+    ``A``, as DGL takes them.
+
+    Args:
+        A: sparse matrix ``(m, n)`` (its values scale the result).
+        X: dense ``(m, k)`` of A's dtype.
+        Y: dense ``(n, k)`` of A's dtype.
+    threads: worker threads (default: :func:`sparsile.get_num_threads`).
+    values: replaces A's stored values, one per stored position in A's storage order (a
+        1-D array of A's dtype), without copying them; with gradients, A must be CSR.
+    recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
+    target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+    Returns:
+        A :class:`Tensor` with A's pattern and format. For gradients use
+        :func:`sparsile.torch.sddmm`, which returns the values as a differentiable tensor.
+
+    Example::
+
+        >>> import numpy as np, sparsile
+        >>> A = sparsile.from_coo([0, 1], [1, 0], np.array([1.0, 1.0]), shape=(2, 2))
+        >>> sparsile.sddmm(A, np.array([[1.0], [2.0]]), np.array([[3.0], [4.0]])).values.tolist()
+        [4.0, 6.0]
+    """
     _refuse_grad("sddmm", "sparsile.torch.sddmm(A, X, Y) returns a differentiable tensor of the values", X, Y, values)
     A = as_tensor(A)
     _check_order(A, 2, "sddmm")
     return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values, recipe, target)
 
 
-def spmm_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None,
-                 recipe: str = "auto", target: Optional[str] = None):
-    """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n, k)``."""
+def spmm_batched(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None,
+                 values: Optional[DenseLike] = None, recipe: str = "auto",
+                 target: Optional[str] = None) -> DenseResult:
+    """``Y[b] = A @ X[b]`` for every ``b`` (one sparse matrix, a batch of dense ones).
+
+    Args:
+        A: sparse matrix ``(m, n)``.
+        X: dense ``(batch, n, k)`` of A's dtype.
+    threads: worker threads (default: :func:`sparsile.get_num_threads`).
+    values: replaces A's stored values, one per stored position in A's storage order (a
+        1-D array of A's dtype), without copying them; with gradients, A must be CSR.
+    recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
+    target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+    Returns:
+        ``Y``, dense ``(batch, m, k)``.
+
+    Example::
+
+        >>> import numpy as np, sparsile
+        >>> A = sparsile.from_coo([0], [1], np.array([2.0]), shape=(1, 2))
+        >>> sparsile.spmm_batched(A, np.ones((3, 2, 4))).shape
+        (3, 1, 4)
+    """
     if _wants_grad(X, values):
         return _autograd("spmm_batched", A, X, values, threads, recipe, target)
     A = as_tensor(A)
@@ -248,9 +334,29 @@ def spmm_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any =
     return _run(SPMM_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
 
 
-def spmv_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any = None,
-                 recipe: str = "auto", target: Optional[str] = None):
-    """``A @ X[b]`` for every ``b``: ``X`` has shape ``(batch, n)``."""
+def spmv_batched(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None,
+                 values: Optional[DenseLike] = None, recipe: str = "auto",
+                 target: Optional[str] = None) -> DenseResult:
+    """``Y[b] = A @ X[b]`` for every ``b`` (a batch of vectors).
+
+    Args:
+        A: sparse matrix ``(m, n)``.
+        X: dense ``(batch, n)`` of A's dtype.
+    threads: worker threads (default: :func:`sparsile.get_num_threads`).
+    values: replaces A's stored values, one per stored position in A's storage order (a
+        1-D array of A's dtype), without copying them; with gradients, A must be CSR.
+    recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
+    target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+    Returns:
+        ``Y``, dense ``(batch, m)``.
+
+    Example::
+
+        >>> import numpy as np, sparsile
+        >>> A = sparsile.from_coo([0], [1], np.array([2.0]), shape=(1, 2))
+        >>> sparsile.spmv_batched(A, np.ones((3, 2))).tolist()
+        [[2.0], [2.0], [2.0]]
+    """
     if _wants_grad(X, values):
         return _autograd("spmv_batched", A, X, values, threads, recipe, target)
     A = as_tensor(A)
@@ -258,21 +364,53 @@ def spmv_batched(A: Any, X: Any, *, threads: Optional[int] = None, values: Any =
     return _run(SPMV_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
 
 
-def mttkrp(B: Any, C: Any, D: Any, *, threads: Optional[int] = None, recipe: str = "auto",
-           target: Optional[str] = None):
-    """Matricized tensor times Khatri-Rao product of a 3-D sparse ``B`` (e.g. ``csf``)
-    with dense ``C`` (p, r) and ``D`` (q, r): ``A[i,s] = sum B[i,k,l] C[k,s] D[l,s]``."""
+def mttkrp(B: SparseLike, C: DenseLike, D: DenseLike, *, threads: Optional[int] = None, recipe: str = "auto",
+           target: Optional[str] = None) -> DenseResult:
+    """Matricized tensor times Khatri-Rao product (CP decomposition's kernel):
+    ``A[i,s] = Σ_kl B[i,k,l] C[k,s] D[l,s]``.
+
+    Args:
+        B: 3-D sparse tensor ``(m, p, q)`` (``csf`` suits it; see :func:`sparsile.from_coords`).
+        C: dense ``(p, r)`` of B's dtype.
+        D: dense ``(q, r)`` of B's dtype.
+        threads, recipe, target: as for :func:`spmm`.
+
+    Returns:
+        ``A``, dense ``(m, r)``. No gradients (inputs that require one are refused).
+
+    Example::
+
+        >>> import numpy as np, sparsile
+        >>> B = sparsile.from_coords([[0], [1], [2]], np.array([2.0]), shape=(1, 2, 3), format="csf")
+        >>> sparsile.mttkrp(B, np.ones((2, 4)), np.ones((3, 4))).tolist()
+        [[2.0, 2.0, 2.0, 2.0]]
+    """
     _refuse_grad("mttkrp", "it has no autograd formula yet", C, D)
     B = as_tensor(B, "B")
     _check_order(B, 3, "mttkrp")
     return _run(MTTKRP, {"B": B}, {"C": C, "D": D}, "A", threads, recipe=recipe, target=target)
 
 
-def rgms(A: Any, X: Any, W: Any, *, threads: Optional[int] = None, recipe: str = "auto",
-         target: Optional[str] = None):
-    """Relational gather-matmul-scatter (RGCN layers): ``A`` holds one sparse adjacency
-    per relation (shape ``(relations, m, n)``), ``W`` one weight per relation
-    (``(relations, p, q)``): ``Y = sum_r A[r] @ X @ W[r]``."""
+def rgms(A: SparseLike, X: DenseLike, W: DenseLike, *, threads: Optional[int] = None, recipe: str = "auto",
+         target: Optional[str] = None) -> DenseResult:
+    """Relational gather-matmul-scatter (RGCN layers): ``Y = Σ_r A[r] @ X @ W[r]``.
+
+    Args:
+        A: 3-D sparse ``(relations, m, n)``, one adjacency per relation.
+        X: dense ``(n, p)`` node features, A's dtype.
+        W: dense ``(relations, p, q)``, one weight per relation.
+        threads, recipe, target: as for :func:`spmm`.
+
+    Returns:
+        ``Y``, dense ``(m, q)``. No gradients (inputs that require one are refused).
+
+    Example::
+
+        >>> import numpy as np, sparsile
+        >>> A = sparsile.from_coords([[0, 1], [0, 0], [1, 0]], np.array([1.0, 1.0]), shape=(2, 1, 2), format="csf")
+        >>> sparsile.rgms(A, np.ones((2, 3)), np.ones((2, 3, 2))).tolist()
+        [[6.0, 6.0]]
+    """
     _refuse_grad("rgms", "it has no autograd formula yet", X, W)
     A = as_tensor(A)
     _check_order(A, 3, "rgms")

@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import warnings
@@ -492,8 +493,15 @@ def as_tensor(A: Any, name: str = "A") -> Tensor:
 
 
 def load(path: Union[str, os.PathLike], format: str = "csr", dtype: Any = np.float32) -> Tensor:
-    """Reads a Matrix Market file (plain or ``.gz``) into a tensor of ``format``."""
-    return Tensor(_native.load(os.fspath(path), format, _dtype_name(dtype)))
+    """Reads a Matrix Market file (plain or ``.gz``) into a tensor of ``format``.
+    A missing file is ``FileNotFoundError`` (a folder ``IsADirectoryError``); a malformed
+    one ``ValueError`` naming the line."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    return Tensor(_native.load(path, format, _dtype_name(dtype)))
 
 
 def save(path: Union[str, os.PathLike], A: Any) -> None:

@@ -10,6 +10,7 @@ mod arrays;
 mod auto_kernel;
 mod device;
 mod errors;
+mod infer;
 mod kernel;
 mod mtx_io;
 mod schedule;
@@ -31,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(auto_kernel::recipes, m)?)?;
     m.add_function(wrap_pyfunction!(tune::tune, m)?)?;
     m.add_class::<schedule::Schedule>()?;
+    m.add_function(wrap_pyfunction!(infer::infer_program, m)?)?;
     m.add_function(wrap_pyfunction!(mtx_io::load, m)?)?;
     m.add_function(wrap_pyfunction!(mtx_io::save, m)?)?;
     m.add_function(wrap_pyfunction!(threads::set_num_threads, m)?)?;

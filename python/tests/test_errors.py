@@ -77,11 +77,46 @@ def test_bad_formats():
         A.to("foo")
     with pytest.raises(ValueError, match="expected two positive sizes"):
         A.to("bsr:0x2")
+    with pytest.raises(ValueError, match="format names are lower case: write `csr`"):
+        sparsile.from_coo([0], [0], shape=(1, 1), format="CSR")
+
+
+def test_file_system_errors_are_os_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nonexistent.mtx"):
+        sparsile.load(tmp_path / "nonexistent.mtx")
+    with pytest.raises(IsADirectoryError):
+        sparsile.load(tmp_path)
+
+
+def test_compile_infers_declarations_of_a_lone_statement(rng):
+    import scipy.sparse as sp
+
+    M = sp.random(6, 5, density=0.4, format="csr", dtype=np.float64, random_state=rng)
+    A = sparsile.from_scipy(M)
+    X = rng.standard_normal((5, 3))
+    k = sparsile.compile("Y[i,k] = A[i,j] * X[j,k]  # SpMM")
+    np.testing.assert_allclose(k(A=A, X=X)["Y"], M @ X)
+    # Per call: another format and element type compile another kernel.
+    np.testing.assert_allclose(k(A=A.to("ell").astype(np.float32), X=X.astype(np.float32))["Y"], M @ X, rtol=1e-5)
+    # A sampled output takes the sparse operand's format.
+    C = sparsile.compile("C[i,j] = A[i,j] * P[i,k] * Q[j,k]")(A=A, P=rng.standard_normal((6, 2)),
+                                                            Q=rng.standard_normal((5, 2)))["C"]
+    assert isinstance(C, sparsile.Tensor) and C.nnz == A.nnz
+
+
+def test_inferred_program_errors_point_into_the_statement():
+    with pytest.raises(ValueError) as e:
+        sparsile.compile("Y[i,k] = A[i,j] * * X[j,k]")
+    assert str(e.value).splitlines() == ["column 19: expected an expression, found `*`",
+                                         "  Y[i,k] = A[i,j] * * X[j,k]",
+                                         "                    ^"]
+    with pytest.raises(ValueError, match=r"(?s)never closed.*in: Y\[i\] = A\[i,j"):
+        sparsile.compile("Y[i] = A[i,j")
+    with pytest.raises(ValueError, match="plain index variables only"):
+        sparsile.compile("Y[i] = A[idx[i], j]")
 
 
 def test_file_errors_name_the_file_and_line(tmp_path):
-    with pytest.raises(ValueError, match="nonexistent.mtx"):
-        sparsile.load(tmp_path / "nonexistent.mtx")
     bad = tmp_path / "bad.mtx"
     bad.write_text("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 x 1.0\n")
     with pytest.raises(ValueError, match="line 3: bad entry: column index `x` is not a positive integer"):

@@ -16,7 +16,8 @@ use sparsile_ir::DType;
 use sparsile_runtime::{interpret, InterpOptions};
 
 use crate::table::{duration, thousands, Table};
-use crate::{expr_decls, load, progress};
+use crate::{load, progress};
+use sparsile::notation::infer;
 
 #[derive(clap::Args, Clone)]
 pub struct EvalArgs {
@@ -118,7 +119,7 @@ pub fn ast_text(
                     .filter(|(_, f)| **f != Format::Dense)
                     .map(|(n, _)| n.clone()),
             );
-            expr_decls::program_text(e, &sparse, formats, dtype)?
+            infer::program_text(e, &sparse, formats, dtype).map_err(|err| anyhow::anyhow!("--expr: {err}"))?
         }
         (None, None) => bail!("give a program file or --expr"),
     })
@@ -201,7 +202,7 @@ pub fn prepare(args: &EvalArgs) -> Result<Prepared> {
             .parse()
             .with_context(|| format!("--dim {s}: size must be a non-negative integer"))?;
         let name = if args.expr.is_some() && !name.starts_with("n_") {
-            expr_decls::dim_name(name)
+            infer::dim_name(name)
         } else {
             name.to_string()
         };

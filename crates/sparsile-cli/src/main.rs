@@ -18,7 +18,6 @@ mod cmd_info;
 mod cmd_recipes;
 mod cmd_run;
 mod cmd_tune;
-mod expr_decls;
 mod limits;
 mod load;
 mod output;

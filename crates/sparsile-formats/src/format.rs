@@ -109,7 +109,16 @@ fn parse_pair(spec: &str, text: &str) -> Result<(usize, usize), FormatError> {
 impl FromStr for Format {
     type Err = FormatError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let text = s.trim().to_ascii_lowercase();
+        let text = s.trim().to_string();
+        if text != text.to_ascii_lowercase() {
+            return Err(FormatError::BadFormatString {
+                text: s.to_string(),
+                reason: format!(
+                    "format names are lower case: write `{}`",
+                    text.to_ascii_lowercase()
+                ),
+            });
+        }
         let (name, arg) = match text.split_once(':') {
             Some((n, a)) => (n, Some(a)),
             None => (text.as_str(), None),

@@ -34,6 +34,7 @@
 pub mod ast;
 mod declare;
 pub mod error;
+pub mod infer;
 pub mod lexer;
 mod lower;
 pub mod parser;

@@ -1,22 +1,40 @@
-//! Declarations inferred for `--expr`: one statement, tensors and their dimensions
-//! named after the index variables, formats from the input files.
+//! Declarations inferred for a lone statement (the CLI's `--expr`, Python's
+//! `sparsile.compile("Y[i,k] = A[i,j] * X[j,k]")`): tensors and their dimensions named
+//! after the index variables, formats from what the caller knows is sparse.
 //!
-//! `C[i,k] = A[i,j] * B[j,k]` with `A` read from a coordinate file becomes
+//! Precondition: `expr` is one statement whose accesses use plain index variables
+//! (`A[i,j]`, not `A[idx[i]]` or `A[i+1]`); anything else needs declarations written out.
+//! The statement is the last line of the program, verbatim, so an error the notation
+//! reports on that line points at the same column of what the caller wrote.
+//!
+//! `C[i,k] = A[i,j] * B[j,k]` with `A` sparse becomes
 //! ```text
 //! tensor A: f32[n_i, n_j] csr
 //! tensor B: f32[n_j, n_k]
 //! tensor C: f32[n_i, n_k]
 //! C[i,k] = A[i,j] * B[j,k]
 //! ```
-//! A tensor that is not read from a file is dense. The output is sparse, in the format
+//! A tensor not named sparse is dense. The output is sparse, in the format
 //! of a sparse operand, when it is indexed exactly like that operand (the operand whose
 //! pattern it is sampled by); otherwise dense.
 
 use std::collections::{BTreeMap, HashMap};
 
-use anyhow::{bail, Result};
 use sparsile_formats::Format;
 use sparsile_ir::DType;
+
+/// Why declarations cannot be inferred for an expression.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InferError(String);
+
+type Result<T> = std::result::Result<T, InferError>;
+
+macro_rules! bail {
+    ($($arg:tt)*) => {
+        return Err(InferError(format!($($arg)*)))
+    };
+}
 
 /// A tensor access found in the expression: name and plain index variables.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +62,7 @@ pub fn accesses(expr: &str) -> Result<Vec<Access>> {
             let name: String = chars[s..k].iter().collect();
             if name.is_empty() {
                 bail!(
-                    "--expr: `[` at character {} does not follow a tensor name",
+                    "`[` at character {} does not follow a tensor name",
                     k + 1
                 );
             }
@@ -52,12 +70,10 @@ pub fn accesses(expr: &str) -> Result<Vec<Access>> {
                 .iter()
                 .position(|&c| c == ']')
                 .map(|p| p + k)
-                .ok_or_else(|| {
-                    anyhow::anyhow!("--expr: `[` at character {} is never closed", k + 1)
-                })?;
+                .ok_or_else(|| InferError(format!("`[` at character {} is never closed", k + 1)))?;
             let inner: String = chars[k + 1..close].iter().collect();
             if inner.contains('[') {
-                bail!("--expr supports plain index variables only (found `{name}[{inner}]`); write a program file with declarations");
+                bail!("declarations are inferred for plain index variables only (found `{name}[{inner}]`); declare the tensors (`tensor NAME: TYPE[DIMS] FORMAT` lines before the statement)");
             }
             let indices: Vec<String> = inner.split(',').map(|s| s.trim().to_string()).collect();
             for ix in &indices {
@@ -65,13 +81,13 @@ pub fn accesses(expr: &str) -> Result<Vec<Access>> {
                     || !ix.chars().all(is_ident_char)
                     || ix.chars().next().is_some_and(|c| c.is_ascii_digit())
                 {
-                    bail!("--expr: index `{ix}` of `{name}` is not a plain index variable; write a program file with declarations");
+                    bail!("index `{ix}` of `{name}` is not a plain index variable: declarations are inferred for plain ones only; declare the tensors (`tensor NAME: TYPE[DIMS] FORMAT` lines before the statement)");
                 }
             }
             match out.iter().find(|a| a.name == name) {
                 Some(prev) if prev.indices.len() != indices.len() => {
                     bail!(
-                        "--expr: `{name}` is used with {} and with {} indices",
+                        "`{name}` is used with {} and with {} indices",
                         prev.indices.len(),
                         indices.len()
                     )
@@ -86,7 +102,7 @@ pub fn accesses(expr: &str) -> Result<Vec<Access>> {
     }
     if out.is_empty() {
         bail!(
-            "--expr: no tensor access found (expected something like `C[i,k] = A[i,j] * B[j,k]`)"
+            "no tensor access found (expected something like `C[i,k] = A[i,j] * B[j,k]`)"
         );
     }
     Ok(out)
@@ -97,8 +113,9 @@ pub fn dim_name(v: &str) -> String {
     format!("n_{v}")
 }
 
-/// Writes the program text for `expr`. `sparse_inputs` names the inputs read from
-/// sparse files; `formats` holds `--format` choices.
+/// Writes the program text for `expr`: declarations, then `expr` (trimmed) as the last
+/// line. `sparse_inputs` names the inputs known to be sparse (stored as CSR unless
+/// `formats` says otherwise); `formats` chooses formats by tensor name.
 pub fn program_text(
     expr: &str,
     sparse_inputs: &[String],
