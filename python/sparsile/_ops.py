@@ -168,11 +168,25 @@ def _autograd(op: str, A: Any, dense: Any, values: Any, threads: Optional[int], 
     return getattr(_st, op)(A, dense, values, threads=threads, recipe=recipe, target=target)
 
 
+def _check_sddmm_shapes(A: Tensor, X: Any, Y: Any) -> None:
+    """SDDMM's operands are ``X`` ``(m, k)`` and ``Y`` ``(n, k)`` (DGL's convention): a
+    mismatch says so, and how to pass a ``(k, n)`` operand."""
+    m, n = A.shape
+    xs, ys = tuple(getattr(X, "shape", ())), tuple(getattr(Y, "shape", ()))
+    if len(xs) != 2 or xs[0] != m:
+        raise ValueError(f"sddmm: X must be (m, k) = ({m}, k), one row per row of A {A.shape}; got {xs}")
+    if len(ys) != 2 or ys[0] != n or ys[1] != xs[1]:
+        hint = " (a (k, n) operand is passed as Y.T)" if ys == (xs[1], n) else ""
+        raise ValueError(f"sddmm: Y must be (n, k) = ({n}, {xs[1]}), one row per column of A {A.shape}, "
+                         f"as X is (m, k); got {ys}{hint}")
+
+
 def sddmm_values(A: Tensor, X: Any, Y: Any, values: Any = None, threads: Optional[int] = None,
                  recipe: str = "auto", target: Optional[str] = None):
     """SDDMM's values only, in A's storage order: a CUDA array for CUDA operands (no copy
     to the host), else a NumPy array."""
     _check_order(A, 2, "sddmm")
+    _check_sddmm_shapes(A, X, Y)
     return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values, recipe, target, raw=True)
 
 
@@ -301,6 +315,7 @@ def sddmm(A: SparseLike, X: DenseLike, Y: DenseLike, *, threads: Optional[int] =
     _refuse_grad("sddmm", "sparsile.torch.sddmm(A, X, Y) returns a differentiable tensor of the values", X, Y, values)
     A = as_tensor(A)
     _check_order(A, 2, "sddmm")
+    _check_sddmm_shapes(A, X, Y)
     return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values, recipe, target)
 
 

@@ -160,3 +160,12 @@ def test_schedule_errors():
         sch.split("y/i_2", 4, tail="sideways")
     with pytest.raises(ValueError, match="fuse: loops of different blocks"):
         sch.fuse("y/i_2", "z/j")
+
+
+def test_sddmm_operand_convention_in_the_error():
+    A = sparsile.from_coo([0], [1], np.ones(1), shape=(3, 4))
+    with pytest.raises(ValueError, match=r"Y must be \(n, k\) = \(4, 2\).*got \(2, 4\) \(a \(k, n\) operand is passed as Y.T\)"):
+        sparsile.sddmm(A, np.ones((3, 2)), np.ones((2, 4)))
+    with pytest.raises(ValueError, match=r"X must be \(m, k\) = \(3, k\)"):
+        sparsile.sddmm(A, np.ones((4, 2)), np.ones((4, 2)))
+    assert sparsile.sddmm(A, np.ones((3, 2)), np.ones((4, 2))).values.tolist() == [2.0]
