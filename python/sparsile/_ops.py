@@ -13,12 +13,12 @@ operator           computes                                         shapes
 ``rgms(A,X,W)``    ``Y[i,l] = A[r,i,j] * X[j,k] * W[r,k,l]``        relations r, 3-D sparse A
 =================  ===============================================  =========================
 
-With a torch input that requires a gradient (and grad mode on), ``spmm``, ``spmv``,
-``spmm_batched``, ``spmv_batched`` and ``A @ X`` run as autograd functions
-(:mod:`sparsile.torch`; the sparse operand as CSR) and return a tensor with a
-``grad_fn``; ``sddmm``, whose result is a :class:`~sparsile.Tensor`, ``mttkrp`` and
-``rgms`` refuse such inputs rather than drop the gradient (use
-:func:`sparsile.torch.sddmm`, or detach the inputs).
+With a torch input that requires a gradient (and grad mode on), or under
+``torch.compile``, ``spmm``, ``spmv``, ``spmm_batched``, ``spmv_batched``, ``mttkrp``,
+``rgms`` and ``A @ X`` run the ``torch.library`` operators of :mod:`sparsile.torch` and
+return a tensor with a ``grad_fn``; ``sddmm``, whose result is a
+:class:`~sparsile.Tensor`, refuses such inputs rather than drop the gradient (use
+:func:`sparsile.torch.sddmm`, which returns the values as a tensor, or detach the inputs).
 
 Every operator takes ``recipe=``: ``"auto"`` (the default) runs what the tuning
 database, the learned selector or the static rule chooses for the input (see
@@ -197,6 +197,25 @@ def spmm_plain(A: Tensor, X: Any, values: Any, threads: Optional[int], recipe: s
     return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
 
 
+def mttkrp_plain(B: Tensor, C: Any, D: Any, threads: Optional[int], recipe: str, target: Optional[str]):
+    """MTTKRP without the autograd routing (the body of ``sparsile::mttkrp``)."""
+    _check_order(B, 3, "mttkrp")
+    return _run(MTTKRP, {"B": B}, {"C": C, "D": D}, "A", threads, recipe=recipe, target=target)
+
+
+def rgms_plain(A: Tensor, X: Any, W: Any, threads: Optional[int], recipe: str, target: Optional[str]):
+    """RGMS without the autograd routing (the body of ``sparsile::rgms``)."""
+    _check_order(A, 3, "rgms")
+    return _run(RGMS, {"A": A}, {"X": X, "W": W}, "Y", threads, recipe=recipe, target=target)
+
+
+def relation_spmm(A: Tensor, G: Any, threads: Optional[int], target: Optional[str]):
+    """``Z[r] = A[r] @ G`` for every relation ``r`` of a 3-D sparse ``A`` (RGMS's weight
+    gradient needs it with the transposed relations)."""
+    _check_order(A, 3, "relation_spmm")
+    return _run(RELATION_SPMM, {"A": A}, {"G": G}, "Z", threads, target=target)
+
+
 def _refuse_grad(op: str, instead: str, *xs: Any) -> None:
     if _wants_grad(*xs):
         raise ValueError(
@@ -214,6 +233,8 @@ SPMM = "tensor A: {d}[m, n] {f}\ntensor X: {d}[n, k]\ntensor Y: {d}[m, k]\nY[i,k
 SPMV = "tensor A: {d}[m, n] {f}\ntensor x: {d}[n]\ntensor y: {d}[m]\ny[i] = A[i,j] * x[j]\n"
 SDDMM = ("tensor A: {d}[m, n] {f}\ntensor X: {d}[m, k]\ntensor Y: {d}[n, k]\ntensor C: {d}[m, n] {f}\n"
          "C[i,j] = A[i,j] * X[i,k] * Y[j,k]\n")
+RELATION_SPMM = ("tensor A: {d}[nr, n, m] {f}\ntensor G: {d}[m, q]\ntensor Z: {d}[nr, n, q]\n"
+                 "Z[r,j,l] = A[r,j,i] * G[i,l]\n")
 SPMM_BATCHED = ("tensor A: {d}[m, n] {f}\ntensor X: {d}[b, n, k]\ntensor Y: {d}[b, m, k]\n"
                 "Y[b,i,k] = A[i,j] * X[b,j,k]\n")
 SPMV_BATCHED = "tensor A: {d}[m, n] {f}\ntensor X: {d}[b, n]\ntensor Y: {d}[b, m]\nY[b,i] = A[i,j] * X[b,j]\n"
@@ -391,7 +412,8 @@ def mttkrp(B: SparseLike, C: DenseLike, D: DenseLike, *, threads: Optional[int] 
         threads, recipe, target: as for :func:`spmm`.
 
     Returns:
-        ``A``, dense ``(m, r)``. No gradients (inputs that require one are refused).
+        ``A``, dense ``(m, r)``; with torch inputs that require a gradient, a tensor with a
+        ``grad_fn`` (see :func:`sparsile.torch.mttkrp`).
 
     Example::
 
@@ -400,7 +422,10 @@ def mttkrp(B: SparseLike, C: DenseLike, D: DenseLike, *, threads: Optional[int] 
         >>> sparsile.mttkrp(B, np.ones((2, 4)), np.ones((3, 4))).tolist()
         [[2.0, 2.0, 2.0, 2.0]]
     """
-    _refuse_grad("mttkrp", "it has no autograd formula yet", C, D)
+    if _wants_grad(C, D):
+        from . import torch as _st
+
+        return _st.mttkrp(B, C, D, threads=threads, recipe=recipe, target=target)
     B = as_tensor(B, "B")
     _check_order(B, 3, "mttkrp")
     return _run(MTTKRP, {"B": B}, {"C": C, "D": D}, "A", threads, recipe=recipe, target=target)
@@ -417,7 +442,8 @@ def rgms(A: SparseLike, X: DenseLike, W: DenseLike, *, threads: Optional[int] = 
         threads, recipe, target: as for :func:`spmm`.
 
     Returns:
-        ``Y``, dense ``(m, q)``. No gradients (inputs that require one are refused).
+        ``Y``, dense ``(m, q)``; with torch inputs that require a gradient, a tensor with a
+        ``grad_fn`` (see :func:`sparsile.torch.rgms`).
 
     Example::
 
@@ -426,7 +452,10 @@ def rgms(A: SparseLike, X: DenseLike, W: DenseLike, *, threads: Optional[int] = 
         >>> sparsile.rgms(A, np.ones((2, 3)), np.ones((2, 3, 2))).tolist()
         [[6.0, 6.0]]
     """
-    _refuse_grad("rgms", "it has no autograd formula yet", X, W)
+    if _wants_grad(X, W):
+        from . import torch as _st
+
+        return _st.rgms(A, X, W, threads=threads, recipe=recipe, target=target)
     A = as_tensor(A)
     _check_order(A, 3, "rgms")
     return _run(RGMS, {"A": A}, {"X": X, "W": W}, "Y", threads, recipe=recipe, target=target)

@@ -14,17 +14,27 @@ recompiles rather than reuses a graph). The operators:
                                                        positions, a 1-D tensor in CSR order
 ``sparsile::stored_values(like, A)``                   A's values in CSR order, where
                                                        ``like`` is
+``sparsile::mttkrp(C, D, B, perm, ...)``              MTTKRP of ``B`` with its modes in the
+                                                       order ``perm``
+``sparsile::rgms(X, W, A, transpose, ...)``            ``Σ_r A[r] X W[r]`` (``A[r]ᵀ`` when
+                                                       ``transpose``)
+``sparsile::relation_spmm(G, A, transpose, ...)``      ``Z[r] = A[r] G`` (``A[r]ᵀ G``)
 ``sparsile::edge_index(like, A)``                      the (row, column) of each stored value,
                                                        ``(2, nnz)`` int64
 =====================================================  =====================================
 
 Each has a fake (meta) implementation that gives the result's shape from the handle
-without running anything, and ``spmm`` / ``sddmm`` have autograd formulas made of the
-same operators (so a compiled backward pass runs Sparsile kernels too):
+without running anything, and ``spmm``, ``sddmm``, ``mttkrp`` and ``rgms`` have autograd
+formulas made of the same operators (so a compiled backward pass runs Sparsile kernels
+too):
 
 - ``Y = A X``: ``dX = Aᵀ dY``, ``dvalues = pattern(A) ⊙ (dY Xᵀ)``;
 - ``C = values ⊙ (X Yᵀ)``: ``dvalues = dC ⊙ (X Yᵀ)``, ``dX = (values ⊙ dC) Y``,
-  ``dY = (values ⊙ dC)ᵀ X``.
+  ``dY = (values ⊙ dC)ᵀ X``;
+- ``A[i,s] = Σ B[i,k,l] C[k,s] D[l,s]``: ``dC`` and ``dD`` are MTTKRPs of ``B`` with its
+  modes reordered (``(k,i,l)`` with ``dA`` and ``D``; ``(l,i,k)`` with ``dA`` and ``C``);
+- ``Y = Σ_r A[r] X W[r]``: ``dX = Σ_r A[r]ᵀ dY W[r]ᵀ`` (RGMS on the transposed relations)
+  and ``dW[r] = Xᵀ (A[r]ᵀ dY)``.
 
 The sparse operand is used in CSR: another format is converted once and cached on the
 tensor, as is the transposed pattern with the permutation from A's value order to it.
@@ -40,13 +50,13 @@ Example::
 from __future__ import annotations
 
 import warnings
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
 
 from . import _cuda, _ops
-from ._tensor import Tensor, by_handle
+from ._tensor import Tensor, by_handle, from_coords
 
 
 def operand(A: str, values: Optional[torch.Tensor]) -> Tensor:
@@ -184,6 +194,118 @@ def _(like, A):
 
 # ``like`` only says where: no gradient flows to it.
 stored_values.register_autograd(lambda ctx, grad: (None, None), setup_context=lambda ctx, inputs, output: None)
+
+
+def permuted(B: Tensor, perm: Tuple[int, ...]) -> Tensor:
+    """``B`` with its modes in the order ``perm``, as CSF (``B`` itself for the identity
+    when ``B`` is CSF; cached on ``B``)."""
+    perm = tuple(perm)
+    if perm == tuple(range(B.ndim)):
+        return B
+    key = ("permuted", perm)
+    if key not in B._cache:
+        coords, values = B.coo()
+        B._cache[key] = from_coords([coords[p] for p in perm], values, [B.shape[p] for p in perm],
+                                    format="csf")
+    return B._cache[key]
+
+
+def _check_perm(perm, ndim: int) -> Tuple[int, ...]:
+    if sorted(perm) != list(range(ndim)):
+        raise ValueError(f"perm must order the {ndim} modes, got {list(perm)}")
+    return tuple(perm)
+
+
+@torch.library.custom_op("sparsile::mttkrp", mutates_args=())
+def mttkrp(C: torch.Tensor, D: torch.Tensor, B: str, perm: List[int], threads: Optional[int], recipe: str,
+           target: Optional[str]) -> torch.Tensor:
+    """MTTKRP of the 3-D tensor with handle ``B``, its modes in the order ``perm``."""
+    S = by_handle(B)
+    S = permuted(S, _check_perm(perm, S.ndim))
+    return _ops.mttkrp_plain(S, C.detach().contiguous(), D.detach().contiguous(), threads, recipe, target)
+
+
+@mttkrp.register_fake
+def _(C, D, B, perm, threads, recipe, target):
+    return C.new_empty((by_handle(B).shape[perm[0]], C.shape[1]))
+
+
+def _mttkrp_setup(ctx, inputs, output) -> None:
+    C, D, B, perm, threads, recipe, target = inputs
+    ctx.B, ctx.perm, ctx.threads, ctx.target = B, list(perm), threads, target
+    ctx.tensor = by_handle(B)  # alive until the backward pass
+    ctx.save_for_backward(C, D)
+
+
+def _mttkrp_backward(ctx, dA):
+    C, D = ctx.saved_tensors
+    p = ctx.perm
+    d_C = d_D = None
+    if ctx.needs_input_grad[0]:
+        d_C = torch.ops.sparsile.mttkrp(dA, D, ctx.B, [p[1], p[0], p[2]], ctx.threads, "auto", ctx.target)
+    if ctx.needs_input_grad[1]:
+        d_D = torch.ops.sparsile.mttkrp(dA, C, ctx.B, [p[2], p[0], p[1]], ctx.threads, "auto", ctx.target)
+    return d_C, d_D, None, None, None, None, None
+
+
+mttkrp.register_autograd(_mttkrp_backward, setup_context=_mttkrp_setup)
+
+
+def _relations(A: str, transpose: bool) -> Tensor:
+    S = by_handle(A)
+    if S.ndim != 3:
+        raise ValueError(f"the relations operand must have 3 dimensions (relations, m, n), got {S.shape}")
+    return permuted(S, (0, 2, 1)) if transpose else S
+
+
+@torch.library.custom_op("sparsile::rgms", mutates_args=())
+def rgms(X: torch.Tensor, W: torch.Tensor, A: str, transpose: bool, threads: Optional[int], recipe: str,
+         target: Optional[str]) -> torch.Tensor:
+    """``Σ_r A[r] X W[r]`` (``A[r]ᵀ`` when ``transpose``) for the tensor with handle ``A``."""
+    S = _relations(A, transpose)
+    return _ops.rgms_plain(S, X.detach().contiguous(), W.detach().contiguous(), threads, recipe, target)
+
+
+@rgms.register_fake
+def _(X, W, A, transpose, threads, recipe, target):
+    S = by_handle(A)
+    return X.new_empty((S.shape[2] if transpose else S.shape[1], W.shape[2]))
+
+
+@torch.library.custom_op("sparsile::relation_spmm", mutates_args=())
+def relation_spmm(G: torch.Tensor, A: str, transpose: bool, threads: Optional[int],
+                  target: Optional[str]) -> torch.Tensor:
+    """``Z[r] = A[r] G`` (``A[r]ᵀ G`` when ``transpose``): ``(relations, rows, q)``."""
+    S = _relations(A, transpose)
+    return _ops.relation_spmm(S, G.detach().contiguous(), threads, target)
+
+
+@relation_spmm.register_fake
+def _(G, A, transpose, threads, target):
+    S = by_handle(A)
+    return G.new_empty((S.shape[0], S.shape[2] if transpose else S.shape[1], G.shape[1]))
+
+
+def _rgms_setup(ctx, inputs, output) -> None:
+    X, W, A, transpose, threads, recipe, target = inputs
+    ctx.A, ctx.transpose, ctx.threads, ctx.target = A, transpose, threads, target
+    ctx.tensor = by_handle(A)  # alive until the backward pass
+    ctx.save_for_backward(X, W)
+
+
+def _rgms_backward(ctx, dY):
+    X, W = ctx.saved_tensors
+    d_X = d_W = None
+    if ctx.needs_input_grad[0]:
+        d_X = torch.ops.sparsile.rgms(dY, W.transpose(1, 2).contiguous(), ctx.A, not ctx.transpose,
+                                      ctx.threads, "auto", ctx.target)
+    if ctx.needs_input_grad[1]:
+        Z = torch.ops.sparsile.relation_spmm(dY, ctx.A, not ctx.transpose, ctx.threads, ctx.target)
+        d_W = torch.einsum("jk,rjl->rkl", X, Z)
+    return d_X, d_W, None, None, None, None, None
+
+
+rgms.register_autograd(_rgms_backward, setup_context=_rgms_setup)
 
 
 @torch.library.custom_op("sparsile::edge_index", mutates_args=())

@@ -1,17 +1,21 @@
-"""PyTorch autograd for Sparsile's SpMM, SpMV (also batched) and SDDMM.
+"""PyTorch for Sparsile's operators: autograd, ``torch.compile`` and ``nn.Module``s.
 
-``sparsile.torch.spmm(A, X, values=None)`` and ``sparsile.torch.sddmm(A, X, Y,
-values=None)`` are ``torch.autograd.Function``s: gradients flow to the dense inputs and,
-when ``values`` (A's stored values in CSR order, a 1-D tensor) is given, to the sparse
-values too. ``spmv``, ``spmm_batched`` and ``spmv_batched`` are SpMM on a reshaped dense
-operand. ``sparsile.spmm``, ``sparsile.spmv``, the batched operators and ``A @ X`` come
-here by themselves when a torch input requires a gradient (and grad mode is on). The
-forward and backward passes all run Sparsile kernels:
+``spmm(A, X, values=None)``, ``sddmm(A, X, Y, values=None)``, ``mttkrp(B, C, D)`` and
+``rgms(A, X, W)`` call operators registered with ``torch.library`` (see
+:mod:`sparsile._torch_library`): gradients flow to the dense inputs and, when ``values``
+(A's stored values in CSR order, a 1-D tensor) is given, to the sparse values too; fake
+implementations let ``torch.compile(fullgraph=True)`` trace them, forward and backward.
+``spmv``, ``spmm_batched`` and ``spmv_batched`` are SpMM on a reshaped dense operand.
+``sparsile.spmm``, ``sparsile.spmv``, the batched operators, ``mttkrp``, ``rgms`` and
+``A @ X`` come here by themselves when a torch input requires a gradient (and grad mode
+is on) or under ``torch.compile``. The forward and backward passes all run Sparsile
+kernels:
 
 - SpMM ``Y = A X``: ``dX = Aᵀ dY`` (SpMM with the transposed pattern) and
   ``dA = (dY Xᵀ) ⊙ pattern(A)`` (SDDMM);
 - SDDMM ``C = A ⊙ (X Y)``: ``dA = dC ⊙ (X Y)`` (SDDMM), ``dX = (A ⊙ dC) Yᵀ`` and
-  ``dY = Xᵀ (A ⊙ dC)`` (SpMMs).
+  ``dY = Xᵀ (A ⊙ dC)`` (SpMMs);
+- MTTKRP and RGMS: MTTKRPs along the other modes, RGMS on the transposed relations.
 
 Tensors are used without copies (DLPack) when contiguous; the sparse operand is converted
 to CSR once and cached. Both work inside ``torch.nn.Module``s (see :class:`GraphConv`).
@@ -43,7 +47,7 @@ import torch
 from . import _torch_library  # noqa: F401  (registers the torch.library operators)
 from ._tensor import Tensor, as_tensor
 
-__all__ = ["spmm", "spmv", "spmm_batched", "spmv_batched", "sddmm", "GraphConv"]
+__all__ = ["spmm", "spmv", "spmm_batched", "spmv_batched", "sddmm", "mttkrp", "rgms", "GraphConv"]
 
 
 def _check_dense(x: Any, name: str) -> torch.Tensor:
@@ -116,6 +120,26 @@ def sddmm(A: Any, X: torch.Tensor, Y: torch.Tensor, values: Optional[torch.Tenso
     Y = _check_dense(Y, "Y")
     A = _operand(A, values)
     return torch.ops.sparsile.sddmm(X, Y, values, A._handle, threads, recipe, target)
+
+
+def mttkrp(B: Any, C: torch.Tensor, D: torch.Tensor, *, threads: Optional[int] = None, recipe: str = "auto",
+           target: Optional[str] = None) -> torch.Tensor:
+    """MTTKRP ``A[i,s] = Σ B[i,k,l] C[k,s] D[l,s]`` of a 3-D sparse ``B`` with gradients for
+    ``C`` ``(p, r)`` and ``D`` ``(q, r)`` (MTTKRPs along B's other modes)."""
+    C = _check_dense(C, "C")
+    D = _check_dense(D, "D")
+    B = _operand(B, None)
+    return torch.ops.sparsile.mttkrp(C, D, B._handle, [0, 1, 2], threads, recipe, target)
+
+
+def rgms(A: Any, X: torch.Tensor, W: torch.Tensor, *, threads: Optional[int] = None, recipe: str = "auto",
+         target: Optional[str] = None) -> torch.Tensor:
+    """RGMS ``Y = Σ_r A[r] X W[r]`` (``A``: ``(relations, m, n)`` sparse, ``X``: ``(n, p)``,
+    ``W``: ``(relations, p, q)``) with gradients for ``X`` and ``W``."""
+    X = _check_dense(X, "X")
+    W = _check_dense(W, "W")
+    A = _operand(A, None)
+    return torch.ops.sparsile.rgms(X, W, A._handle, False, threads, recipe, target)
 
 
 class GraphConv(torch.nn.Module):

@@ -186,8 +186,39 @@ def test_operators_without_gradients_refuse_instead_of_detaching(rng):
     with torch.no_grad():
         C = sparsile.sddmm(T, X, Y)
     torch.testing.assert_close(torch.tensor(C.values), st.sddmm(T, X.detach(), Y), rtol=1e-5, atol=1e-5)
-    # The refusal comes before the operands are looked at.
-    with pytest.raises(ValueError, match="mttkrp: an input requires a gradient"):
-        sparsile.mttkrp(None, X, Y)
-    with pytest.raises(ValueError, match="rgms: an input requires a gradient"):
-        sparsile.rgms(None, X, Y)
+
+
+def _sparse3(rng, shape, nnz, empty_first=True):
+    coords = [rng.integers(1 if (d == 0 and empty_first) else 0, s, nnz) for d, s in enumerate(shape)]
+    return sparsile.from_coords(coords, rng.random(nnz), shape, format="csf")
+
+
+def test_mttkrp_gradients_match_dense_and_gradcheck(rng):
+    B = _sparse3(rng, (5, 4, 6), 30)  # slice 0 of the first mode empty
+    C = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    D = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
+    dense = torch.from_numpy(B.to_dense())
+    out = sparsile.mttkrp(B, C, D)  # routed to sparsile.torch.mttkrp by the gradient
+    torch.testing.assert_close(out, torch.einsum("ikl,ks,ls->is", dense, C, D))
+    assert out.grad_fn is not None
+    assert torch.autograd.gradcheck(lambda c, d: st.mttkrp(B, c, d), (C, D))
+    # Modes reordered (k, i, l): the first factor is then indexed by B's first mode.
+    G = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    torch.library.opcheck(torch.ops.sparsile.mttkrp.default, (G, D, B._handle, [1, 0, 2], 1, "auto", None))
+    torch.testing.assert_close(torch.ops.sparsile.mttkrp(G, D, B._handle, [1, 0, 2], 1, "auto", None),
+                               torch.einsum("ikl,is,ls->ks", dense, G, D))
+
+
+def test_rgms_gradients_match_dense_and_gradcheck(rng):
+    A = _sparse3(rng, (3, 5, 4), 40)
+    X = torch.randn(4, 2, dtype=torch.float64, requires_grad=True)
+    W = torch.randn(3, 2, 3, dtype=torch.float64, requires_grad=True)
+    dense = torch.from_numpy(A.to_dense())
+    out = sparsile.rgms(A, X, W)
+    torch.testing.assert_close(out, torch.einsum("rij,jk,rkl->il", dense, X, W))
+    assert torch.autograd.gradcheck(lambda x, w: st.rgms(A, x, w), (X, W))
+    torch.library.opcheck(torch.ops.sparsile.rgms.default, (X, W, A._handle, False, 1, "auto", None))
+    G = torch.randn(5, 2, dtype=torch.float64)
+    torch.library.opcheck(torch.ops.sparsile.relation_spmm.default, (G, A._handle, True, 1, None))
+    torch.testing.assert_close(torch.ops.sparsile.relation_spmm(G, A._handle, True, 1, None),
+                               torch.einsum("rij,il->rjl", dense, G))
