@@ -3,7 +3,7 @@
 arrays, shapes, formats, programs, schedules) and ``TypeError`` (bad types)."""
 
 from os import PathLike
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +59,8 @@ class Tensor:
         """Per axis: ``kind``, ``length``, ``parent``, and copies of ``indptr`` / ``indices``."""
     def values(self) -> ValueArray:
         """A copy of the stored values."""
+    def array_view(self, what: str, axis: int = 0) -> npt.NDArray[Any]:
+        """A view (no copy) of the values or of an axis's indptr / indices array."""
     def with_values(self, values: ValueArray) -> Tensor:
         """This structure (shared) with a copy of ``values``."""
     def to_dense(self) -> npt.NDArray[np.float64]:
@@ -85,6 +87,9 @@ class DeviceArray:
 DeviceInput = Union[DeviceArray, Tensor, Tuple[Tensor, DeviceArray], Tuple[Tensor, DeviceArray, bool],
                     Tuple[Tensor, ValueArray]]
 Alloc = Callable[[str, List[int], str], DeviceArray]
+
+def infer_program(expr: str, sparse: Sequence[str], formats: Mapping[str, str], dtype: str = "f32") -> str:
+    """The program of a lone statement with inferred declarations."""
 
 def device_cache_stats() -> Tuple[int, int, int]:
     """``(structures, arrays, bytes)`` of sparse operands kept on the device."""
