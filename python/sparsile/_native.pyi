@@ -3,7 +3,7 @@
 arrays, shapes, formats, programs, schedules) and ``TypeError`` (bad types)."""
 
 from os import PathLike
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -143,6 +143,11 @@ def num_threads_set() -> Optional[int]:
     """The thread count ``set_num_threads`` set, or ``None``."""
 def default_num_threads() -> int:
     """The thread count without ``set_num_threads``: ``SPARSILE_NUM_THREADS`` or every core."""
+
+def cache_info() -> Dict[str, Any]:
+    """What the kernel cache folder holds (read only; the folder is never created)."""
+def clear_cache() -> Dict[str, Any]:
+    """Removes the compiled kernels from the kernel cache; what was removed."""
 
 class AutoKernel:
     """A program whose schedule is chosen per input (or named once with ``recipe``)."""
