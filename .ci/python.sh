@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# The Python package: build the wheel, install it into a fresh virtual environment, run
-# the pytest suite against the installed package.
+# The Python package: install it the way the README says (`pip install ./python`: pip
+# builds the wheel with maturin, pyproject's build backend) into a fresh virtual
+# environment, then run the pytest suite against the installed package.
+#
+# The build reuses the workspace's target folder (CARGO_TARGET_DIR, default ./target), so
+# what `cargo test --workspace --release` built is not compiled again, and passes
+# `--locked` to cargo (MATURIN_PEP517_ARGS), so a stale Cargo.lock fails as in .ci/run.
 #
 # PyTorch (for the autograd and interop tests) is large: by default it is installed once
 # into a cache folder (SPARSILE_CI_CACHE, default ~/.cache/sparsile-ci) that the fresh
@@ -16,18 +21,17 @@ CACHE=${SPARSILE_CI_CACHE:-$HOME/.cache/sparsile-ci}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+export MATURIN_PEP517_ARGS="--locked${MATURIN_PEP517_ARGS:+ $MATURIN_PEP517_ARGS}"
+
 echo "== python: $($PYTHON --version)"
 $PYTHON -m venv "$WORK/venv"
 VPY="$WORK/venv/bin/python"
-"$VPY" -m pip install -q "maturin>=1.9.4,<2"
 
-echo "== python: build the wheel"
+echo "== python: pip install ./python (target folder $CARGO_TARGET_DIR, maturin args $MATURIN_PEP517_ARGS)"
 start=$SECONDS
-"$WORK/venv/bin/maturin" build --release --locked -m python/Cargo.toml -o "$WORK/wheels" 2>&1 | tail -n 2
-echo "wheel built in $((SECONDS - start)) s"
-
-echo "== python: install into a fresh venv"
-"$VPY" -m pip install -q "$WORK"/wheels/sparsile-*.whl pytest scipy
+"$VPY" -m pip install -q ./python pytest scipy
+echo "built and installed in $((SECONDS - start)) s"
 
 case "$TORCH_MODE" in
   skip)

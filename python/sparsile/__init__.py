@@ -14,6 +14,7 @@ Example::
     >>> Y = sparsile.spmm(A, X)          # == A.to_scipy() @ X
 """
 
+from ._cache import cache_info, clear_cache
 from ._compile import Kernel, Schedule, compile
 from ._native import InternalError, __version__
 from ._explain import explain, recipes, tune
@@ -39,6 +40,8 @@ __all__ = [
     "Tensor",
     "__version__",
     "as_tensor",
+    "cache_info",
+    "clear_cache",
     "compile",
     "explain",
     "from_coo",

@@ -149,6 +149,11 @@ def num_threads_set() -> Optional[int]:
 def default_num_threads() -> int:
     """The thread count without ``set_num_threads``: ``SPARSILE_NUM_THREADS`` or every core."""
 
+def cache_info() -> Dict[str, Any]:
+    """What the kernel cache folder holds (read only; the folder is never created)."""
+def clear_cache() -> Dict[str, Any]:
+    """Removes the compiled kernels from the kernel cache; what was removed."""
+
 class AutoKernel:
     """A program whose schedule is chosen per input (or named once with ``recipe``)."""
 

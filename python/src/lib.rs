@@ -2,9 +2,10 @@
 //!
 //! It holds what needs Rust: sparse tensors ([`tensor::Tensor`]) built from and
 //! converted to NumPy arrays, compiled kernels ([`kernel::Kernel`]) run on NumPy arrays
-//! without copying them, schedules ([`schedule::Schedule`]) and Matrix Market I/O. The
-//! GIL is released while compiling, converting and running. The Python package
-//! (`python/sparsile/`) builds the SciPy/PyTorch-shaped API on top.
+//! without copying them, schedules ([`schedule::Schedule`]), Matrix Market I/O and the
+//! kernel cache's listing and clearing ([`kernel_cache`]). The GIL is released while
+//! compiling, converting and running. The Python package (`python/sparsile/`) builds the
+//! SciPy/PyTorch-shaped API on top.
 
 mod arrays;
 mod auto_kernel;
@@ -12,6 +13,7 @@ mod device;
 mod errors;
 mod infer;
 mod kernel;
+mod kernel_cache;
 mod mtx_io;
 mod schedule;
 mod tensor;
@@ -38,6 +40,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(threads::set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(threads::num_threads_set, m)?)?;
     m.add_function(wrap_pyfunction!(threads::default_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_cache::cache_info, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_cache::clear_cache, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("InternalError", m.py().get_type::<errors::InternalError>())?;
     Ok(())

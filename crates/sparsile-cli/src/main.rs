@@ -7,10 +7,12 @@
 //! sparsile run  --expr 'C[i,k] = A[i,j] * B[j,k]' --input A=data/cora.mtx --dim k=32 --threads 2
 //! sparsile compile --expr 'y[i] = A[i,j] * x[j]' --format A=csr --emit c
 //! sparsile bench --op spmm --k 32 --matrix data/cora.mtx --peers scipy --threads 2
+//! sparsile cache info
 //! ```
 
 mod auto_choice;
 mod cmd_bench;
+mod cmd_cache;
 mod cmd_compile;
 mod cmd_convert;
 mod cmd_eval;
@@ -58,6 +60,8 @@ enum Command {
     /// Measure the candidate formats and schedules of an operator on a matrix and record
     /// the best; train and evaluate the learned selector.
     Tune(cmd_tune::TuneArgs),
+    /// Show the kernel cache (folder, kernels, size, age, checks) or clear its kernels.
+    Cache(cmd_cache::CacheArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd_bench::run(a),
         Command::Recipes(a) => cmd_recipes::run(a),
         Command::Tune(a) => cmd_tune::run(a),
+        Command::Cache(a) => cmd_cache::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

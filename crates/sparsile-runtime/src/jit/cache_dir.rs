@@ -43,14 +43,19 @@ use super::JitError;
 
 /// The cache folder of `settings`, created when missing and checked private.
 pub fn private_cache_dir(settings: &Settings) -> Result<PathBuf, JitError> {
-    let dir = match settings.cache_dir() {
-        Some(dir) => dir,
-        None => home_from_password_database()?
-            .join(".cache")
-            .join("sparsile"),
-    };
+    let dir = cache_dir_location(settings)?;
     ensure_private(&dir)?;
     Ok(dir)
+}
+
+/// Where the cache folder of `settings` is, without creating or checking it.
+pub fn cache_dir_location(settings: &Settings) -> Result<PathBuf, JitError> {
+    match settings.cache_dir() {
+        Some(dir) => Ok(dir),
+        None => Ok(home_from_password_database()?
+            .join(".cache")
+            .join("sparsile")),
+    }
 }
 
 /// The home folder of the effective user from the password database.

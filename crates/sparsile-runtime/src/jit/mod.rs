@@ -4,6 +4,7 @@
 //! - [`Cache`] compiles a source once per (source, compiler identity, flags, host CPU
 //!   features) into an on-disk, content-addressed cache in a private folder, atomically,
 //!   and checks each object against its integrity record before handing it out;
+//!   [`cache_info`] and [`clear_cache`] list and clear what it holds;
 //! - [`Library`] loads an object and checks the ABI below;
 //! - [`Launcher`] runs the phases of a loaded kernel on a [`WorkerPool`] of CPU threads.
 //!
@@ -34,6 +35,7 @@
 //! of one phase must be independent: a phase is split into chunks run concurrently.
 
 pub(crate) mod cache;
+mod cache_contents;
 pub(crate) mod cache_dir;
 mod calibration;
 mod compiler;
@@ -45,7 +47,8 @@ mod pool;
 pub mod system_load;
 
 pub use cache::{Cache, CacheOutcome};
-pub use cache_dir::private_cache_dir;
+pub use cache_contents::{cache_info, clear_cache, CacheInfo, ClearReport};
+pub use cache_dir::{cache_dir_location, private_cache_dir};
 pub use calibration::{PhaseCalibration, DEFAULT_PS_PER_UNIT};
 pub use compiler::{Compiler, FLAGS, LIBS};
 pub use error::JitError;
