@@ -43,6 +43,8 @@ pub struct AutoKernel {
     target: Target,
     /// The GPU rule's recipe for the program (used on GPU targets).
     gpu_recipe: &'static str,
+    /// Whether an output has f16 or bf16 values.
+    half_output: bool,
     /// The choices, and the tuning generation ([`super::tune::generation`]) they were
     /// made in: a tuning in this process makes them stale.
     choices: Mutex<(u64, HashMap<ChoiceKey, Selection>)>,
@@ -55,6 +57,10 @@ impl AutoKernel {
     pub fn new(program: &str) -> Result<AutoKernel, CompileError> {
         let ast = notation::parse(program)?;
         let stage1 = notation::lower(&ast)?;
+        let half_output = stage1
+            .buffers
+            .values()
+            .any(|b| b.role == sparsile_ir::coord::BufferRole::Output && b.dtype.is_half());
         Ok(AutoKernel {
             program: program.to_string(),
             info: classify(&stage1),
@@ -62,6 +68,7 @@ impl AutoKernel {
             explicit: None,
             target: Target::Cpu,
             gpu_recipe: super::gpu_rule(&stage1),
+            half_output,
             choices: Mutex::new((0, HashMap::new())),
             kernels: Mutex::new(HashMap::new()),
             last: Mutex::new(None),
@@ -245,14 +252,26 @@ impl AutoKernel {
         let (kernel, used) = match compiled {
             Ok(k) => (k, selection.clone()),
             Err(e) if selection.source != Source::Explicit && !self.target.is_gpu() => {
-                // The schedule compiling without one applies (checked loops only).
                 let mut s = selection.clone();
+                // f16/bf16 outputs need their sums in f32 locals, which the default schedule
+                // does not make: `rowwise` first.
+                let rowwise = (self.half_output && s.candidate.recipe != "rowwise")
+                    .then(|| compile_recipe_for(&self.program, inputs, "rowwise", self.target).ok())
+                    .flatten();
+                let (kernel, recipe) = match rowwise {
+                    Some(k) => (k, "rowwise"),
+                    // The schedule compiling without one applies (checked loops only).
+                    None => (
+                        crate::compile::compile_for(&self.program, inputs)?,
+                        "default",
+                    ),
+                };
                 s.note = Some(format!(
-                    "{} did not apply ({e}); ran the default schedule",
+                    "{} did not apply ({e}); ran the {recipe} schedule",
                     s.candidate
                 ));
-                s.candidate.recipe = "default".into();
-                (crate::compile::compile_for(&self.program, inputs)?, s)
+                s.candidate.recipe = recipe.into();
+                (kernel, s)
             }
             Err(e) => return Err(e),
         };
