@@ -433,3 +433,59 @@ fn block_formats_compute_or_refuse_by_name() {
         ]
     );
 }
+
+/// A batched SpMM on f16/bf16: no CPU recipe keeps its rows in f32 locals (the batch
+/// width is not fixed), so `AutoKernel` runs the program with an f32 output and rounds
+/// it after the run; the result keeps its type.
+#[test]
+fn batched_spmm_runs_with_an_f32_output_rounded_after() {
+    if !have_compiler() {
+        return;
+    }
+    for d in HALVES {
+        let program = format!("tensor A: {d}[m, n] csr\ntensor X: {d}[b, n, k]\ntensor Y: {d}[b, m, k]\nY[b,i,k] = A[i,j] * X[b,j,k]\n");
+        for (s, (kind, m, n)) in SHAPES.into_iter().enumerate() {
+            let mut g = rng(s as u64 + 70);
+            let coo = matrix(kind, m, n, &mut g);
+            let inputs = HashMap::from([
+                (
+                    "A".to_string(),
+                    SparseTensor::from_coo_with(&coo, &Format::Csr, d).unwrap(),
+                ),
+                ("X".to_string(), dense(&[3, n, 7], d, &mut g)),
+            ]);
+            let what = format!("{d} batched {kind} {m}x{n}");
+            assert!(
+                compile_recipe(&program, &inputs, "rowwise").is_err(),
+                "{what}"
+            );
+            let auto = AutoKernel::new(&program).unwrap();
+            let wide: HashMap<String, SparseTensor<'static>> = inputs
+                .iter()
+                .map(|(n, t)| (n.clone(), widened(t)))
+                .collect();
+            let expected = evaluate(&as_f32(&program, d), &wide).unwrap();
+            for threads in [1, 2] {
+                let got = auto
+                    .run(
+                        &inputs,
+                        &RunOptions {
+                            threads: Some(threads),
+                            ..RunOptions::default()
+                        },
+                    )
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(got["Y"].values.dtype(), d, "{what}");
+                let (g, e) = (got["Y"].to_dense_f64(), expected["Y"].to_dense_f64());
+                for (x, y) in g.iter().zip(&e) {
+                    assert!(
+                        (x - y).abs() <= unit(d) * y.abs() + 1e-5,
+                        "{what}: {x} vs {y}"
+                    );
+                }
+            }
+            let note = auto.last_selection().unwrap().note.unwrap_or_default();
+            assert!(note.contains("f32 outputs"), "{what}: {note}");
+        }
+    }
+}
