@@ -20,6 +20,10 @@ use crate::recipe::compile_recipe_for;
 /// width and the thread count.
 type ChoiceKey = (String, usize, usize);
 
+/// A compiled kernel, with what ran instead of the chosen candidate when it did not
+/// apply: (recipe, note).
+type Compiled = (Arc<Kernel>, Option<(String, String)>);
+
 /// An index-notation program whose format-preserving schedule is chosen per input
 /// (database, selector, rule), or named once for every input.
 ///
@@ -48,9 +52,7 @@ pub struct AutoKernel {
     /// The choices, and the tuning generation ([`super::tune::generation`]) they were
     /// made in: a tuning in this process makes them stale.
     choices: Mutex<(u64, HashMap<ChoiceKey, Selection>)>,
-    /// Compiled kernels, with what ran instead of the chosen candidate when it did not
-    /// apply (recipe, note).
-    kernels: Mutex<HashMap<String, (Arc<Kernel>, Option<(String, String)>)>>,
+    kernels: Mutex<HashMap<String, Compiled>>,
     last: Mutex<Option<Selection>>,
 }
 
