@@ -1,8 +1,8 @@
 //! The C conversions between f32 and the bits of f16/bf16 elements, compiled and run
 //! against the `half` crate: every f16 and bf16 bit pattern widened, and f32 values
-//! (edge cases, every exponent, random bits) rounded to nearest even, with the
-//! compiler's `_Float16` and with the conversions written by hand
-//! (`-DSPARSILE_SOFT_HALF`). NaNs only need to stay NaNs.
+//! (edge cases, every exponent, random bits) rounded to nearest even, f32 to f16 with
+//! the compiler's `_Float16` and written by hand (`-DSPARSILE_SOFT_HALF`). NaNs only need
+//! to stay NaNs.
 
 mod common;
 

@@ -4,8 +4,9 @@
 //! search returning -1, integer max/min/abs, `relu`, the floor remainder on floats, and
 //! loop hints that expand to the compiler's own pragmas, and atomic float adds (a
 //! compare-and-swap loop with the `__atomic` builtins of GCC and Clang), and the
-//! conversions between f32 and the 16 bits of f16/bf16 elements (`_Float16` where the
-//! compiler has it, else by hand; define `SPARSILE_SOFT_HALF` to force the latter).
+//! conversions between f32 and the 16 bits of f16/bf16 elements (by hand, except f32 to
+//! f16 with `_Float16` where the compiler has it; define `SPARSILE_SOFT_HALF` to do that
+//! one by hand too).
 //!
 //! Integer division by zero has no value in the IR (lowering never produces it); the
 //! helpers return 0 for it rather than trapping, and wrap `INT64_MIN / -1`.
@@ -390,35 +391,24 @@ static inline void sparsile_atomic_add_f32(float *p, float v)
 "
             }
             Helper::F16ToF32 => {
-                "/* The f16 whose bits are h, as a float (exact): the compiler's _Float16 where it has
- * one (F16C instructions with -march=native), else the fields moved by hand. */
-#ifndef SPARSILE_HAVE_FLOAT16
-#if defined(__FLT16_MANT_DIG__) && defined(__GNUC__) && !defined(SPARSILE_SOFT_HALF)
-#define SPARSILE_HAVE_FLOAT16 1
-__extension__ typedef _Float16 sparsile_float16;
-#else
-#define SPARSILE_HAVE_FLOAT16 0
-#endif
-#endif
+                "/* The f16 whose bits are h, as a float (exact). Integer operations and one float
+ * subtraction, without branches once if-converted, so loops reading f16 vectorize (GCC
+ * has no vectors of _Float16 without AVX512-FP16). */
 static inline float sparsile_f16_to_f32(unsigned short h)
 {
-#if SPARSILE_HAVE_FLOAT16
-    union { unsigned short u; sparsile_float16 f; } x = { h };
-    return (float)x.f;
-#else
-    union { uint32_t u; float f; } x;
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    const uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0x1fu) {
-        x.u = sign | 0x7f800000u | (man << 13);
-    } else if (exp != 0) {
-        x.u = sign | ((exp + 112u) << 23) | (man << 13);
+    union { uint32_t u; float f; } o, magic = { 113u << 23 };
+    const uint32_t exp = (uint32_t)h & 0x7c00u;
+    o.u = ((uint32_t)h & 0x7fffu) << 13;
+    if (exp == 0x7c00u) {
+        o.u += 0x70000000u; /* infinity, NaN: the top exponent */
+    } else if (exp == 0) {
+        o.u += 0x38800000u; /* zero, subnormal: 2^-14 (1 + m/1024) - 2^-14, exact */
+        o.f -= magic.f;
     } else {
-        x.f = (float)man * 5.9604644775390625e-8f; /* man * 2^-24, exact */
-        x.u |= sign;
+        o.u += 0x38000000u; /* normal: the exponent rebiased */
     }
-    return x.f;
-#endif
+    o.u |= ((uint32_t)h & 0x8000u) << 16;
+    return o.f;
 }
 "
             }
