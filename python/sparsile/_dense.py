@@ -42,6 +42,16 @@ NUMPY_DTYPE = {"f16": np.dtype(np.float16), "f32": np.dtype(np.float32),
 DTYPES_TEXT = "float16, bfloat16 (torch tensors), float32 or float64"
 
 
+class Bf16Bits:
+    """A uint16 array marked as the bits of bfloat16 values, which :func:`as_array` takes
+    as it is (for callers inside the package that have no torch tensor to pass)."""
+
+    __slots__ = ("bits",)
+
+    def __init__(self, bits: np.ndarray) -> None:
+        self.bits = np.asarray(bits, dtype=BF16_BITS)
+
+
 def value_dtype(array: np.ndarray) -> Any:
     """The value type ``array`` holds, as :attr:`sparsile.Tensor.dtype` names it:
     ``BFLOAT16`` for bfloat16 bits (what :func:`as_array` makes of a torch.bfloat16
@@ -75,6 +85,8 @@ def as_array(x: Any, name: str) -> Tuple[np.ndarray, bool]:
     refused: the GPU path (``sparsile._cuda``) takes them."""
     from_torch = False
     bf16 = False
+    if isinstance(x, Bf16Bits):
+        return np.ascontiguousarray(x.bits), False
     if is_torch_tensor(x):
         import torch
 

@@ -205,3 +205,17 @@ def test_torch_mixed_dtypes_are_errors(rng):
         sparsile.spmm(B, torch.ones(4, 2))
     with pytest.raises(TypeError, match="float16, bfloat16"):
         sparsile.spmm(B, torch.ones(4, 2, dtype=torch.int32))
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_explain_and_tune_on_half(rng, tmp_path, monkeypatch, dtype_name):
+    import torch
+
+    monkeypatch.setenv("SPARSILE_TUNING_DB", str(tmp_path / "db.jsonl"))
+    T, _ = f16_operand(rng, 60, 50)
+    T = T.to("csr", dtype=getattr(torch, dtype_name))
+    for op in ("spmm", "spmv", "sddmm"):
+        assert sparsile.explain(T, op, 8)["op"] == op
+    result = sparsile.tune(T, "spmm", 8, budget=2.0)
+    assert result["best"].startswith("csr/rowwise")
