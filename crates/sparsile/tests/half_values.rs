@@ -369,10 +369,10 @@ fn half_operands_with_an_f32_output_run_the_default_schedule() {
     }
 }
 
-/// Block formats: `rowwise` and `default` on bsr operands of f16/bf16 values, SpMM and
-/// SpMV. `rowwise` computes on `bsr:1xC` (a block row is one row, summed in f32 across
-/// its blocks) and refuses blocks of several rows, whose rows it accumulates per block;
-/// `default` refuses.
+/// Block formats: `rowwise`, `default` and `AutoKernel` on bsr operands of f16/bf16
+/// values, SpMM and SpMV. `rowwise` computes on `bsr:1xC` (a block row is one row, summed
+/// in f32 across its blocks) and refuses blocks of several rows, whose rows it accumulates
+/// per block; `default` refuses; `AutoKernel` computes every shape.
 #[test]
 fn block_formats_compute_or_refuse_by_name() {
     if !have_compiler() {
@@ -395,6 +395,27 @@ fn block_formats_compute_or_refuse_by_name() {
                             ("A".to_string(), a.clone()),
                             (operand.0.to_string(), operand.1),
                         ]);
+                        // Whatever the recipes do, AutoKernel computes it (bsr:2x2: with an
+                        // f32 output rounded after).
+                        let auto = AutoKernel::new(&program).unwrap();
+                        let what = format!("{d} auto {op} {fmt} {kind} {m}x{n} k={k}");
+                        let got = auto
+                            .run(&inputs, &RunOptions::default())
+                            .unwrap_or_else(|e| panic!("{what}: {e}"));
+                        let wide: HashMap<String, SparseTensor<'static>> = inputs
+                            .iter()
+                            .map(|(n, t)| (n.clone(), widened(t)))
+                            .collect();
+                        let expected = evaluate(&as_f32(&program, d), &wide).unwrap();
+                        for (name, t) in &expected {
+                            assert_eq!(got[name].values.dtype(), d, "{what}");
+                            for (x, y) in got[name].to_dense_f64().iter().zip(&t.to_dense_f64()) {
+                                assert!(
+                                    (x - y).abs() <= unit(d) * y.abs() + 1e-5,
+                                    "{what}: {x} vs {y}"
+                                );
+                            }
+                        }
                         for spec in ["rowwise", "default"] {
                             let what = format!("{d} {spec} {op} {fmt} {kind} {m}x{n} k={k}");
                             match compile_recipe(&program, &inputs, spec) {
