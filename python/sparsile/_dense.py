@@ -1,10 +1,15 @@
 """Dense operands: NumPy arrays, PyTorch CPU tensors and DLPack producers, without copies.
 
-A dense operand is passed to a kernel as a C-contiguous float32/float64 NumPy array over
-the caller's memory. PyTorch tensors and any other object with ``__dlpack__`` are viewed
-through DLPack (``numpy.from_dlpack``); a strided (non-contiguous) operand is copied once
-into a contiguous array, and only then. Wrong dtypes raise ``TypeError``, other wrong
-inputs ``ValueError``; nothing reaches native code unchecked.
+A dense operand is passed to a kernel as a C-contiguous float16/float32/float64 NumPy
+array over the caller's memory. PyTorch tensors and any other object with ``__dlpack__``
+are viewed through DLPack (``numpy.from_dlpack``); a strided (non-contiguous) operand is
+copied once into a contiguous array, and only then. Wrong dtypes raise ``TypeError``,
+other wrong inputs ``ValueError``; nothing reaches native code unchecked.
+
+bfloat16: NumPy has no such type, so ``torch.bfloat16`` tensors are viewed (not copied)
+as uint16 arrays of their bits, which native code reads as bfloat16; bfloat16 results
+come back as torch tensors viewing the result's bits. A NumPy uint16 array is never taken
+for bfloat16 values: only torch tensors are.
 
 Example::
 
@@ -20,12 +25,38 @@ from typing import Any, Tuple
 
 import numpy as np
 
-FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+FLOAT_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
-#: Sparsile dtype names by NumPy dtype.
-SPARSILE_DTYPE = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
-#: NumPy dtypes by Sparsile dtype name.
-NUMPY_DTYPE = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+#: How a bfloat16 dtype is named (``Tensor.dtype`` of a bfloat16 tensor): NumPy has none.
+BFLOAT16 = "bfloat16"
+#: The NumPy type holding bfloat16 values: their bits.
+BF16_BITS = np.dtype(np.uint16)
+
+#: Sparsile dtype names by NumPy dtype (and by ``BFLOAT16``).
+SPARSILE_DTYPE = {np.dtype(np.float16): "f16", np.dtype(np.float32): "f32",
+                  np.dtype(np.float64): "f64", BFLOAT16: "bf16"}
+#: NumPy dtypes by Sparsile dtype name (``BFLOAT16`` for bf16).
+NUMPY_DTYPE = {"f16": np.dtype(np.float16), "f32": np.dtype(np.float32),
+               "f64": np.dtype(np.float64), "bf16": BFLOAT16}
+#: What the accepted value types are, for error messages.
+DTYPES_TEXT = "float16, bfloat16 (torch tensors), float32 or float64"
+
+
+class Bf16Bits:
+    """A uint16 array marked as the bits of bfloat16 values, which :func:`as_array` takes
+    as it is (for callers inside the package that have no torch tensor to pass)."""
+
+    __slots__ = ("bits",)
+
+    def __init__(self, bits: np.ndarray) -> None:
+        self.bits = np.asarray(bits, dtype=BF16_BITS)
+
+
+def value_dtype(array: np.ndarray) -> Any:
+    """The value type ``array`` holds, as :attr:`sparsile.Tensor.dtype` names it:
+    ``BFLOAT16`` for bfloat16 bits (what :func:`as_array` makes of a torch.bfloat16
+    tensor), else the array's dtype."""
+    return BFLOAT16 if array.dtype == BF16_BITS else array.dtype
 
 
 def is_torch_tensor(x: Any) -> bool:
@@ -48,10 +79,14 @@ def device_of(x: Any) -> str:
 
 
 def as_array(x: Any, name: str) -> Tuple[np.ndarray, bool]:
-    """Returns ``(array, from_torch)``: ``x`` as a C-contiguous float32/float64 array
-    sharing ``x``'s memory when it is contiguous, and whether ``x`` was a torch tensor.
-    CUDA tensors are refused: the GPU path (``sparsile._cuda``) takes them."""
+    """Returns ``(array, from_torch)``: ``x`` as a C-contiguous float16/float32/float64
+    array sharing ``x``'s memory when it is contiguous (a torch.bfloat16 tensor as a
+    uint16 array of its bits), and whether ``x`` was a torch tensor. CUDA tensors are
+    refused: the GPU path (``sparsile._cuda``) takes them."""
     from_torch = False
+    bf16 = False
+    if isinstance(x, Bf16Bits):
+        return np.ascontiguousarray(x.bits), False
     if is_torch_tensor(x):
         import torch
 
@@ -63,20 +98,22 @@ def as_array(x: Any, name: str) -> Tuple[np.ndarray, bool]:
                 f"{name} is on device {x.device}, where this call takes host memory: pass "
                 f"{name}.cpu(), or every dense operand on one CUDA device (target 'cuda')"
             )
-        if x.dtype not in (torch.float32, torch.float64):
-            raise TypeError(f"{name} must be float32 or float64, got {x.dtype}")
+        if x.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+            raise TypeError(f"{name} must be {DTYPES_TEXT}, got {x.dtype}")
         x = x.detach()
         if x.is_conj() or x.is_neg():
             x = x.resolve_conj().resolve_neg()
-        array = np.from_dlpack(x)
+        bf16 = x.dtype == torch.bfloat16
+        # NumPy has no bfloat16: the bits, viewed as int16 (which DLPack carries).
+        array = np.from_dlpack(x.view(torch.int16)).view(BF16_BITS) if bf16 else np.from_dlpack(x)
     elif isinstance(x, np.ndarray):
         array = x
     elif hasattr(x, "__dlpack__"):
         array = np.from_dlpack(x)
     else:
         array = np.asarray(x)
-    if array.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"{name} must be float32 or float64, got {array.dtype}")
+    if array.dtype not in FLOAT_DTYPES and not bf16:
+        raise TypeError(f"{name} must be {DTYPES_TEXT}, got {array.dtype}")
     if not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
     return array, from_torch
@@ -98,15 +135,19 @@ def as_index_array(x: Any, name: str) -> np.ndarray:
 
 
 def as_values(x: Any, name: str) -> np.ndarray:
-    """``x`` as a C-contiguous float32/float64 array (shared when already one)."""
+    """``x`` as a C-contiguous float16/float32/float64 array, or bfloat16 bits from a
+    torch tensor (shared when already one)."""
     array, _ = as_array(x, name)
     return array
 
 
 def wrap_output(array: np.ndarray, to_torch: bool) -> Any:
-    """``array`` as a torch tensor sharing its memory when ``to_torch``, else itself."""
+    """``array`` as a torch tensor sharing its memory when ``to_torch`` (bfloat16 bits as
+    a torch.bfloat16 tensor), else itself (bfloat16 as its uint16 bits)."""
     if to_torch:
         import torch
 
+        if array.dtype == BF16_BITS:
+            return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
         return torch.from_numpy(array)
     return array

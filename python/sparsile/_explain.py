@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from . import _native
+from ._dense import BFLOAT16, Bf16Bits
 from ._ops import SDDMM, SPMM, SPMV, _args, auto_kernel
 from ._tensor import as_tensor
 from ._threads import call_threads
@@ -47,7 +48,10 @@ def explain(A: Any, op: str = "spmm", k: int = 32, threads: Optional[int] = None
     if A.ndim != 2:
         raise ValueError(f"explain: the sparse operand must have 2 dimensions, got shape {A.shape}")
     m, n = A.shape
-    z = lambda *shape: np.zeros(shape, dtype=A.dtype)  # noqa: E731
+    if A.dtype == BFLOAT16:  # NumPy has no bfloat16: the operands' bits
+        z = lambda *shape: Bf16Bits(np.zeros(shape, dtype=np.uint16))  # noqa: E731
+    else:
+        z = lambda *shape: np.zeros(shape, dtype=A.dtype)  # noqa: E731
     dense = {"spmm": {"X": z(n, k)}, "spmv": {"x": z(n)}, "sddmm": {"X": z(m, k), "Y": z(n, k)}}[op]
     program, args, _ = _args(_TEMPLATES[op], {"A": A}, dense, None)
     return json.loads(auto_kernel(program).explain(args, call_threads(threads)))

@@ -14,7 +14,7 @@ class InternalError(RuntimeError):
     """A bug in Sparsile (a Rust panic), raised as an ordinary exception."""
 
 IndexArray = Union[npt.NDArray[np.int32], npt.NDArray[np.int64]]
-ValueArray = Union[npt.NDArray[np.float32], npt.NDArray[np.float64]]
+ValueArray = Union[npt.NDArray[np.float16], npt.NDArray[np.float32], npt.NDArray[np.float64], npt.NDArray[np.uint16]]  # uint16: bfloat16 bits
 
 class Tensor:
     """A sparse tensor: a format (axes with structure arrays) and values, owned."""

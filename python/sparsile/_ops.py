@@ -54,7 +54,7 @@ import threading
 from typing import Any, Dict, Optional, Tuple
 
 from . import _cuda, _log, _native
-from ._dense import SPARSILE_DTYPE, as_array, device_of, is_torch_tensor, wrap_output
+from ._dense import SPARSILE_DTYPE, as_array, device_of, is_torch_tensor, value_dtype, wrap_output
 from ._tensor import Tensor, as_tensor
 from ._threads import call_threads
 from ._types import DenseLike, DenseResult, SparseLike
@@ -106,15 +106,15 @@ def _args(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any],
     to_torch = False
     for name, value in dense.items():
         array, tt = as_array(value, name)
-        if array.dtype != A.dtype:
-            raise TypeError(f"{name} is {array.dtype} but {key} is {A.dtype}; pass {name} as {A.dtype}")
+        if value_dtype(array) != A.dtype:
+            raise TypeError(f"{name} is {value_dtype(array)} but {key} is {A.dtype}; pass {name} as {A.dtype}")
         args[name] = array
         to_torch |= tt
     for name, t in sparse.items():
         if values is not None and name == key:
             vals, tt = as_array(values, "values")
-            if vals.dtype != A.dtype:
-                raise TypeError(f"values are {vals.dtype} but {key} is {A.dtype}")
+            if value_dtype(vals) != A.dtype:
+                raise TypeError(f"values are {value_dtype(vals)} but {key} is {A.dtype}")
             args[name] = (t._native, vals)
             to_torch |= tt
         else:

@@ -28,20 +28,30 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._dense import NUMPY_DTYPE, SPARSILE_DTYPE, as_index_array, as_values, is_torch_tensor
+from ._dense import (BF16_BITS, BFLOAT16, DTYPES_TEXT, NUMPY_DTYPE, SPARSILE_DTYPE, as_index_array,
+                     as_values, is_torch_tensor)
 
 
 def _dtype_name(dtype: Any) -> str:
+    """The Sparsile name (``f16``, ``bf16``, ``f32``, ``f64``) of a value type given as a
+    NumPy dtype, a torch dtype, a Sparsile name or ``"bfloat16"``."""
     if dtype is None:
         raise TypeError("dtype must be given")
     if isinstance(dtype, str) and dtype in NUMPY_DTYPE:
         return dtype
     if is_torch_tensor_dtype(dtype):
         dtype = str(dtype).replace("torch.", "")
+    if isinstance(dtype, str) and dtype == BFLOAT16:
+        return SPARSILE_DTYPE[BFLOAT16]
     d = np.dtype(dtype)
     if d not in SPARSILE_DTYPE:
-        raise TypeError(f"values must be float32 or float64, not {d}")
+        raise TypeError(f"values must be {DTYPES_TEXT}, not {d}")
     return SPARSILE_DTYPE[d]
+
+
+def _array_dtype(dtype: Any) -> np.dtype:
+    """The NumPy type that holds values of ``dtype`` readably: float32 for bfloat16."""
+    return np.dtype(np.float32) if isinstance(dtype, str) and dtype == BFLOAT16 else dtype
 
 
 def is_torch_tensor_dtype(dtype: Any) -> bool:
@@ -89,8 +99,12 @@ class Tensor:
         return self._native.format
 
     @property
-    def dtype(self) -> np.dtype:
-        """The value type (float32 or float64)."""
+    def dtype(self) -> Any:
+        """The value type: a NumPy dtype (float16, float32 or float64), or the string
+        ``'bfloat16'``, which NumPy lacks. A bfloat16 tensor's :attr:`values` are the
+        uint16 bits of its values (``torch.from_numpy(v.view(numpy.int16)).view(torch.bfloat16)``
+        reads them); :meth:`coo`, :meth:`to_dense` and :meth:`to_scipy` give its values
+        as float32 (exactly), :meth:`to_torch` as torch.bfloat16."""
         return NUMPY_DTYPE[self._native.dtype]
 
     @property
@@ -107,7 +121,7 @@ class Tensor:
     def values(self) -> np.ndarray:
         """The stored values in storage order (padding included): a read-only view of the
         tensor's memory, not a copy (``.copy()`` it to change it, or build a new tensor
-        with :meth:`with_values`)."""
+        with :meth:`with_values`); bfloat16 values as their uint16 bits."""
         return self._view("values")
 
     @property
@@ -155,8 +169,9 @@ class Tensor:
     def to(self, format: str, dtype: Any = None, index_type: Any = None) -> "Tensor":
         """The same tensor in ``format``, optionally with other value / index types.
 
-        ``dtype``: float32 or float64; ``index_type``: int32 or int64 (default: the
-        narrowest that fits)."""
+        ``dtype``: float16, bfloat16 (``"bfloat16"`` or ``torch.bfloat16``), float32 or
+        float64 (values rounded to nearest); ``index_type``: int32 or int64 (default:
+        the narrowest that fits)."""
         d = None if dtype is None else _dtype_name(dtype)
         it = None
         if index_type is not None:
@@ -169,13 +184,14 @@ class Tensor:
 
     def coo(self) -> Tuple[np.ndarray, np.ndarray]:
         """``(coords, values)``: int64 coordinates of shape ``(ndim, nnz)`` sorted
-        lexicographically, and the values (in this tensor's dtype); padding dropped."""
+        lexicographically, and the values (in this tensor's dtype, bfloat16 as float32);
+        padding dropped."""
         coords, values = self._native.to_coo()
-        return coords, values.astype(self.dtype, copy=False)
+        return coords, values.astype(_array_dtype(self.dtype), copy=False)
 
     def to_dense(self) -> np.ndarray:
-        """Every element, as a dense array of this tensor's dtype."""
-        return self._native.to_dense().astype(self.dtype, copy=False)
+        """Every element, as a dense array of this tensor's dtype (bfloat16 as float32)."""
+        return self._native.to_dense().astype(_array_dtype(self.dtype), copy=False)
 
     def axes(self) -> list:
         """The axes: dicts with ``kind``, ``length``, ``parent`` and, where the axis has
@@ -184,9 +200,12 @@ class Tensor:
 
     def to_scipy(self):
         """A SciPy sparse array: CSR, CSC or BSR when this tensor is stored so (same
-        arrays), else CSR."""
+        arrays), else CSR. float16 and bfloat16 values (which SciPy does not hold) come
+        as float32."""
         import scipy.sparse as sp
 
+        if self.dtype == BFLOAT16 or self.dtype == np.float16:
+            return self.to(self.format, dtype=np.float32).to_scipy()
         fmt = self.format
         if self.ndim != 2:
             raise ValueError(f"to_scipy needs a matrix; this tensor has shape {self.shape}")
@@ -208,6 +227,10 @@ class Tensor:
         with warnings.catch_warnings():
             # torch warns that its compressed layouts are in beta on every construction.
             warnings.filterwarnings("ignore", message="Sparse (CSR tensor support is in beta|invariant checks)")
+            if self.dtype == BFLOAT16:
+                import torch
+
+                return self.to(self.format, dtype=np.float32)._to_torch(layout).to(torch.bfloat16)
             return self._to_torch(layout)
 
     def _to_torch(self, layout: Optional[str]):
@@ -257,9 +280,9 @@ class Tensor:
             coords, values = self._native.to_coo()
             t = _native.Tensor.from_coo(
                 [self.shape[1], self.shape[0]], [coords[1], coords[0]],
-                values.astype(self.dtype), sort_indices=True,
+                values.astype(_array_dtype(self.dtype)), sort_indices=True,
             )
-            self._cache["T"] = Tensor(t).to("csr")
+            self._cache["T"] = Tensor(t).to("csr", dtype=self.dtype)
         return self._cache["T"]
 
     @property
@@ -365,10 +388,16 @@ def from_coo(rows: Any, cols: Any, values: Any = None, shape: Optional[Sequence[
     if values is None:
         if r.shape != c.shape:
             raise ValueError(f"rows and cols must have the same length, got {r.shape[0]} and {c.shape[0]}")
-        values = np.ones(r.shape[0], dtype=NUMPY_DTYPE[_dtype_name(dtype)])
-    t = Tensor(_native.Tensor.from_coo(
-        [m, n], [r, c], as_values(values, "values"), sort_indices=True,
-        sum_duplicates=sum_duplicates)).to(format)
+        name = _dtype_name(dtype)
+        # Ones are exact in every value type: made in float32 for bfloat16, converted after.
+        values = np.ones(r.shape[0], dtype=np.float32 if name == "bf16" else NUMPY_DTYPE[name])
+        t = Tensor(_native.Tensor.from_coo(
+            [m, n], [r, c], as_values(values, "values"), sort_indices=True,
+            sum_duplicates=sum_duplicates)).to(format, dtype=name)
+    else:
+        t = Tensor(_native.Tensor.from_coo(
+            [m, n], [r, c], as_values(values, "values"), sort_indices=True,
+            sum_duplicates=sum_duplicates)).to(format)
     if not return_permutation:
         return t
     if format not in ("csr", "coo"):
@@ -392,7 +421,7 @@ def from_coords(coords: Sequence[Any], values: Any, shape: Sequence[int], *,
 def from_dense(array: Any, format: str = "csr") -> Tensor:
     """The nonzeros of a dense array, stored in ``format``."""
     a, _ = _dense_array(array)
-    idx = np.nonzero(a)
+    idx = np.nonzero(a & 0x7FFF if a.dtype == BF16_BITS else a)  # bfloat16 bits: -0 is zero
     t = _native.Tensor.from_coo(list(a.shape), [i.astype(np.int64) for i in idx],
                                 np.ascontiguousarray(a[idx]))
     return Tensor(t).to(format)
@@ -412,8 +441,8 @@ def from_scipy(A: Any, format: Optional[str] = None) -> Tensor:
 
     if not sp.issparse(A):
         raise TypeError(f"from_scipy expects a scipy.sparse matrix or array, got {type(A).__name__}")
-    if A.dtype not in (np.float32, np.float64):
-        raise TypeError(f"values must be float32 or float64, got {A.dtype} (convert with A.astype)")
+    if A.dtype not in (np.float16, np.float32, np.float64):
+        raise TypeError(f"values must be float16, float32 or float64, got {A.dtype} (convert with A.astype)")
     fix = _opts(True, True)
     shape = _shape2(A.shape)
     if A.format == "csr":
@@ -448,8 +477,8 @@ def from_torch(t: Any, format: Optional[str] = None) -> Tensor:
     t = t.detach()
     if t.layout == torch.strided:
         raise TypeError("from_torch expects a sparse tensor; use sparsile.from_dense for a dense one")
-    if t.dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"values must be float32 or float64, got {t.dtype}")
+    if t.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        raise TypeError(f"values must be {DTYPES_TEXT}, got {t.dtype}")
     if t.layout == torch.sparse_coo:
         t = t.coalesce()
         if t.dense_dim() != 0:

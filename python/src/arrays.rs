@@ -1,14 +1,20 @@
 //! NumPy arrays in and out of Sparsile tensors, without copies.
 //!
 //! Inputs are borrowed: an index array (i32 or i64) becomes an [`IndexArray`] over the
-//! array's memory, a value array (f32 or f64) a [`Values`]; a dense operand becomes a
-//! `dense` [`SparseTensor`] over its memory. Arrays must be C-contiguous (the Python
-//! layer copies strided arrays once before calling in). Outputs move their `Vec` into a
-//! NumPy array, which then owns it.
+//! array's memory, a value array (f16, f32 or f64; bf16 as uint16 bits) a [`Values`]; a
+//! dense operand becomes a `dense` [`SparseTensor`] over its memory. Arrays must be
+//! C-contiguous (the Python layer copies strided arrays once before calling in). Outputs
+//! move their `Vec` into a NumPy array, which then owns it.
+//!
+//! NumPy has no bfloat16: bf16 values cross as uint16 arrays of their bits, both ways.
+//! The Python layer makes such arrays only from `torch.bfloat16` tensors (viewed, not
+//! copied) and from bf16 tensors, so a uint16 array reaching this module is bf16.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use half::slice::HalfBitsSliceExt;
+use half::vec::HalfFloatVecExt;
 use numpy::ndarray::{ArrayD, IxDyn};
 use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
@@ -32,11 +38,13 @@ impl IndexArg<'_> {
     }
 }
 
-/// An array of f32 or f64 values, of any shape.
+/// An array of f16, f32 or f64 values, or of bf16 bits (uint16), of any shape.
 #[derive(FromPyObject)]
 pub enum ValueArg<'py> {
     F32(PyReadonlyArrayDyn<'py, f32>),
     F64(PyReadonlyArrayDyn<'py, f64>),
+    F16(PyReadonlyArrayDyn<'py, half::f16>),
+    Bf16Bits(PyReadonlyArrayDyn<'py, u16>),
 }
 
 impl ValueArg<'_> {
@@ -45,6 +53,8 @@ impl ValueArg<'_> {
         match self {
             ValueArg::F32(a) => a.shape().to_vec(),
             ValueArg::F64(a) => a.shape().to_vec(),
+            ValueArg::F16(a) => a.shape().to_vec(),
+            ValueArg::Bf16Bits(a) => a.shape().to_vec(),
         }
     }
 
@@ -53,6 +63,10 @@ impl ValueArg<'_> {
         Ok(match self {
             ValueArg::F32(a) => Values::F32(Cow::Borrowed(contiguous(a.as_slice(), what)?)),
             ValueArg::F64(a) => Values::F64(Cow::Borrowed(contiguous(a.as_slice(), what)?)),
+            ValueArg::F16(a) => Values::F16(Cow::Borrowed(contiguous(a.as_slice(), what)?)),
+            ValueArg::Bf16Bits(a) => Values::BF16(Cow::Borrowed(
+                contiguous(a.as_slice(), what)?.reinterpret_cast(),
+            )),
         })
     }
 
@@ -83,7 +97,8 @@ fn contiguous<'a, T, E>(slice: Result<&'a [T], E>, what: &str) -> PyResult<&'a [
     })
 }
 
-/// Moves `values` into a NumPy array of `shape` (no copy).
+/// Moves `values` into a NumPy array of `shape` (no copy): f16 values as float16, bf16
+/// values as uint16 bits.
 pub fn values_to_numpy<'py>(
     py: Python<'py>,
     values: Values<'static>,
@@ -102,12 +117,8 @@ pub fn values_to_numpy<'py>(
     match values {
         Values::F32(v) => build(py, v, shape),
         Values::F64(v) => build(py, v, shape),
-        // Half-precision outputs come back as f32.
-        other => build(
-            py,
-            Cow::<[f32]>::Owned(other.to_f64_vec().iter().map(|&x| x as f32).collect()),
-            shape,
-        ),
+        Values::F16(v) => build(py, v, shape),
+        Values::BF16(v) => build(py, Cow::Owned(v.into_owned().reinterpret_into()), shape),
     }
 }
 

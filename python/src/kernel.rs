@@ -2,8 +2,8 @@
 //!
 //! Inputs are passed by tensor name: a `Tensor`, a `(Tensor, values)` pair (the tensor's
 //! structure with other values, borrowed from the array; used for gradients with respect
-//! to sparse values), or a C-contiguous f32/f64 NumPy array for a dense operand
-//! (borrowed, never copied). Dense outputs come back as NumPy arrays that own the
+//! to sparse values), or a C-contiguous f16/f32/f64 NumPy array (bf16 as uint16 bits)
+//! for a dense operand (borrowed, never copied). Dense outputs come back as NumPy arrays that own the
 //! kernel's output memory; sparse outputs as `Tensor`s. Compiling and running release
 //! the GIL.
 
@@ -45,7 +45,7 @@ impl<'py> InputArg<'py> {
                 if let Ok(t) = pair.get_item(0)?.cast::<Tensor>() {
                     let values = pair.get_item(1)?.extract::<ValueArg<'py>>().map_err(|_| {
                         type_error(format!(
-                            "input {name}: the values of a (Tensor, values) pair must be a float32 or float64 array"
+                            "input {name}: the values of a (Tensor, values) pair must be a float16, float32 or float64 array (bfloat16 as uint16 bits)"
                         ))
                     })?;
                     return Ok(InputArg::SparseWithValues(t.clone(), values));
@@ -55,7 +55,7 @@ impl<'py> InputArg<'py> {
         match value.extract::<ValueArg<'py>>() {
             Ok(v) => Ok(InputArg::Dense(v)),
             Err(_) => Err(type_error(format!(
-                "input {name}: expected a sparsile Tensor, a (Tensor, values) pair or a float32/float64 array, got {}",
+                "input {name}: expected a sparsile Tensor, a (Tensor, values) pair or a float16/float32/float64 array (bfloat16 as uint16 bits), got {}",
                 value.get_type().name()?
             ))),
         }

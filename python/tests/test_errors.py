@@ -36,18 +36,18 @@ def test_unsorted_and_duplicates_fixed_on_request():
 
 
 def test_wrong_dtypes_are_type_errors():
-    with pytest.raises(TypeError, match="values must be float32 or float64, got int64"):
+    with pytest.raises(TypeError, match=r"values must be float16, bfloat16 \(torch tensors\), float32 or float64, got int64"):
         sparsile.from_csr([0, 1], [0], np.array([1]), (1, 1))
     with pytest.raises(TypeError, match="indices must be an int32 or int64 array, got float64"):
         sparsile.from_csr([0, 1], [0.0], np.ones(1), (1, 1))
-    with pytest.raises(TypeError, match="values must be float32 or float64"):
+    with pytest.raises(TypeError, match="values must be float16, float32 or float64"):
         sparsile.from_scipy(sp.identity(3, dtype=np.int64, format="csr"))
     with pytest.raises(TypeError, match="expects a scipy.sparse"):
         sparsile.from_scipy(np.eye(3))
     A = sparsile.from_coo([0], [0], np.ones(1, np.float32), shape=(2, 3))
     with pytest.raises(TypeError, match="X is float64 but A is float32"):
         sparsile.spmm(A, np.ones((3, 2)))
-    with pytest.raises(TypeError, match="X must be float32 or float64, got int64"):
+    with pytest.raises(TypeError, match=r"X must be float16, bfloat16 \(torch tensors\), float32 or float64, got int64"):
         sparsile.spmm(A, np.ones((3, 2), np.int64))
     with pytest.raises(TypeError, match="got ndarray"):
         sparsile.spmm(np.eye(2), np.ones((2, 2)))
@@ -144,7 +144,7 @@ def test_kernel_call_errors():
         k(A=A, x=x, Z=x)
     with pytest.raises(ValueError, match="input buffer `x` was not given a tensor"):
         k(A=A)
-    with pytest.raises(TypeError, match="x must be float32 or float64"):
+    with pytest.raises(TypeError, match=r"x must be float16, bfloat16 \(torch tensors\), float32 or float64"):
         k(A=A, x="abc")
     with pytest.raises(ValueError, match="declared sparse_variable but the tensor's axis 1 is sparse_fixed"):
         k(A=A.to("ell"), x=x)

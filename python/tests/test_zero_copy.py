@@ -75,7 +75,7 @@ def test_torch_errors():
     import torch
 
     A = sparsile.from_coo([0], [0], np.ones(1, np.float32), shape=(2, 3))
-    with pytest.raises(TypeError, match="X must be float32 or float64, got torch.int64"):
+    with pytest.raises(TypeError, match=r"X must be float16, bfloat16 \(torch tensors\), float32 or float64, got torch.int64"):
         sparsile.spmm(A, torch.ones(3, 2, dtype=torch.int64))
     with pytest.raises(TypeError, match="X must be a dense tensor"):
         sparsile.spmm(A, torch.ones(3, 2).to_sparse())

@@ -12,10 +12,11 @@ pub enum CodegenError {
     NotFlat { func: String },
     #[error("{}{what}: the C backend emits CPU functions; GPU functions (with launches) go to the CUDA backend", at(.span))]
     GpuNode { what: String, span: Span },
-    #[error("{}buffer `{buffer}` has element type {dtype}: the C backend computes in f32/f64 only (f16/bf16 buffers are not compiled)", at(.span))]
-    HalfPrecisionBuffer {
+    #[error("{}buffer `{buffer}` ({dtype}) is summed in place across loop `{var}`: every partial sum would be rounded to {dtype}; sum in an f32 local (`cache_write`, as the `rowwise` recipe does) or use an f32 output", at(.span))]
+    HalfPrecisionSum {
         buffer: String,
         dtype: DType,
+        var: String,
         span: Span,
     },
     #[error("local `{var}` has type {dtype}: the C backend computes in f32/f64 only")]

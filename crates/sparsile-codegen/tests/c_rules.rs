@@ -12,27 +12,108 @@ use sparsile_ir::loops::{BufferKind, CmpOp, Expr, Stage};
 use sparsile_ir::{DType, Span};
 
 #[test]
-fn half_precision_buffers_are_refused() {
+fn half_precision_sums_in_place_are_refused() {
     for dtype in [DType::F16, DType::BF16] {
+        // y[i] = y[i] + x[j] over j: every partial sum rounded to half precision.
         let mut b = FuncBuilder::new("h");
         let n = b.param("n");
         let x = b.values("x", dtype, p(n), BufferRole::Input);
-        let i = b.index("i");
-        let y = b.values("y", DType::F32, p(n), BufferRole::Output);
-        let mut f = b.finish(vec![parallel(
+        let y = b.values("y", dtype, p(n), BufferRole::Output);
+        let (i, j) = (b.index("i"), b.index("j"));
+        let f = b.finish(vec![parallel(
             i,
             int(0),
             p(n),
-            vec![store(y, v(i), ld(x, v(i)))],
+            vec![serial(
+                j,
+                int(0),
+                p(n),
+                vec![store(y, v(i), add(ld(y, v(i)), ld(x, v(j))))],
+            )],
         )]);
-        f.buffers[x].span = Span::new(3, 5, 0, 0);
         let err = emit_c(&f).unwrap_err();
         assert!(
-            matches!(err, CodegenError::HalfPrecisionBuffer { ref buffer, .. } if buffer == "x")
+            matches!(err, CodegenError::HalfPrecisionSum { ref buffer, ref var, .. } if buffer == "y" && var == "j"),
+            "{err:?}"
         );
-        let msg = err.to_string();
-        assert!(msg.contains("line 3, column 5"), "{msg}");
-        assert!(msg.contains("f32/f64 only"), "{msg}");
+        assert!(err.to_string().contains("cache_write"), "{err}");
+
+        // A local loaded from y[i] and stored back at every j sums in half precision too.
+        let mut b = FuncBuilder::new("h");
+        let n = b.param("n");
+        let x = b.values("x", dtype, p(n), BufferRole::Input);
+        let y = b.values("y", dtype, p(n), BufferRole::Output);
+        let acc = b.buffer(
+            "acc",
+            DType::F32,
+            int(1),
+            BufferRole::Temp,
+            BufferKind::Local,
+        );
+        let (i, j) = (b.index("i"), b.index("j"));
+        let f = b.finish(vec![parallel(
+            i,
+            int(0),
+            p(n),
+            vec![serial(
+                j,
+                int(0),
+                p(n),
+                vec![
+                    store(acc, int(0), ld(y, v(i))),
+                    store(acc, int(0), add(ld(acc, int(0)), ld(x, v(j)))),
+                    store(y, v(i), ld(acc, int(0))),
+                ],
+            )],
+        )]);
+        let err = emit_c(&f).unwrap_err();
+        assert!(
+            matches!(err, CodegenError::HalfPrecisionSum { .. }),
+            "{err:?}"
+        );
+
+        // Summed in an f32 local over j, stored once per i: accepted, with conversions.
+        let mut b = FuncBuilder::new("h");
+        let n = b.param("n");
+        let x = b.values("x", dtype, p(n), BufferRole::Input);
+        let y = b.values("y", dtype, p(n), BufferRole::Output);
+        let acc = b.buffer(
+            "acc",
+            DType::F32,
+            int(1),
+            BufferRole::Temp,
+            BufferKind::Local,
+        );
+        let (i, j) = (b.index("i"), b.index("j"));
+        let f = b.finish(vec![parallel(
+            i,
+            int(0),
+            p(n),
+            vec![
+                store(acc, int(0), ld(y, v(i))),
+                serial(
+                    j,
+                    int(0),
+                    p(n),
+                    vec![store(acc, int(0), add(ld(acc, int(0)), ld(x, v(j))))],
+                ),
+                store(y, v(i), ld(acc, int(0))),
+            ],
+        )]);
+        let code = emit_c(&f).unwrap().code;
+        let name = dtype.name();
+        assert!(
+            code.contains(&format!("sparsile_{name}_to_f32(x[j])")),
+            "{code}"
+        );
+        assert!(
+            code.contains(&format!("sparsile_f32_to_{name}(acc[0])")),
+            "{code}"
+        );
+        assert!(code.contains("float acc[1]"), "{code}");
+        if let Some(cc) = compiler() {
+            common::harness::check_compiles(&cc, &code).unwrap();
+        }
     }
     let mut b = FuncBuilder::new("h");
     b.value("acc", DType::F16);

@@ -50,6 +50,21 @@ impl DType {
         !self.is_int()
     }
 
+    /// The type values of this type are computed and summed in: f32 for f16 and bf16
+    /// (storage types only), the type itself otherwise. Locals and scratch that schedules
+    /// make to hold partial sums of a buffer take this type.
+    pub fn compute_type(self) -> DType {
+        match self {
+            DType::F16 | DType::BF16 => DType::F32,
+            other => other,
+        }
+    }
+
+    /// Whether this is a 16-bit storage type (f16 or bf16).
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
     /// Size of one element in bytes.
     pub fn size_bytes(self) -> usize {
         match self {

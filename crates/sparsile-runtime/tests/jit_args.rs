@@ -49,10 +49,11 @@ fn build_checks_the_function_against_the_program() {
         "{err:?}"
     );
 
+    // f16 values are bound like f32 ones, but this program's are f64.
     let f = spmv_func(DType::F16);
     let err = build(&cache, f).unwrap_err();
     assert!(
-        matches!(err, KernelError::UnsupportedDType { .. }),
+        matches!(err, KernelError::ValuesDTypeMismatch { .. }),
         "{err:?}"
     );
     assert!(err.to_string().contains("f16"), "{err}");

@@ -67,7 +67,8 @@ pub(crate) fn emit_batched_loop(
     };
     let acc = &shape.accumulator;
     let ty = ctx.buffer_ty(acc.buffer)?;
-    if !ty.is_float() {
+    // The groups add into the accumulator's element in place (not f16/bf16 bits).
+    if !ty.is_float() || ctx.buffer(acc.buffer)?.dtype.is_half() {
         return Ok(false);
     }
     let width = lanes(ty);

@@ -56,13 +56,6 @@ impl<'f> Ctx<'f> {
                     span: b.span,
                 });
             }
-            if matches!(b.dtype, DType::F16 | DType::BF16) {
-                return Err(CodegenError::HalfPrecisionBuffer {
-                    buffer: b.name.clone(),
-                    dtype: b.dtype,
-                    span: b.span,
-                });
-            }
             if let BufferLayout::Axes(_) = b.layout {
                 return Err(CodegenError::AxesLayout {
                     buffer: b.name.clone(),
@@ -92,7 +85,7 @@ impl<'f> Ctx<'f> {
 
     /// Names the params and buffers of `func` with `names` (which may hold reserved
     /// words already), without checking anything: the caller has refused what its
-    /// backend does not support (f16/bf16 locals and axis layouts; f16/bf16 buffers in C).
+    /// backend does not support (f16/bf16 locals and axis layouts).
     pub(crate) fn with_names(func: &'f Func, mut names: Names) -> Ctx<'f> {
         let param_names = func.params.values().map(|p| names.fresh(&p.name)).collect();
         let buffer_names = func

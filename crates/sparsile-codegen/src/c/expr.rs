@@ -34,7 +34,7 @@ pub(crate) struct Code {
 }
 
 impl Code {
-    fn new(text: String, prec: u8) -> Code {
+    pub(crate) fn new(text: String, prec: u8) -> Code {
         Code { text, prec }
     }
 
@@ -172,18 +172,10 @@ fn emit_typed(ctx: &mut Ctx, e: &Expr, ty: Ty) -> Result<Code, CodegenError> {
                 format!("{}[{}]", ctx.buffer_name(*buffer)?, offset.text),
                 PREC_PRIMARY,
             );
-            match ctx.buffer(*buffer)?.dtype {
+            let dtype = ctx.buffer(*buffer)?.dtype;
+            match dtype {
                 DType::I32 => cast("int64_t", &access),
-                // The raw bits of a half-precision element (CUDA only), widened exactly.
-                DType::F16 => {
-                    ctx.helpers.insert(Helper::F16ToF32);
-                    call("sparsile_f16_to_f32", &[&access])
-                }
-                DType::BF16 => {
-                    ctx.helpers.insert(Helper::Bf16ToF32);
-                    call("sparsile_bf16_to_f32", &[&access])
-                }
-                _ => access,
+                _ => widen_element(ctx, dtype, access),
             }
         }
         Expr::Unary { op, arg } => emit_unary(ctx, *op, arg, ty)?,
@@ -348,4 +340,36 @@ fn emit_binary(
         BinaryOp::Max => call(if f32 { "fmaxf" } else { "fmax" }, &[&l, &r]),
         BinaryOp::Min => call(if f32 { "fminf" } else { "fmin" }, &[&l, &r]),
     })
+}
+
+/// An element of a float buffer of `dtype` read by `access`, in its computation type:
+/// the raw bits of a half-precision element widened exactly to f32.
+pub(crate) fn widen_element(ctx: &mut Ctx, dtype: DType, access: Code) -> Code {
+    match dtype {
+        DType::F16 => {
+            ctx.helpers.insert(Helper::F16ToF32);
+            call("sparsile_f16_to_f32", &[&access])
+        }
+        DType::BF16 => {
+            ctx.helpers.insert(Helper::Bf16ToF32);
+            call("sparsile_bf16_to_f32", &[&access])
+        }
+        _ => access,
+    }
+}
+
+/// The C text storing `value` (of the element's computation type) in an element of
+/// `dtype`: half-precision elements take their bits rounded to nearest even.
+pub(crate) fn narrow_element(ctx: &mut Ctx, dtype: DType, value: String) -> String {
+    match dtype {
+        DType::F16 => {
+            ctx.helpers.insert(Helper::F32ToF16);
+            format!("sparsile_f32_to_f16({value})")
+        }
+        DType::BF16 => {
+            ctx.helpers.insert(Helper::F32ToBf16);
+            format!("sparsile_f32_to_bf16({value})")
+        }
+        _ => value,
+    }
 }

@@ -15,7 +15,8 @@
 //! int64_t sparsile_phase_work(int64_t ph, void *const *buffers, const int64_t *params);
 //! ```
 //! `buffers[b]` points at the data of `Func.buffers[b]` ([`CSource::buffer_order`]):
-//! values as `float`/`double`, structure arrays as `int32_t`/`int64_t`. Scratch buffers
+//! values as `float`/`double` (f16 and bf16 values as their 16 bits, `unsigned short`,
+//! computed in f32), structure arrays as `int32_t`/`int64_t`. Scratch buffers
 //! are allocated by the generated code (their slot is ignored and may be null).
 //! A scratch buffer used by several phases must outlive a phase call, so the caller
 //! allocates it instead, zero-filled ([`BufferArg::allocated_by_kernel`] is false; the
@@ -60,6 +61,7 @@
 mod batched;
 pub(crate) mod ctx;
 pub(crate) mod expr;
+mod half_sums;
 mod literal;
 pub(crate) mod names;
 pub(crate) mod phases;
@@ -181,11 +183,13 @@ pub struct PhaseInfo {
 
 /// Emits C99 for a stage-III function.
 ///
-/// Errors: the function is not in stage III, has f16/bf16 buffers or locals, accesses a
-/// buffer with other than one offset, or shares a top-level local between phases in a
+/// Errors: the function is not in stage III, has f16/bf16 locals, sums into an f16/bf16
+/// buffer in place across a loop (`half_sums.rs`), accesses a buffer with other than one
+/// offset, or shares a top-level local between phases in a
 /// way the ABI cannot express (see [`CodegenError`]).
 pub fn emit_c(func: &Func) -> Result<CSource, CodegenError> {
     let mut ctx = Ctx::new(func)?;
+    half_sums::check(func)?;
     let (phases, owned_lets) = split(&func.body);
     let lets: Vec<&Stmt> = owned_lets.iter().map(|l| l.as_ref()).collect();
     ctx.caller_scratch = shared_scratch(func, &phases);

@@ -3,7 +3,10 @@
 //! remainder on integers (with a fast path for a positive constant divisor), binary
 //! search returning -1, integer max/min/abs, `relu`, the floor remainder on floats, and
 //! loop hints that expand to the compiler's own pragmas, and atomic float adds (a
-//! compare-and-swap loop with the `__atomic` builtins of GCC and Clang).
+//! compare-and-swap loop with the `__atomic` builtins of GCC and Clang), and the
+//! conversions between f32 and the 16 bits of f16/bf16 elements (by hand, except f32 to
+//! f16 with `_Float16` where the compiler has it; define `SPARSILE_SOFT_HALF` to do that
+//! one by hand too).
 //!
 //! Integer division by zero has no value in the IR (lowering never produces it); the
 //! helpers return 0 for it rather than trapping, and wrap `INT64_MIN / -1`.
@@ -33,8 +36,8 @@ pub(crate) enum Helper {
     VectorTypes,
     /// Needs [`Helper::VectorTypes`] before it (the enum order is the emission order).
     TransposedSums,
-    /// The CUDA backend only (the C backend refuses f16/bf16 buffers): conversions between
-    /// f32 and the raw 16 bits of f16/bf16 elements, and f32 to tf32, in inline PTX.
+    /// Conversions between f32 and the raw 16 bits of f16/bf16 elements (portable C, or
+    /// inline PTX in CUDA), and f32 to tf32 (CUDA only).
     F16ToF32,
     F32ToF16,
     Bf16ToF32,
@@ -76,7 +79,63 @@ impl Helper {
             | Helper::F32ToF16
             | Helper::Bf16ToF32
             | Helper::F32ToBf16
-            | Helper::F32ToTf32 => Some(self.definition().to_string()),
+            | Helper::F32ToTf32 => Some(Self::cuda_conversion(self).to_string()),
+        }
+    }
+
+    /// The CUDA definitions of the conversions (inline PTX `cvt`).
+    fn cuda_conversion(self) -> &'static str {
+        match self {
+            Helper::F16ToF32 => {
+                "/* The f16 whose bits are h, as a float (exact). */
+static __device__ __forceinline__ float sparsile_f16_to_f32(unsigned short h)
+{
+    float f;
+    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));
+    return f;
+}
+"
+            }
+            Helper::F32ToF16 => {
+                "/* The bits of f rounded to f16 (to nearest even). */
+static __device__ __forceinline__ unsigned short sparsile_f32_to_f16(float f)
+{
+    unsigned short h;
+    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));
+    return h;
+}
+"
+            }
+            Helper::Bf16ToF32 => {
+                "/* The bf16 whose bits are h, as a float (exact: the top half of its bits). */
+static __device__ __forceinline__ float sparsile_bf16_to_f32(unsigned short h)
+{
+    return __uint_as_float((unsigned int)h << 16);
+}
+"
+            }
+            Helper::F32ToBf16 => {
+                "/* The bits of f rounded to bf16 (to nearest even; sm_80 and later). */
+static __device__ __forceinline__ unsigned short sparsile_f32_to_bf16(float f)
+{
+    unsigned short h;
+    asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));
+    return h;
+}
+"
+            }
+            Helper::F32ToTf32 => {
+                "/* f rounded to tf32 (10 mantissa bits, to nearest, ties away from zero), as the
+ * 32 bits an mma operand register holds. */
+static __device__ __forceinline__ unsigned int sparsile_f32_to_tf32(float f)
+{
+    unsigned int t;
+    asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(t) : \"f\"(f));
+    return t;
+}
+"
+            }
+            _ => unreachable!("not a conversion helper"),
         }
     }
 
@@ -332,54 +391,84 @@ static inline void sparsile_atomic_add_f32(float *p, float v)
 "
             }
             Helper::F16ToF32 => {
-                "/* The f16 whose bits are h, as a float (exact). */
-static __device__ __forceinline__ float sparsile_f16_to_f32(unsigned short h)
+                "/* The f16 whose bits are h, as a float (exact). Integer operations and one float
+ * subtraction, without branches once if-converted, so loops reading f16 vectorize (GCC
+ * has no vectors of _Float16 without AVX512-FP16). */
+static inline float sparsile_f16_to_f32(unsigned short h)
 {
-    float f;
-    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));
-    return f;
+    union { uint32_t u; float f; } o, magic = { 113u << 23 };
+    const uint32_t exp = (uint32_t)h & 0x7c00u;
+    o.u = ((uint32_t)h & 0x7fffu) << 13;
+    if (exp == 0x7c00u) {
+        o.u += 0x70000000u; /* infinity, NaN: the top exponent */
+    } else if (exp == 0) {
+        o.u += 0x38800000u; /* zero, subnormal: 2^-14 (1 + m/1024) - 2^-14, exact */
+        o.f -= magic.f;
+    } else {
+        o.u += 0x38000000u; /* normal: the exponent rebiased */
+    }
+    o.u |= ((uint32_t)h & 0x8000u) << 16;
+    return o.f;
 }
 "
             }
             Helper::F32ToF16 => {
-                "/* The bits of f rounded to f16 (to nearest even). */
-static __device__ __forceinline__ unsigned short sparsile_f32_to_f16(float f)
+                "/* The bits of f rounded to f16 (to nearest even; overflow to infinity). */
+#ifndef SPARSILE_HAVE_FLOAT16
+#if defined(__FLT16_MANT_DIG__) && defined(__GNUC__) && !defined(SPARSILE_SOFT_HALF)
+#define SPARSILE_HAVE_FLOAT16 1
+__extension__ typedef _Float16 sparsile_float16;
+#else
+#define SPARSILE_HAVE_FLOAT16 0
+#endif
+#endif
+static inline unsigned short sparsile_f32_to_f16(float f)
 {
-    unsigned short h;
-    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));
-    return h;
+#if SPARSILE_HAVE_FLOAT16
+    union { sparsile_float16 f; unsigned short u; } x = { (sparsile_float16)f };
+    return x.u;
+#else
+    union { float f; uint32_t u; } x = { f }, magic;
+    const uint32_t sign = x.u & 0x80000000u;
+    unsigned short o;
+    x.u ^= sign;
+    if (x.u >= 0x47800000u) { /* 2^16 and above, infinity, NaN */
+        o = x.u > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    } else if (x.u < 0x38800000u) { /* below 2^-14: a subnormal, rounded by a float add */
+        magic.u = 0x3f000000u;
+        x.f += magic.f;
+        o = (unsigned short)(x.u - magic.u);
+    } else {
+        const uint32_t odd = (x.u >> 13) & 1u;
+        x.u += 0xc8000fffu + odd; /* rebias the exponent, round to nearest even */
+        o = (unsigned short)(x.u >> 13);
+    }
+    return (unsigned short)(o | (sign >> 16));
+#endif
 }
 "
             }
             Helper::Bf16ToF32 => {
                 "/* The bf16 whose bits are h, as a float (exact: the top half of its bits). */
-static __device__ __forceinline__ float sparsile_bf16_to_f32(unsigned short h)
+static inline float sparsile_bf16_to_f32(unsigned short h)
 {
-    return __uint_as_float((unsigned int)h << 16);
+    union { uint32_t u; float f; } x = { (uint32_t)h << 16 };
+    return x.f;
 }
 "
             }
             Helper::F32ToBf16 => {
-                "/* The bits of f rounded to bf16 (to nearest even; sm_80 and later). */
-static __device__ __forceinline__ unsigned short sparsile_f32_to_bf16(float f)
+                "/* The bits of f rounded to bf16 (to nearest even; NaN stays a quiet NaN). */
+static inline unsigned short sparsile_f32_to_bf16(float f)
 {
-    unsigned short h;
-    asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));
-    return h;
+    union { float f; uint32_t u; } x = { f };
+    if ((x.u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x.u >> 16) | 0x40u);
+    x.u += 0x7fffu + ((x.u >> 16) & 1u);
+    return (unsigned short)(x.u >> 16);
 }
 "
             }
-            Helper::F32ToTf32 => {
-                "/* f rounded to tf32 (10 mantissa bits, to nearest, ties away from zero), as the
- * 32 bits an mma operand register holds. */
-static __device__ __forceinline__ unsigned int sparsile_f32_to_tf32(float f)
-{
-    unsigned int t;
-    asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(t) : \"f\"(f));
-    return t;
-}
-"
-            }
+            Helper::F32ToTf32 => Self::cuda_conversion(self),
             Helper::AtomicAddF64 => {
                 "/* *p += v as one indivisible update (compare-and-swap on the double's bits). */
 static inline void sparsile_atomic_add_f64(double *p, double v)

@@ -64,7 +64,9 @@ use sparsile_ir::loops::{local_reductions, reduction_addend, Expr, For, ForKind,
 use sparsile_ir::{BufferId, DType};
 
 use super::ctx::Ctx;
-use super::expr::{emit_as, emit_offset, PREC_ADD};
+use super::expr::{
+    emit_as, emit_offset, narrow_element, widen_element, Code, PREC_ADD, PREC_PRIMARY,
+};
 use super::prelude::Helper;
 use super::stmt::{assigned_vars, bound_is_plain, emit_stmts, loop_comment, Writer};
 use super::types::Ty;
@@ -128,11 +130,10 @@ pub(crate) fn emit_reassociated_loop(
         let ty = ctx.buffer_ty(r.buffer)?;
         let name = ctx.names.fresh(&format!("{buffer}_acc"));
         let offset = emit_offset(ctx, r.buffer, std::slice::from_ref(&r.index))?;
-        w.line(&format!(
-            "{} {name} = {buffer}[{}];",
-            ty.c_name(),
-            offset.text
-        ));
+        let dtype = ctx.buffer(r.buffer)?.dtype;
+        let first = Code::new(format!("{buffer}[{}]", offset.text), PREC_PRIMARY);
+        let first = widen_element(ctx, dtype, first);
+        w.line(&format!("{} {name} = {};", ty.c_name(), first.text));
         accs.push(Accumulator {
             buffer: r.buffer,
             index: r.index.clone(),
@@ -179,10 +180,9 @@ pub(crate) fn emit_reassociated_loop(
     for a in &accs {
         let buffer = ctx.buffer_name(a.buffer)?.to_string();
         let offset = emit_offset(ctx, a.buffer, std::slice::from_ref(&a.index))?;
-        let value = if ctx.buffer(a.buffer)?.dtype == DType::I32 {
-            format!("(int32_t){}", a.name)
-        } else {
-            a.name.clone()
+        let value = match ctx.buffer(a.buffer)?.dtype {
+            DType::I32 => format!("(int32_t){}", a.name),
+            dtype => narrow_element(ctx, dtype, a.name.clone()),
         };
         w.line(&format!("{buffer}[{}] = {value};", offset.text));
     }

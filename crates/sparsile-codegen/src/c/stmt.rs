@@ -253,16 +253,8 @@ pub(crate) fn store_line(
     let v = emit_as(ctx, value, ty)?;
     let v = match ctx.buffer(buffer)?.dtype {
         DType::I32 => format!("(int32_t){}", v.at(super::expr::PREC_UNARY)),
-        // Half-precision elements (CUDA only) are stored as their raw bits.
-        DType::F16 => {
-            ctx.helpers.insert(Helper::F32ToF16);
-            format!("sparsile_f32_to_f16({})", v.text)
-        }
-        DType::BF16 => {
-            ctx.helpers.insert(Helper::F32ToBf16);
-            format!("sparsile_f32_to_bf16({})", v.text)
-        }
-        _ => v.text,
+        // Half-precision elements are stored as their raw bits, rounded to nearest even.
+        dtype => super::expr::narrow_element(ctx, dtype, v.text),
     };
     Ok(format!(
         "{}[{}] = {v};",

@@ -33,8 +33,8 @@ impl Ty {
         self != Ty::I64
     }
 
-    /// The computation type of elements of `dtype` (f16 and bf16 elements, which only
-    /// the CUDA backend accepts, compute in f32).
+    /// The computation type of elements of `dtype` (f16 and bf16 elements compute in
+    /// f32).
     pub(crate) fn of_dtype(dtype: DType) -> Ty {
         match dtype {
             DType::F32 | DType::F16 | DType::BF16 => Ty::F32,
@@ -53,8 +53,8 @@ impl Ty {
     }
 }
 
-/// The C storage type of buffer elements of `dtype`: f16 and bf16 elements (CUDA only)
-/// are their raw 16 bits.
+/// The C storage type of buffer elements of `dtype`: f16 and bf16 elements are their
+/// raw 16 bits.
 pub(crate) fn storage_name(dtype: DType) -> &'static str {
     match dtype {
         DType::F32 => "float",

@@ -16,6 +16,8 @@ pub enum Data {
     F64(Vec<f64>),
     I32(Vec<i32>),
     I64(Vec<i64>),
+    /// f16 or bf16 elements, as their bits.
+    U16(Vec<u16>),
     /// A scratch slot: the kernel allocates it, the slot is null.
     Scratch,
 }
@@ -27,6 +29,7 @@ impl Data {
             Data::F64(v) => v.as_mut_ptr().cast(),
             Data::I32(v) => v.as_mut_ptr().cast(),
             Data::I64(v) => v.as_mut_ptr().cast(),
+            Data::U16(v) => v.as_mut_ptr().cast(),
             Data::Scratch => std::ptr::null_mut(),
         }
     }

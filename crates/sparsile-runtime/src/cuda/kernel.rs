@@ -376,6 +376,8 @@ impl CudaKernel {
                     Owned::F64(v) => self.device.download(on_device, v)?,
                     Owned::I32(v) => self.device.download(on_device, v)?,
                     Owned::I64(v) => self.device.download(on_device, v)?,
+                    Owned::F16(v) => self.device.download(on_device, v)?,
+                    Owned::BF16(v) => self.device.download(on_device, v)?,
                 }
             }
         }
@@ -421,5 +423,5 @@ fn check(program: &Program, func: &Func, plan: &LaunchPlan) -> Result<Plan, Cuda
     sparsile_ir::coord::verify(program).map_err(|errors| InterpError::InvalidProgram { errors })?;
     check_buffer_parents(program)?;
     check_plan(func, plan)?;
-    Ok(arg_plan::plan_with(program, &planning_view(func), true)?)
+    Ok(arg_plan::plan_with(program, &planning_view(func), false)?)
 }

@@ -41,6 +41,8 @@ pub(super) enum HostArray<'a> {
 impl HostArray<'_> {
     fn from_owned(o: &Owned) -> HostArray<'_> {
         match o {
+            Owned::F16(v) => HostArray::F16(v),
+            Owned::BF16(v) => HostArray::BF16(v),
             Owned::F32(v) => HostArray::F32(v),
             Owned::F64(v) => HostArray::F64(v),
             Owned::I32(v) => HostArray::I32(v),
@@ -206,6 +208,8 @@ pub(super) fn host_arrays<'a>(
                             output = Some(*buffer);
                         }
                         let (dtype, count) = match o {
+                            Owned::F16(v) => (DType::F16, v.len()),
+                            Owned::BF16(v) => (DType::BF16, v.len()),
                             Owned::F32(v) => (DType::F32, v.len()),
                             Owned::F64(v) => (DType::F64, v.len()),
                             Owned::I32(v) => (DType::I32, v.len()),

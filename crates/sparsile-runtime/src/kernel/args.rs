@@ -3,9 +3,9 @@
 //! Binding is the interpreter's (same checks, same errors, same derived output
 //! structures): tensors are bound to input buffers, extents unified with parameters,
 //! shared axes checked, and the structures of outputs and temps derived. The argument
-//! arrays then follow the [`Plan`]: floating-point inputs are passed in place, integer
-//! inputs (exact integers in float tensors) are converted, outputs and temps are
-//! allocated zeroed, structure arrays are passed in place after checking their index
+//! arrays then follow the [`Plan`]: floating-point inputs (f16 and bf16 as their 16-bit
+//! words) are passed in place, integer inputs (exact integers in float tensors) are
+//! converted, outputs and temps are allocated zeroed (f16/bf16 ones as 16-bit words), structure arrays are passed in place after checking their index
 //! type.
 
 use std::borrow::Cow;
@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use half::{bf16, f16};
 use sparsile_formats::{IndexArray, SparseTensor, Structure, Values};
 use sparsile_ir::coord::{BufferRole, Program};
 use sparsile_ir::{BufferId, DType, IdVec};
@@ -28,10 +29,14 @@ impl ZeroBits for f32 {}
 impl ZeroBits for f64 {}
 impl ZeroBits for i32 {}
 impl ZeroBits for i64 {}
+impl ZeroBits for f16 {}
+impl ZeroBits for bf16 {}
 
 /// The values of an input that are converted, or of an output or temp.
 #[derive(Debug)]
 pub(crate) enum Owned {
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
     F32(Vec<f32>),
     F64(Vec<f64>),
     I32(Vec<i32>),
@@ -67,18 +72,16 @@ impl Owned {
             DType::F64 => Owned::F64(alloc(buffer, count)?),
             DType::I32 => Owned::I32(alloc(buffer, count)?),
             DType::I64 => Owned::I64(alloc(buffer, count)?),
-            DType::F16 | DType::BF16 => {
-                return Err(KernelError::UnsupportedDType {
-                    buffer: buffer.to_string(),
-                    dtype: dtype.to_string(),
-                })
-            }
+            DType::F16 => Owned::F16(alloc(buffer, count)?),
+            DType::BF16 => Owned::BF16(alloc(buffer, count)?),
         })
     }
 
     /// Sets every value to zero, on `launcher`'s threads.
     pub fn zero(&mut self, launcher: &crate::jit::Launcher) {
         match self {
+            Owned::F16(v) => launcher.fill_zero(v),
+            Owned::BF16(v) => launcher.fill_zero(v),
             Owned::F32(v) => launcher.fill_zero(v),
             Owned::F64(v) => launcher.fill_zero(v),
             Owned::I32(v) => launcher.fill_zero(v),
@@ -88,6 +91,8 @@ impl Owned {
 
     fn ptr_len(&mut self) -> (*mut c_void, usize) {
         match self {
+            Owned::F16(v) => (v.as_mut_ptr().cast(), v.len()),
+            Owned::BF16(v) => (v.as_mut_ptr().cast(), v.len()),
             Owned::F32(v) => (v.as_mut_ptr().cast(), v.len()),
             Owned::F64(v) => (v.as_mut_ptr().cast(), v.len()),
             Owned::I32(v) => (v.as_mut_ptr().cast(), v.len()),
@@ -99,6 +104,8 @@ impl Owned {
     /// interpreter does.
     pub fn into_values(self) -> Values<'static> {
         match self {
+            Owned::F16(v) => Values::F16(v.into()),
+            Owned::BF16(v) => Values::BF16(v.into()),
             Owned::F32(v) => Values::F32(v.into()),
             Owned::F64(v) => Values::F64(v.into()),
             Owned::I32(v) => Values::F64(v.into_iter().map(f64::from).collect::<Vec<_>>().into()),
@@ -145,6 +152,8 @@ fn reusable(
     match (&mut tensor.values, dtype) {
         (Values::F32(Cow::Owned(v)), DType::F32) => Some(Owned::F32(std::mem::take(v))),
         (Values::F64(Cow::Owned(v)), DType::F64) => Some(Owned::F64(std::mem::take(v))),
+        (Values::F16(Cow::Owned(v)), DType::F16) => Some(Owned::F16(std::mem::take(v))),
+        (Values::BF16(Cow::Owned(v)), DType::BF16) => Some(Owned::BF16(std::mem::take(v))),
         _ => None,
     }
 }
@@ -386,12 +395,8 @@ pub(crate) fn buffers(
                     match values {
                         Values::F32(v) => (v.as_ptr().cast_mut().cast(), v.len()),
                         Values::F64(v) => (v.as_ptr().cast_mut().cast(), v.len()),
-                        Values::F16(_) | Values::BF16(_) => {
-                            return Err(KernelError::UnsupportedDType {
-                                buffer: name.clone(),
-                                dtype: values.dtype().to_string(),
-                            })
-                        }
+                        Values::F16(v) => (v.as_ptr().cast_mut().cast(), v.len()),
+                        Values::BF16(v) => (v.as_ptr().cast_mut().cast(), v.len()),
                     }
                 }
             },

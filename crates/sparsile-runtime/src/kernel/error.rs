@@ -33,7 +33,7 @@ pub enum KernelError {
     #[error("buffer `{buffer}` is a shared (GPU) buffer, which CPU kernels do not have")]
     SharedBuffer { buffer: String },
 
-    #[error("buffer `{buffer}` has element type {dtype}, which compiled kernels do not support (use f32 or f64, or the interpreter)")]
+    #[error("buffer `{buffer}` is an output or temp of element type {dtype}, which CUDA kernels do not allocate or return (f16/bf16 inputs are taken; use an f32 output, or the CPU target)")]
     UnsupportedDType { buffer: String, dtype: String },
 
     #[error("structure buffer `{buffer}` refers to `{tensor}`, which is not a stage-I buffer")]

@@ -68,17 +68,18 @@ fn index_type(buffer: &str, dtype: DType) -> Result<IndexType, KernelError> {
 }
 
 /// Checks `func` against `program` and records what each argument is bound to.
+/// f16 and bf16 values are bound as their 16-bit words, inputs and outputs alike.
 pub(crate) fn plan(program: &Program, func: &Func) -> Result<Plan, KernelError> {
-    plan_with(program, func, false)
+    plan_with(program, func, true)
 }
 
-/// [`plan`], with f16 and bf16 input values allowed when `half_inputs` (the CUDA kernels
-/// take them as raw 16-bit words; the C kernels have no 16-bit types). Outputs and temps
-/// of those types are refused either way: nothing allocates or returns them.
+/// [`plan`], with f16 and bf16 outputs and temps allowed only when `half_outputs` (the
+/// CUDA kernels take f16/bf16 inputs as 16-bit words but neither allocate nor return
+/// values of those types; the CPU kernels do both).
 pub(crate) fn plan_with(
     program: &Program,
     func: &Func,
-    half_inputs: bool,
+    half_outputs: bool,
 ) -> Result<Plan, KernelError> {
     if func.stage != Stage::Flat {
         return Err(KernelError::NotFlat {
@@ -97,8 +98,8 @@ pub(crate) fn plan_with(
                             buffer: fb.name.clone(),
                         })?;
                 let decl = &program.buffers[id];
-                let half_input = half_inputs && decl.role == BufferRole::Input;
-                if matches!(fb.dtype, DType::F16 | DType::BF16) && !half_input {
+                let half_allowed = half_outputs || decl.role == BufferRole::Input;
+                if fb.dtype.is_half() && !half_allowed {
                     return Err(KernelError::UnsupportedDType {
                         buffer: fb.name.clone(),
                         dtype: fb.dtype.to_string(),

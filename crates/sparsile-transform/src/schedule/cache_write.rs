@@ -31,6 +31,8 @@
 //! (`0 <= c < length`; the others start at 0), every access of `buffer` in the body
 //! becomes an access of the local array, and the iteration ends by storing the existing
 //! elements back. Loading first makes it correct whatever the loop does not write.
+//! The local array of an f16 or bf16 buffer is f32 ([`sparsile_ir::DType::compute_type`]): the
+//! partial sums are rounded once, when stored back.
 //!
 //! Example (`tests/schedule/cache_write/spmm_csr.before` → `.after`):
 //! ```text
@@ -530,7 +532,8 @@ impl Plan {
     /// Adds the local buffer to `func`.
     pub(crate) fn declare_local(&self, func: &mut Func, buffer: &str) -> BufferId {
         let name = fresh_name(func, &format!("{buffer}_local"));
-        let dtype = func.buffers[self.buffer].dtype;
+        // Partial sums of f16/bf16 elements stay in f32.
+        let dtype = func.buffers[self.buffer].dtype.compute_type();
         func.buffers.push(Buffer {
             name,
             dtype,

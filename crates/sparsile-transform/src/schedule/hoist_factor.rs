@@ -131,7 +131,7 @@ pub fn hoist_factor(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError
     let mut after = Vec::new();
     let mut sums = Vec::new();
     for p in &plans {
-        let dtype = func.buffers[p.buffer].dtype;
+        let dtype = func.buffers[p.buffer].dtype.compute_type();
         let name = fresh_name(&out, &format!("{}_sum", func.buffers[p.buffer].name));
         let sum = out.buffers.push(Buffer {
             name,

@@ -278,7 +278,7 @@ fn per_thread(
         let name = fresh_name(&func, &format!("{}_copies", buf.name));
         let tmp = func.buffers.push(Buffer {
             name,
-            dtype: buf.dtype,
+            dtype: buf.dtype.compute_type(),
             layout: BufferLayout::Flat(mul(Expr::Int(copies), count.clone())),
             role: BufferRole::Temp,
             kind: BufferKind::Scratch,

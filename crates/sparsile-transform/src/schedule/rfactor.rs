@@ -174,7 +174,7 @@ pub fn rfactor(
     let pname = fresh_name(&out, &format!("{name}_partial"));
     let partial = out.buffers.push(Buffer {
         name: pname.clone(),
-        dtype: func.buffers[x].dtype,
+        dtype: func.buffers[x].dtype.compute_type(),
         layout: BufferLayout::Flat(Expr::Int((hi - lo) * width)),
         role: BufferRole::Temp,
         kind: BufferKind::Local,

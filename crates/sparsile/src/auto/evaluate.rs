@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sparsile_formats::{CooTensor, Format, SparseTensor};
+use sparsile_formats::{CooTensor, Format, SparseTensor, Values};
 use sparsile_ir::DType;
 use sparsile_runtime::Outputs;
 use sparsile_tune::op::Operator;
@@ -144,10 +144,10 @@ impl OpEvaluator {
         // Values rounded to the operand type, so that the reference sees what the
         // kernels see.
         let round = |v: Vec<f64>| -> Vec<f64> {
-            if dtype == DType::F32 {
-                v.into_iter().map(|x| x as f32 as f64).collect()
-            } else {
-                v
+            match dtype {
+                DType::F32 => v.into_iter().map(|x| x as f32 as f64).collect(),
+                DType::F16 | DType::BF16 => Values::from_f64(&v, dtype).to_f64_vec(),
+                _ => v,
             }
         };
         let a_vals = round(coo.values.clone());
@@ -224,7 +224,12 @@ impl OpEvaluator {
                 self.reference.len()
             ));
         }
-        let tol = if self.dtype == DType::F64 { 1e-9 } else { 1e-3 };
+        // Relative to the largest result: the rounding of results (and of f32 sums).
+        let tol = match self.dtype {
+            DType::F64 => 1e-9,
+            DType::BF16 => 1e-2,
+            _ => 1e-3,
+        };
         let scale = self.reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let err = got
             .iter()

@@ -20,6 +20,10 @@ use crate::recipe::compile_recipe_for;
 /// width and the thread count.
 type ChoiceKey = (String, usize, usize);
 
+/// A compiled kernel, with what ran instead of the chosen candidate when it did not
+/// apply: (recipe, note).
+type Compiled = (Arc<Kernel>, Option<(String, String)>);
+
 /// An index-notation program whose format-preserving schedule is chosen per input
 /// (database, selector, rule), or named once for every input.
 ///
@@ -43,10 +47,12 @@ pub struct AutoKernel {
     target: Target,
     /// The GPU rule's recipe for the program (used on GPU targets).
     gpu_recipe: &'static str,
+    /// The outputs with f16 or bf16 values (tensor name, type).
+    half_outputs: Vec<(String, sparsile_ir::DType)>,
     /// The choices, and the tuning generation ([`super::tune::generation`]) they were
     /// made in: a tuning in this process makes them stale.
     choices: Mutex<(u64, HashMap<ChoiceKey, Selection>)>,
-    kernels: Mutex<HashMap<String, Arc<Kernel>>>,
+    kernels: Mutex<HashMap<String, Compiled>>,
     last: Mutex<Option<Selection>>,
 }
 
@@ -55,6 +61,7 @@ impl AutoKernel {
     pub fn new(program: &str) -> Result<AutoKernel, CompileError> {
         let ast = notation::parse(program)?;
         let stage1 = notation::lower(&ast)?;
+        let half_outputs = super::widened::half_outputs(&ast, &stage1);
         Ok(AutoKernel {
             program: program.to_string(),
             info: classify(&stage1),
@@ -62,6 +69,7 @@ impl AutoKernel {
             explicit: None,
             target: Target::Cpu,
             gpu_recipe: super::gpu_rule(&stage1),
+            half_outputs,
             choices: Mutex::new((0, HashMap::new())),
             kernels: Mutex::new(HashMap::new()),
             last: Mutex::new(None),
@@ -234,7 +242,12 @@ impl AutoKernel {
             .unwrap_or_else(|e| e.into_inner())
             .get(&key)
         {
-            return Ok((Arc::clone(k), selection.clone()));
+            let mut used = selection.clone();
+            if let Some((recipe, note)) = &k.1 {
+                used.candidate.recipe = recipe.clone();
+                used.note = Some(note.clone());
+            }
+            return Ok((Arc::clone(&k.0), used));
         }
         let compiled = compile_recipe_for(
             &self.program,
@@ -245,22 +258,50 @@ impl AutoKernel {
         let (kernel, used) = match compiled {
             Ok(k) => (k, selection.clone()),
             Err(e) if selection.source != Source::Explicit && !self.target.is_gpu() => {
-                // The schedule compiling without one applies (checked loops only).
                 let mut s = selection.clone();
-                s.note = Some(format!(
-                    "{} did not apply ({e}); ran the default schedule",
-                    s.candidate
-                ));
-                s.candidate.recipe = "default".into();
-                (crate::compile::compile_for(&self.program, inputs)?, s)
+                let (kernel, ran) = if self.half_outputs.is_empty() {
+                    // The schedule compiling without one applies (checked loops only).
+                    let k = crate::compile::compile_for(&self.program, inputs)?;
+                    (k, "the default schedule".to_string())
+                } else {
+                    // f16/bf16 outputs need their sums in f32 locals, which the default
+                    // schedule does not make: `rowwise`, else f32 outputs rounded after.
+                    let rowwise = (s.candidate.recipe != "rowwise")
+                        .then(|| {
+                            compile_recipe_for(&self.program, inputs, "rowwise", self.target).ok()
+                        })
+                        .flatten();
+                    match rowwise {
+                        Some(k) => {
+                            s.candidate.recipe = "rowwise".into();
+                            (k, "rowwise".to_string())
+                        }
+                        None => (
+                            super::widened::compile(&self.program, inputs)?,
+                            "the default schedule with f32 outputs, rounded after the run"
+                                .to_string(),
+                        ),
+                    }
+                };
+                s.note = Some(format!("{} did not apply ({e}); ran {ran}", s.candidate));
+                if s.candidate.recipe != "rowwise" {
+                    s.candidate.recipe = "default".into();
+                }
+                (kernel, s)
             }
             Err(e) => return Err(e),
         };
         let kernel = Arc::new(kernel);
+        let fallback = (used.note != selection.note).then(|| {
+            (
+                used.candidate.recipe.clone(),
+                used.note.clone().unwrap_or_default(),
+            )
+        });
         self.kernels
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(key, Arc::clone(&kernel));
+            .insert(key, (Arc::clone(&kernel), fallback));
         Ok((kernel, used))
     }
 
@@ -289,7 +330,9 @@ impl AutoKernel {
         let selection = self.select(inputs, threads);
         let (kernel, used) = self.kernel(inputs, &selection)?;
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(used);
-        kernel.run_into(inputs, outputs, options)
+        kernel.run_into(inputs, outputs, options)?;
+        super::widened::round_outputs(outputs, &self.half_outputs);
+        Ok(())
     }
 
     /// [`AutoKernel::run`] on operands in device memory, for the `cuda` target (see

@@ -16,6 +16,7 @@ mod kernel;
 pub mod pattern;
 pub mod select;
 pub mod tune;
+mod widened;
 
 pub use gpu_rule::gpu_rule;
 pub use kernel::AutoKernel;

@@ -433,6 +433,8 @@ impl CudaKernel {
                                         Owned::I64(v) => (bytes_of(v), HostInts::I64(v)),
                                         Owned::F32(v) => (bytes_of(v), HostInts::None),
                                         Owned::F64(v) => (bytes_of(v), HostInts::None),
+                                        Owned::F16(v) => (bytes_of(v), HostInts::None),
+                                        Owned::BF16(v) => (bytes_of(v), HostInts::None),
                                     };
                                     host_ints = i;
                                     (self.upload(&mut state, name, src)?, Some(count))

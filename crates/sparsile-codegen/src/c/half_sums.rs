@@ -1,0 +1,238 @@
+//! Refuses sums kept in f16/bf16 memory.
+//!
+//! Elements of f16 and bf16 buffers are computed in f32 and rounded when stored. A loop
+//! over `v` that stores `B[e]` and also reads `B[e]` (`B[e] = B[e] + x`, or a local
+//! loaded from `B[e]` and stored back), where the offset `e` does not follow `v`, adds
+//! into the same element at every iteration: every partial sum would be rounded to 11
+//! (f16) or 8 (bf16) significant bits, and a bf16 sum of ones stops growing at 256.
+//! Such a function is refused ([`CodegenError::HalfPrecisionSum`]); a schedule sums in
+//! a local instead (`cache_write`, `rfactor`: their locals are f32) over the whole
+//! reduction, and only the final value is rounded.
+//!
+//! The offset follows `v` when it reads `v` through arithmetic and `let`s, or reads the
+//! variable of a loop inside `v` whose bounds read `v` (positions `p` in
+//! `indptr[i]..indptr[i + 1]`: the runs of different rows are disjoint). Reading `v`
+//! only through a load (`C[rows[p]]`) does not count, since different positions may
+//! hold the same row. Loops of at most one iteration sum nothing.
+
+use std::collections::HashMap;
+
+use sparsile_ir::loops::{Expr, For, Func, Stmt};
+use sparsile_ir::{BufferId, VarId};
+
+use crate::CodegenError;
+
+/// Checks that no f16/bf16 buffer of `func` is summed in place across a loop.
+pub(crate) fn check(func: &Func) -> Result<(), CodegenError> {
+    if !func.buffers.values().any(|b| b.dtype.is_half()) {
+        return Ok(());
+    }
+    let mut defs: HashMap<VarId, Vec<&Expr>> = HashMap::new();
+    Stmt::visit_all(&func.body, &mut |s| {
+        if let Stmt::Let { var, value, .. } | Stmt::Assign { var, value, .. } = s {
+            defs.entry(*var).or_default().push(value);
+        }
+    });
+    let mut loops = Vec::new();
+    walk(func, &func.body, &defs, &mut loops)
+}
+
+fn walk<'f>(
+    func: &Func,
+    stmts: &'f [Stmt],
+    defs: &HashMap<VarId, Vec<&Expr>>,
+    loops: &mut Vec<&'f For>,
+) -> Result<(), CodegenError> {
+    for s in stmts {
+        match s {
+            Stmt::For(f) => {
+                let once = matches!((&f.lo, &f.hi), (Expr::Int(lo), Expr::Int(hi)) if hi - lo <= 1);
+                if once {
+                    walk(func, &f.body, defs, loops)?;
+                    continue;
+                }
+                loops.push(f);
+                let r = walk(func, &f.body, defs, loops);
+                loops.pop();
+                r?;
+            }
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                walk(func, then_body, defs, loops)?;
+                walk(func, else_body, defs, loops)?;
+            }
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => walk(func, body, defs, loops)?,
+            Stmt::Store {
+                buffer,
+                indices,
+                span,
+                ..
+            } => {
+                let b = &func.buffers[*buffer];
+                if !b.dtype.is_half() {
+                    continue;
+                }
+                let mut seen = Vec::new();
+                let mut follows_loop =
+                    |v: VarId| indices.iter().any(|i| follows(i, v, defs, &mut seen));
+                let summed = (0..loops.len()).find(|&at| {
+                    let v = loops[at].var;
+                    !follows_loop(v)
+                        && !loops[at + 1..].iter().any(|w| {
+                            [&w.lo, &w.hi].iter().any(|b| mentions(b, v, defs))
+                                && follows_loop(w.var)
+                        })
+                        && body_reads(&loops[at].body, *buffer, indices)
+                });
+                if let Some(at) = summed {
+                    let v = loops[at].var;
+                    return Err(CodegenError::HalfPrecisionSum {
+                        buffer: b.name.clone(),
+                        dtype: b.dtype,
+                        var: func
+                            .vars
+                            .get(v)
+                            .map_or_else(|| v.to_string(), |x| x.name.clone()),
+                        span: *span,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Whether a statement of `stmts` (nested ones included) loads `buffer[indices]`.
+fn body_reads(stmts: &[Stmt], buffer: BufferId, indices: &[Expr]) -> bool {
+    let mut found = false;
+    Stmt::visit_all(stmts, &mut |s| {
+        found = found || s.own_exprs().iter().any(|e| reads(e, buffer, indices));
+    });
+    found
+}
+
+/// Whether `e` loads `buffer[indices]`.
+fn reads(e: &Expr, buffer: BufferId, indices: &[Expr]) -> bool {
+    match e {
+        Expr::Load {
+            buffer: b,
+            indices: i,
+        } => {
+            (*b == buffer && i.as_slice() == indices) || i.iter().any(|x| reads(x, buffer, indices))
+        }
+        Expr::Int(_) | Expr::Float(_) | Expr::Var(_) | Expr::Param(_) => false,
+        Expr::Unary { arg, .. } => reads(arg, buffer, indices),
+        Expr::Binary { lhs, rhs, .. }
+        | Expr::Cmp { lhs, rhs, .. }
+        | Expr::Logic { lhs, rhs, .. } => {
+            reads(lhs, buffer, indices) || reads(rhs, buffer, indices)
+        }
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            reads(cond, buffer, indices)
+                || reads(then, buffer, indices)
+                || reads(otherwise, buffer, indices)
+        }
+        Expr::Search { lo, hi, value, .. } => {
+            reads(lo, buffer, indices)
+                || reads(hi, buffer, indices)
+                || reads(value, buffer, indices)
+        }
+    }
+}
+
+/// Whether `e` reads `v` through arithmetic and the definitions of locals (not through
+/// loads). `seen` guards against locals defined in terms of themselves.
+fn follows(e: &Expr, v: VarId, defs: &HashMap<VarId, Vec<&Expr>>, seen: &mut Vec<VarId>) -> bool {
+    match e {
+        Expr::Var(x) if *x == v => true,
+        Expr::Var(x) => {
+            if seen.contains(x) {
+                return false;
+            }
+            seen.push(*x);
+            let r = defs
+                .get(x)
+                .is_some_and(|ds| ds.iter().any(|d| follows(d, v, defs, seen)));
+            seen.pop();
+            r
+        }
+        Expr::Int(_)
+        | Expr::Float(_)
+        | Expr::Param(_)
+        | Expr::Load { .. }
+        | Expr::Search { .. } => false,
+        Expr::Unary { arg, .. } => follows(arg, v, defs, seen),
+        Expr::Binary { lhs, rhs, .. }
+        | Expr::Cmp { lhs, rhs, .. }
+        | Expr::Logic { lhs, rhs, .. } => {
+            follows(lhs, v, defs, seen) || follows(rhs, v, defs, seen)
+        }
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            follows(cond, v, defs, seen)
+                || follows(then, v, defs, seen)
+                || follows(otherwise, v, defs, seen)
+        }
+    }
+}
+
+/// Whether `e` reads `v` in any way (loads included).
+fn mentions(e: &Expr, v: VarId, defs: &HashMap<VarId, Vec<&Expr>>) -> bool {
+    let mut seen = Vec::new();
+    mentions_in(e, v, defs, &mut seen)
+}
+
+fn mentions_in(
+    e: &Expr,
+    v: VarId,
+    defs: &HashMap<VarId, Vec<&Expr>>,
+    seen: &mut Vec<VarId>,
+) -> bool {
+    match e {
+        Expr::Var(x) if *x == v => true,
+        Expr::Var(x) => {
+            if seen.contains(x) {
+                return false;
+            }
+            seen.push(*x);
+            let r = defs
+                .get(x)
+                .is_some_and(|ds| ds.iter().any(|d| mentions_in(d, v, defs, seen)));
+            seen.pop();
+            r
+        }
+        Expr::Int(_) | Expr::Float(_) | Expr::Param(_) => false,
+        Expr::Load { indices, .. } => indices.iter().any(|i| mentions_in(i, v, defs, seen)),
+        Expr::Unary { arg, .. } => mentions_in(arg, v, defs, seen),
+        Expr::Binary { lhs, rhs, .. }
+        | Expr::Cmp { lhs, rhs, .. }
+        | Expr::Logic { lhs, rhs, .. } => {
+            mentions_in(lhs, v, defs, seen) || mentions_in(rhs, v, defs, seen)
+        }
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            mentions_in(cond, v, defs, seen)
+                || mentions_in(then, v, defs, seen)
+                || mentions_in(otherwise, v, defs, seen)
+        }
+        Expr::Search { lo, hi, value, .. } => {
+            mentions_in(lo, v, defs, seen)
+                || mentions_in(hi, v, defs, seen)
+                || mentions_in(value, v, defs, seen)
+        }
+    }
+}
