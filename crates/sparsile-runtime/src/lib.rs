@@ -33,5 +33,5 @@ pub mod simt;
 
 pub use flat_interp::{FlatInterpError, FlatOptions};
 pub use interp::{interpret, InterpError, InterpOptions, Outputs};
-pub use kernel::{CompileInfo, CompiledKernel, KernelError, KernelOptions};
+pub use kernel::{CompileInfo, CompiledKernel, KernelError, KernelOptions, OutBuffer};
 pub use simt::{SimtError, SimtOptions};

@@ -345,6 +345,9 @@ pub struct RunOptions {
     pub parallelism: Parallelism,
     /// Values of program parameters (e.g. dimension sizes) beyond those the inputs give.
     pub params: HashMap<String, i64>,
+    /// Caller memory outputs are written into, by tensor name (CPU target; see
+    /// [`sparsile_runtime::OutBuffer`]): those outputs are not returned.
+    pub out: HashMap<String, sparsile_runtime::OutBuffer>,
 }
 
 /// A compiled program.
@@ -506,6 +509,11 @@ impl Kernel {
             }
             None => by_buf = std::mem::take(outputs),
         }
+        if !options.out.is_empty() && !matches!(self.backend, Backend::Native(_)) {
+            return Err(CompileError::Target(
+                "out buffers are taken by the cpu target only".to_string(),
+            ));
+        }
         let result = match &self.backend {
             Backend::Native(compiled) => compiled
                 .run_into(&bound, &mut by_buf, &options)
@@ -548,10 +556,16 @@ impl Kernel {
         if let Some(ast) = &self.ast {
             params.extend(declared_dim_params(ast, &self.lowered.stage1, inputs)?);
         }
+        let out = options
+            .out
+            .iter()
+            .map(|(name, b)| (buffer_name(name), *b))
+            .collect();
         let options = KernelOptions {
             params,
             threads: options.threads,
             parallelism: options.parallelism,
+            out,
             ..KernelOptions::default()
         };
         let bound = with_derived(

@@ -286,7 +286,13 @@ impl CudaKernel {
             skip_verify: true,
         };
         check_names(&self.program, inputs, &interp_options)?;
-        let bound = args::bind(&self.program, inputs, &interp_options, &mut Outputs::new())?;
+        let bound = args::bind(
+            &self.program,
+            inputs,
+            &interp_options,
+            &mut Outputs::new(),
+            &HashMap::new(),
+        )?;
         let params = args::params(&self.program, &self.args, &bound)?;
         Ok((bound, params))
     }
@@ -378,6 +384,7 @@ impl CudaKernel {
                     Owned::I64(v) => self.device.download(on_device, v)?,
                     Owned::F16(v) => self.device.download(on_device, v)?,
                     Owned::BF16(v) => self.device.download(on_device, v)?,
+                    Owned::External(_) => unreachable!("CUDA runs are bound without out buffers"),
                 }
             }
         }

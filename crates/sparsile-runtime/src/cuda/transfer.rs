@@ -47,6 +47,7 @@ impl HostArray<'_> {
             Owned::F64(v) => HostArray::F64(v),
             Owned::I32(v) => HostArray::I32(v),
             Owned::I64(v) => HostArray::I64(v),
+            Owned::External(_) => unreachable!("CUDA runs are bound without out buffers"),
         }
     }
 
@@ -214,6 +215,7 @@ pub(super) fn host_arrays<'a>(
                             Owned::F64(v) => (DType::F64, v.len()),
                             Owned::I32(v) => (DType::I32, v.len()),
                             Owned::I64(v) => (DType::I64, v.len()),
+                            Owned::External(_) => unreachable!("CUDA runs are bound without out buffers"),
                         };
                         (zeroed(name, dtype, count)?, Some(count))
                     }

@@ -41,6 +41,8 @@ pub(crate) enum Owned {
     F64(Vec<f64>),
     I32(Vec<i32>),
     I64(Vec<i64>),
+    /// An output written into the caller's memory.
+    External(super::OutBuffer),
 }
 
 impl Owned {
@@ -86,7 +88,37 @@ impl Owned {
             Owned::F64(v) => launcher.fill_zero(v),
             Owned::I32(v) => launcher.fill_zero(v),
             Owned::I64(v) => launcher.fill_zero(v),
+            Owned::External(b) => {
+                /// The caller's values as a slice.
+                ///
+                /// # Safety
+                /// `b` holds `b.len()` aligned, writable values of `T` (`OutBuffer::new`).
+                unsafe fn slice<'a, T>(b: &super::OutBuffer) -> &'a mut [T] {
+                    std::slice::from_raw_parts_mut(b.ptr().cast::<T>(), b.len())
+                }
+                let b = *b;
+                if b.is_empty() {
+                    return;
+                }
+                // SAFETY: `bind` checked that `b` holds `len` values of the output's type,
+                // and `OutBuffer::new`'s contract makes them this run's alone.
+                unsafe {
+                    match b.dtype() {
+                        DType::F16 => launcher.fill_zero(slice::<f16>(&b)),
+                        DType::BF16 => launcher.fill_zero(slice::<bf16>(&b)),
+                        DType::F32 => launcher.fill_zero(slice::<f32>(&b)),
+                        DType::F64 => launcher.fill_zero(slice::<f64>(&b)),
+                        DType::I32 => launcher.fill_zero(slice::<i32>(&b)),
+                        DType::I64 => launcher.fill_zero(slice::<i64>(&b)),
+                    }
+                }
+            }
         }
+    }
+
+    /// Whether the values are the caller's (an `out` buffer), returned to no one.
+    pub fn is_external(&self) -> bool {
+        matches!(self, Owned::External(_))
     }
 
     fn ptr_len(&mut self) -> (*mut c_void, usize) {
@@ -97,6 +129,7 @@ impl Owned {
             Owned::F64(v) => (v.as_mut_ptr().cast(), v.len()),
             Owned::I32(v) => (v.as_mut_ptr().cast(), v.len()),
             Owned::I64(v) => (v.as_mut_ptr().cast(), v.len()),
+            Owned::External(b) => (b.ptr(), b.len()),
         }
     }
 
@@ -112,6 +145,7 @@ impl Owned {
             Owned::I64(v) => {
                 Values::F64(v.into_iter().map(|x| x as f64).collect::<Vec<_>>().into())
             }
+            Owned::External(_) => unreachable!("outputs in the caller's memory are not returned"),
         }
     }
 }
@@ -206,7 +240,19 @@ pub(crate) fn bind<'i>(
     inputs: &'i HashMap<String, SparseTensor<'_>>,
     options: &InterpOptions,
     reuse: &mut crate::interp::Outputs,
+    out: &HashMap<String, super::OutBuffer>,
 ) -> Result<Bound<'i>, KernelError> {
+    for name in out.keys() {
+        let is_output = program
+            .buffer_by_name(name)
+            .is_some_and(|id| program.buffers[id].role == BufferRole::Output);
+        if !is_output {
+            return Err(KernelError::OutBufferMismatch {
+                buffer: name.clone(),
+                reason: "the program has no output of that name".to_string(),
+            });
+        }
+    }
     let mut b = Bindings::<'i> {
         params: program
             .params
@@ -257,6 +303,22 @@ pub(crate) fn bind<'i>(
                 .as_ref()
                 .expect("every buffer has a structure");
             let count = counts[id];
+            if let Some(b) = out.get(&decl.name) {
+                if b.dtype() != decl.dtype || b.len() != count {
+                    return Err(KernelError::OutBufferMismatch {
+                        buffer: decl.name.clone(),
+                        reason: format!(
+                            "it takes {count} values of {}, the given memory holds {} of {}",
+                            decl.dtype,
+                            b.len(),
+                            b.dtype()
+                        ),
+                    });
+                }
+                owned[id] = Some(Owned::External(*b));
+                reused.push(id);
+                continue;
+            }
             let taken = match decl.role {
                 BufferRole::Output => reuse
                     .get_mut(&decl.name)

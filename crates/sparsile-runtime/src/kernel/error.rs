@@ -94,4 +94,7 @@ pub enum KernelError {
 
     #[error("buffer `{buffer}` needs {values} values, which cannot be allocated")]
     OutputTooLarge { buffer: String, values: usize },
+
+    #[error("out buffer for `{buffer}`: {reason}")]
+    OutBufferMismatch { buffer: String, reason: String },
 }

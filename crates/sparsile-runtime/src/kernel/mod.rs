@@ -33,6 +33,7 @@
 
 pub(crate) mod args;
 mod error;
+mod out_buffer;
 pub(crate) mod initialised;
 pub(crate) mod plan;
 
@@ -47,6 +48,7 @@ use sparsile_ir::loops::Func;
 use sparsile_ir::settings::Settings;
 
 pub use error::KernelError;
+pub use out_buffer::OutBuffer;
 
 use crate::interp::{check_buffer_parents, check_names, InterpError, InterpOptions, Outputs};
 use crate::jit::{
@@ -66,6 +68,9 @@ pub struct KernelOptions {
     /// Whether each phase's size decides how much help it gets (the default) or every
     /// parallel phase runs on the pool (tests of the parallel path, measurements).
     pub parallelism: Parallelism,
+    /// Caller memory outputs are written into, by buffer name (see [`OutBuffer`]); those
+    /// outputs are then left out of the run's returned outputs.
+    pub out: HashMap<String, OutBuffer>,
 }
 
 /// How the kernel's object was obtained.
@@ -216,7 +221,7 @@ impl CompiledKernel {
             .unwrap_or(self.default_threads);
         let launcher =
             Launcher::with_spin(threads, self.spin)?.with_parallelism(options.parallelism);
-        let mut bound = args::bind(&self.program, inputs, &interp_options, outputs)?;
+        let mut bound = args::bind(&self.program, inputs, &interp_options, outputs, &options.out)?;
         for id in std::mem::take(&mut bound.reused) {
             if self.initialised.contains(&id) {
                 continue;
@@ -240,11 +245,17 @@ impl CompiledKernel {
             let structure = bound.owned_structures[id]
                 .take()
                 .expect("outputs own their structure");
-            let values = bound.owned[id]
-                .take()
-                .expect("outputs own their values")
-                .into_values();
-            outputs.insert(decl.name.clone(), SparseTensor { structure, values });
+            let owned = bound.owned[id].take().expect("outputs own their values");
+            if owned.is_external() {
+                continue; // written into the caller's memory
+            }
+            outputs.insert(
+                decl.name.clone(),
+                SparseTensor {
+                    structure,
+                    values: owned.into_values(),
+                },
+            );
         }
         Ok(())
     }

@@ -330,9 +330,7 @@ impl AutoKernel {
         let selection = self.select(inputs, threads);
         let (kernel, used) = self.kernel(inputs, &selection)?;
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(used);
-        kernel.run_into(inputs, outputs, options)?;
-        super::widened::round_outputs(outputs, &self.half_outputs);
-        Ok(())
+        super::widened::run_into(&kernel, inputs, outputs, options, &self.half_outputs)
     }
 
     /// [`AutoKernel::run`] on operands in device memory, for the `cuda` target (see

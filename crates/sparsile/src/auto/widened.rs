@@ -65,3 +65,74 @@ pub(super) fn round_outputs(outputs: &mut Outputs, half: &[(String, DType)]) {
         }
     }
 }
+
+/// Runs a kernel from [`compile`] with `options`: the caller's `out` buffers of half
+/// outputs (which that kernel writes in f32) are filled from the rounded results instead
+/// of being handed to the run.
+pub(super) fn run_into(
+    kernel: &Kernel,
+    inputs: &HashMap<String, SparseTensor<'_>>,
+    outputs: &mut Outputs,
+    options: &crate::RunOptions,
+    half: &[(String, DType)],
+) -> Result<(), CompileError> {
+    let widened: Vec<&(String, DType)> = half
+        .iter()
+        .filter(|(name, _)| options.out.contains_key(name) && !writes_half(kernel, name))
+        .collect();
+    if widened.is_empty() {
+        kernel.run_into(inputs, outputs, options)?;
+        round_outputs(outputs, half);
+        return Ok(());
+    }
+    let mut inner = options.clone();
+    for (name, _) in &widened {
+        inner.out.remove(name);
+    }
+    kernel.run_into(inputs, outputs, &inner)?;
+    round_outputs(outputs, half);
+    for (name, dtype) in widened {
+        let t = outputs
+            .remove(name)
+            .expect("a run returns every output not written in place");
+        let b = options.out[name];
+        if b.dtype() != *dtype || b.len() != t.values.len() {
+            return Err(CompileError::from(sparsile_runtime::KernelError::OutBufferMismatch {
+                buffer: name.clone(),
+                reason: format!(
+                    "it takes {} values of {dtype}, the given memory holds {} of {}",
+                    t.values.len(),
+                    b.len(),
+                    b.dtype()
+                ),
+            }));
+        }
+        // SAFETY: `b` holds `len` writable values of `dtype` that only this run uses
+        // (`OutBuffer::new`); the bytes copied are `len` values of that type.
+        unsafe { b.write_bytes(value_bytes(&t.values)) };
+    }
+    Ok(())
+}
+
+/// Whether `kernel` computes the output `name` in its declared half type (not widened).
+fn writes_half(kernel: &Kernel, name: &str) -> bool {
+    let stage1 = &kernel.lowered().stage1;
+    stage1
+        .buffer_by_name(&buffer_name(name))
+        .is_some_and(|b| stage1.buffers[b].dtype.is_half())
+}
+
+/// The bytes of `values`, in their own type.
+fn value_bytes<'a>(values: &'a Values<'_>) -> &'a [u8] {
+    fn bytes<T>(v: &[T]) -> &[u8] {
+        // SAFETY: plain numbers (no padding, every byte initialised) viewed as bytes,
+        // for as long as the slice is borrowed.
+        unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+    }
+    match values {
+        Values::F16(v) => bytes(v),
+        Values::BF16(v) => bytes(v),
+        Values::F32(v) => bytes(v),
+        Values::F64(v) => bytes(v),
+    }
+}
