@@ -11,9 +11,14 @@ mod support;
 
 use std::collections::HashMap;
 
+use sparsile::formats::decompose::DecomposeRule;
 use sparsile::formats::{CooTensor, Format, SparseTensor};
+use sparsile::ir::loops::{GpuAxis, GpuDim};
 use sparsile::ir::DType;
 use sparsile::recipe::{compile_recipe_for, list};
+use sparsile::transform::schedule::{
+    LoopRef, ReductionStrategy, Schedule, ScheduleError, SplitTail,
+};
 use sparsile::{compile, evaluate, Parallelism, RunOptions, Stage, Target};
 use support::{close, dense, have_compiler, matrix, rng};
 
@@ -313,10 +318,27 @@ fn every_stage_of_the_new_statements_parses_back() {
 
 /// Every recipe either refuses the row max (an error, no panic) or matches the
 /// interpreter; returns the names of those that ran.
-fn recipes_on(text: &str, ins: &HashMap<String, SparseTensor<'_>>) -> Vec<&'static str> {
+fn recipes_on(text: &str, ins: &HashMap<String, SparseTensor<'_>>) -> Vec<String> {
     let want = evaluate(text, ins).unwrap()["M"].to_dense_f64();
     let mut ran = Vec::new();
-    for info in list() {
+    let variants = [
+        ("daspmm", "daspmm:balance=nnz,reduce=par"),
+        ("daspmm", "daspmm:dense=col,reduce=par"),
+        ("daspmm", "daspmm:balance=nnz,dense=col"),
+        ("gpu_da", "gpu_da:balance=eb"),
+        ("gpu_da", "gpu_da:reduce=pr"),
+        ("gpu_da", "gpu_da:balance=eb,reduce=pr"),
+        ("rowwise", "rowwise:cache=off,partition=dynamic"),
+    ];
+    let infos = list();
+    let specs = infos
+        .iter()
+        .map(|i| (i, i.name.to_string()))
+        .chain(variants.iter().map(|(name, spec)| {
+            let info = infos.iter().find(|i| i.name == *name).unwrap();
+            (info, spec.to_string())
+        }));
+    for (info, spec) in specs {
         let target = if info.gpu {
             Target::CudaSim
         } else {
@@ -325,13 +347,13 @@ fn recipes_on(text: &str, ins: &HashMap<String, SparseTensor<'_>>) -> Vec<&'stat
         if !info.gpu && !have_compiler() {
             continue;
         }
-        match compile_recipe_for(text, ins, info.name, target) {
+        match compile_recipe_for(text, ins, &spec, target) {
             Ok(kernel) => {
                 let got = kernel.run(ins, &options(2)).unwrap()["M"].to_dense_f64();
-                assert_eq!(got, want, "recipe {}", info.name);
-                ran.push(info.name);
+                assert_eq!(got, want, "recipe {spec}");
+                ran.push(spec);
             }
-            Err(e) => eprintln!("{} refuses: {e}", info.name),
+            Err(e) => eprintln!("{spec} refuses: {e}"),
         }
     }
     ran
@@ -346,6 +368,137 @@ fn recipes_run_the_row_max_correctly_or_refuse_it() {
     let mut ins = inputs(csr(&coo, DType::F32));
     ins.insert("x".into(), dense(&[38], DType::F32, &mut r));
     let ran = recipes_on(text, &ins);
-    assert!(ran.contains(&"default") || !have_compiler(), "{ran:?}");
+    assert!(
+        ran.iter().any(|r| r == "default") || !have_compiler(),
+        "{ran:?}"
+    );
     eprintln!("recipes that ran the row max: {ran:?}");
+    // SpMM-shaped: the row-and-width recipes (daspmm, gpu_da, gpu_rowcache) apply.
+    let text = "tensor A: f32[m, n] csr\ntensor B: f32[n, k]\ntensor M: f32[m, k]\nM[i,c] max= A[i,j] * B[j,c]\n";
+    for width in [5, 16] {
+        let mut ins = inputs(csr(&coo, DType::F32));
+        ins.insert("B".into(), dense(&[38, width], DType::F32, &mut r));
+        let ran = recipes_on(text, &ins);
+        assert!(
+            ran.iter().any(|r| r == "default") || !have_compiler(),
+            "{ran:?}"
+        );
+        eprintln!("recipes that ran the SpMM-shaped max at width {width}: {ran:?}");
+    }
+}
+
+const ROW_MAX: &str =
+    "tensor A: f32[m, n] csr\ntensor x: f32[n]\ntensor M: f32[m]\nM[i] max= A[i,j] * x[j]\n";
+const ALL_MAX: &str = "tensor A: f32[m, n] csr\ntensor s: f32[]\ns max= A[i,j]\n";
+
+fn schedule(text: &str) -> Schedule {
+    Schedule::new(&sparsile::compile_notation(text).unwrap())
+}
+
+#[test]
+fn sum_only_transformations_refuse_a_max_reduction_by_name() {
+    // The scalar's loops all update one element: no plain `parallel`, and no way to
+    // combine partial results by `+`.
+    let outer = LoopRef::new("s", "i");
+    let err = schedule(ALL_MAX).parallel(&outer).unwrap_err();
+    assert!(matches!(err, ScheduleError::LoopCarriedAccess(_)), "{err}");
+    for strategy in [
+        ReductionStrategy::Atomic,
+        ReductionStrategy::PerThread { copies: 2 },
+    ] {
+        let err = schedule(ALL_MAX)
+            .parallel_reduce(&outer, strategy)
+            .unwrap_err();
+        assert!(matches!(err, ScheduleError::NotAReduction { .. }), "{err}");
+    }
+    let err = schedule(ALL_MAX)
+        .bind_atomic(&outer, GpuAxis::Block(GpuDim::X))
+        .unwrap_err();
+    assert!(matches!(err, ScheduleError::NotAReduction { .. }), "{err}");
+
+    // rfactor's partial results are added back.
+    let mut sch = schedule(ROW_MAX);
+    let (o, i) = sch
+        .split(&LoopRef::new("M", "j_p"), 4, SplitTail::InnerFixed)
+        .unwrap();
+    let err = sch.rfactor(&o, &i).unwrap_err();
+    assert!(matches!(err, ScheduleError::NotAReduction { .. }), "{err}");
+
+    // Reassociation (vector lanes, hoisted factors) is for sums into locals.
+    let mut sch = schedule(ROW_MAX);
+    sch.cache_write(&LoopRef::new("M", "i_2"), "M").unwrap();
+    let nonzeros = LoopRef::new("M", "j_p");
+    let err = sch.vectorize_reduction(&nonzeros, 1).unwrap_err();
+    assert!(
+        matches!(err, ScheduleError::NotReassociable { .. }),
+        "{err}"
+    );
+    let err = sch.hoist_factor(&nonzeros).unwrap_err();
+    assert!(
+        matches!(err, ScheduleError::NotReassociable { .. }),
+        "{err}"
+    );
+    let err = sch.batch_reduction(&LoopRef::new("M", "i_2")).unwrap_err();
+    assert!(matches!(err, ScheduleError::NotBatchable { .. }), "{err}");
+
+    // A decomposed operand's parts are summed.
+    let err = schedule(ROW_MAX)
+        .decompose_format("A", DecomposeRule::Hyb { c: 1, k: 2 })
+        .unwrap_err();
+    assert!(
+        matches!(err, ScheduleError::NotAnAccumulation { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn row_parallel_cache_write_and_absorb_init_keep_a_max_reduction() {
+    let mut sch = schedule(ROW_MAX);
+    sch.cache_write(&LoopRef::new("M", "i_2"), "M").unwrap();
+    sch.absorb_init("M", "M").unwrap();
+    sch.parallel(&LoopRef::new("M", "i_2")).unwrap();
+    let text = sch.func().unwrap().to_string();
+    assert!(text.contains("M_local[0] = -inf"), "{text}");
+    if !have_compiler() {
+        return;
+    }
+    let mut r = rng(17);
+    let coo = matrix("random", 40, 33, &mut r);
+    let mut ins = inputs(csr(&coo, DType::F32));
+    ins.insert("x".into(), dense(&[33], DType::F32, &mut r));
+    let want = evaluate(ROW_MAX, &ins).unwrap()["M"].to_dense_f64();
+    let ast = sparsile::notation::parse(ROW_MAX).unwrap();
+    let kernel =
+        sparsile::compile_program_with(sparsile::lower(&ast).unwrap(), sch.trace()).unwrap();
+    for threads in [1, 2] {
+        let got = kernel.run(&ins, &options(threads)).unwrap()["M"].to_dense_f64();
+        close_inf(&got, &want, 1e-6, &format!("{threads} threads"));
+    }
+}
+
+#[test]
+fn the_automatic_choice_keeps_the_format_and_runs_a_max_reduction() {
+    let mut r = rng(19);
+    // Even rows of one length: the choice would store a sum's operand in ELL, whose
+    // padding would take part in a max.
+    let t: Vec<(usize, usize, f64)> = (0..64)
+        .flat_map(|i| (0..4).map(move |k| (i, (i * 7 + k * 13) % 64, -1.0 - k as f64)))
+        .collect();
+    let coo = CooTensor::from_triplets(vec![64, 64], &t).unwrap();
+    let mut ins = inputs(csr(&coo, DType::F32));
+    ins.insert("x".into(), dense(&[64], DType::F32, &mut r));
+    let selection = sparsile::auto::choose(ROW_MAX, &ins, 2, true).unwrap();
+    assert_eq!(selection.op, sparsile::tune::op::Operator::Other);
+    assert_eq!(selection.candidate.format, "csr", "{selection:?}");
+    let gpu = sparsile::compile_notation(ROW_MAX).unwrap();
+    assert_eq!(sparsile::auto::gpu_rule(&gpu), "gpu_rowwise");
+    if !have_compiler() {
+        return;
+    }
+    let want = evaluate(ROW_MAX, &ins).unwrap()["M"].to_dense_f64();
+    let auto = sparsile::AutoKernel::new(ROW_MAX).unwrap();
+    for threads in [1, 2] {
+        let got = auto.run(&ins, &options(threads)).unwrap()["M"].to_dense_f64();
+        close_inf(&got, &want, 1e-6, &format!("auto, {threads} threads"));
+    }
 }
