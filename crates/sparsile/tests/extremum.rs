@@ -502,3 +502,38 @@ fn the_automatic_choice_keeps_the_format_and_runs_a_max_reduction() {
         close_inf(&got, &want, 1e-6, &format!("auto, {threads} threads"));
     }
 }
+
+#[test]
+fn a_scalar_sum_runs_in_parallel_only_through_a_reduction() {
+    let text = "tensor A: f64[m, n] csr\ntensor s: f64[]\ns = A[i,j]\n";
+    let outer = LoopRef::new("s", "i");
+    let err = schedule(text).parallel(&outer).unwrap_err();
+    assert!(matches!(err, ScheduleError::LoopCarriedAccess(_)), "{err}");
+    // The default schedule leaves the scalar's loops serial.
+    let pos = compile(text).unwrap().ir(Stage::Stage2);
+    assert!(!pos.contains("parallel"), "{pos}");
+    if !have_compiler() {
+        return;
+    }
+    let mut r = rng(23);
+    let ins = inputs(csr(&matrix("long_row", 70, 90, &mut r), DType::F64));
+    let want = evaluate(text, &ins).unwrap()["s"].to_dense_f64();
+    for strategy in [
+        ReductionStrategy::Atomic,
+        ReductionStrategy::PerThread { copies: 3 },
+    ] {
+        let mut sch = schedule(text);
+        sch.parallel_reduce(&outer, strategy).unwrap();
+        let stage1 = sparsile::compile_notation(text).unwrap();
+        let kernel = sparsile::compile_program_with(stage1, sch.trace()).unwrap();
+        for threads in [1, 2] {
+            let got = kernel.run(&ins, &options(threads)).unwrap()["s"].to_dense_f64();
+            close(
+                &got,
+                &want,
+                1e-12,
+                &format!("{strategy:?}, {threads} threads"),
+            );
+        }
+    }
+}
