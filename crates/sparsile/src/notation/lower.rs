@@ -19,6 +19,10 @@
 //!   `R` as well. So distinct spatial points always write distinct output elements.
 //! - An accumulated output is zeroed by an `init` block when the iteration's spatial axes
 //!   are exactly the output's, otherwise by a separate iteration over the output first.
+//! - `max=` / `min=` is one iteration over the whole right-hand side `e` (driven by a
+//!   sparse factor, else by the first sparse operand with plain indices), storing
+//!   `X = max(X, e)` (`min`); the output starts at `-inf` (`inf`), in an `init` block or a
+//!   `<X>_fill` iteration under the same rule as the zeroing.
 //!
 //! ```
 //! let p = sparsile::compile_notation("\
