@@ -87,10 +87,7 @@ pub fn accesses(expr: &str) -> Result<Vec<Access>> {
             }
             let name: String = chars[s..k].iter().collect();
             if name.is_empty() {
-                bail!(
-                    "`[` at character {} does not follow a tensor name",
-                    k + 1
-                );
+                bail!("`[` at character {} does not follow a tensor name", k + 1);
             }
             let close = chars[k..]
                 .iter()
@@ -131,9 +128,7 @@ pub fn accesses(expr: &str) -> Result<Vec<Access>> {
         }
     }
     if out.is_empty() {
-        bail!(
-            "no tensor access found (expected something like `C[i,k] = A[i,j] * B[j,k]`)"
-        );
+        bail!("no tensor access found (expected something like `C[i,k] = A[i,j] * B[j,k]`)");
     }
     Ok(out)
 }
