@@ -542,3 +542,19 @@ fn a_scalar_sum_runs_in_parallel_only_through_a_reduction() {
         }
     }
 }
+
+#[test]
+fn cache_write_shared_refuses_a_max_reduction() {
+    // A row per block, the width over the lanes, each lane walking the row's non-zeros:
+    // plain updates, which the primitive would zero in shared memory and add back.
+    let text = "tensor A: f32[m, n] csr\ntensor B: f32[n, k]\ntensor M: f32[m, k]\nM[i,c] max= A[i,j] * B[j,c]\n";
+    let mut sch = schedule(text);
+    let at = |var: &str| LoopRef::new("M", var);
+    sch.bound(&at("c_2"), 32).unwrap();
+    sch.reorder(&[at("c_2"), at("j_p")]).unwrap();
+    sch.bind(&at("i_2"), GpuAxis::Block(GpuDim::X)).unwrap();
+    sch.bind(&at("c_2"), GpuAxis::Thread(GpuDim::X)).unwrap();
+    let err = sch.cache_write_shared(&at("i_2"), "M").unwrap_err();
+    assert!(matches!(err, ScheduleError::CacheBuffer { .. }), "{err}");
+    assert!(err.to_string().contains("+"), "{err}");
+}
