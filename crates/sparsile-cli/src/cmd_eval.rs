@@ -119,7 +119,8 @@ pub fn ast_text(
                     .filter(|(_, f)| **f != Format::Dense)
                     .map(|(n, _)| n.clone()),
             );
-            infer::program_text(e, &sparse, formats, dtype).map_err(|err| anyhow::anyhow!("--expr: {err}"))?
+            infer::program_text(e, &sparse, formats, dtype)
+                .map_err(|err| anyhow::anyhow!("--expr: {err}"))?
         }
         (None, None) => bail!("give a program file or --expr"),
     })

@@ -521,3 +521,43 @@ fn recipes_are_listed_and_applied_by_name() {
         );
     }
 }
+
+#[test]
+fn run_computes_row_maxima_and_scalar_outputs_like_eval() {
+    if !have_cc() {
+        eprintln!("skipping: no C compiler");
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let env = [("SPARSILE_CACHE_DIR", cache.path().to_str().unwrap())];
+    // Cora has no empty row, so every row maximum is finite.
+    for expr in [
+        "M[i] max= A[i,j] * x[j]",
+        "M[i] min= A[i,j]",
+        "s = A[i,j] * x[j]",
+        "s[] max= A[i,j] * x[j]",
+    ] {
+        let common = [
+            "--expr",
+            expr,
+            "--input",
+            "A=data/cora.mtx",
+            "--dtype",
+            "f64",
+            "--json",
+        ];
+        let mut eval_args = vec!["eval"];
+        eval_args.extend(common);
+        let v = json(&sparsile(&eval_args));
+        let expected = v["outputs"][0]["checksum"].as_f64().unwrap();
+        let mut run_args = vec!["run", "--threads", "2", "--repeat", "2"];
+        run_args.extend(common);
+        let got = json(&sparsile_env(&run_args, &env))["outputs"][0]["checksum"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (got - expected).abs() <= 1e-9 * expected.abs().max(1.0),
+            "{expr}: {got} vs {expected}"
+        );
+    }
+}

@@ -21,10 +21,17 @@ fn lower_case_names_parse_with_surrounding_space() {
 #[test]
 fn wrongly_cased_names_are_refused_with_the_right_spelling() {
     assert_eq!(reason("CSR"), "format names are lower case: write `csr`");
-    assert_eq!(reason("Bsr:4X4"), "format names are lower case: write `bsr:4x4`");
+    assert_eq!(
+        reason("Bsr:4X4"),
+        "format names are lower case: write `bsr:4x4`"
+    );
 }
 
 #[test]
 fn unknown_names_are_refused() {
-    assert!(reason("cssr").contains("unknown format"), "{}", reason("cssr"));
+    assert!(
+        reason("cssr").contains("unknown format"),
+        "{}",
+        reason("cssr")
+    );
 }

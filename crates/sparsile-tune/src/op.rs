@@ -3,7 +3,9 @@
 //! The search space, the cost model and the selector are per operator. A program is
 //! recognised by the shapes of its buffers: one sparse input of order 2 (order 3 for
 //! MTTKRP and RGMS), its dense inputs and its output. Anything else is
-//! [`Operator::Other`], for which only the generic recipes are candidates.
+//! [`Operator::Other`], for which only the generic recipes are candidates; so is a
+//! program with a `max`/`min` reduction ([`sums_only`]), whose result the explicit zeros
+//! of another format would change.
 //!
 //! ```
 //! use sparsile_tune::op::{classify, Operator};
@@ -30,7 +32,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
-use sparsile_ir::coord::{BufferDecl, BufferRole, Program};
+use sparsile_ir::coord::{BinaryOp, BufferDecl, BufferRole, Expr, Program, Stmt};
 
 /// An operator the tuner knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -107,6 +109,28 @@ fn is_sparse(p: &Program, b: &BufferDecl) -> bool {
     b.axes.iter().any(|&a| p.axes[a].kind.is_sparse())
 }
 
+/// Whether no store of `program` is a `max`/`min` update `X[e] = max(X[e], v)` (either
+/// operand order), so that every reduction in it is a sum.
+pub fn sums_only(program: &Program) -> bool {
+    fn walk(stmts: &[Stmt]) -> bool {
+        stmts.iter().all(|s| match s {
+            Stmt::Store(st) => match &st.value {
+                Expr::Binary {
+                    op: BinaryOp::Max | BinaryOp::Min,
+                    lhs,
+                    rhs,
+                } => ![lhs, rhs].iter().any(|e| {
+                    matches!(&***e, Expr::Load { buffer, indices }
+                        if *buffer == st.buffer && *indices == st.indices)
+                }),
+                _ => true,
+            },
+            Stmt::Iteration(it) => walk(&it.init) && walk(&it.body),
+        })
+    }
+    walk(&program.body)
+}
+
 /// The operator `program` computes (see the module docs).
 pub fn classify(program: &Program) -> OpInfo {
     let bufs: Vec<&BufferDecl> = program.buffers.values().collect();
@@ -127,7 +151,7 @@ pub fn classify(program: &Program) -> OpInfo {
         sparse,
         width: None,
     };
-    let ([s], [out]) = (sparse_in.as_slice(), outputs.as_slice()) else {
+    let ([s], [out], true) = (sparse_in.as_slice(), outputs.as_slice(), sums_only(program)) else {
         return other(sparse_in.first().map(|b| b.name.clone()));
     };
     let name = Some(s.name.clone());

@@ -27,7 +27,16 @@ fn lexical_and_syntax_errors() {
     assert!(matches!(e, NotationError::BadNumber { .. }));
     let e = error_at("tensor A: f32[m]\nA[i] 2\n", 2, 6);
     assert!(matches!(e, NotationError::UnexpectedToken { .. }), "{e}");
-    assert!(e.to_string().contains("expected `=` or `+=`"));
+    assert!(e
+        .to_string()
+        .contains("expected `=`, `+=`, `max=` or `min=`"));
+    // `max=` is one operator: no space before `=`.
+    let e = error_at(
+        "tensor A: f32[m]\ntensor B: f32[m]\nB[i] max = A[i]\n",
+        3,
+        6,
+    );
+    assert!(matches!(e, NotationError::UnexpectedToken { .. }), "{e}");
     let e = error_at("tensor A: f32[m]\nA[i] = (A[i]\n", 2, 13);
     assert!(matches!(e, NotationError::UnexpectedToken { .. }));
     let e = error_at("tensor A: f32[m,]\n", 1, 17);
@@ -57,6 +66,36 @@ fn declaration_errors() {
     assert!(matches!(e, NotationError::UnsupportedOrder { ndim: 3, .. }));
     let e = error_at("tensor v: f32[m] csf\n", 1, 18);
     assert!(matches!(e, NotationError::UnsupportedOrder { ndim: 1, .. }));
+    // A scalar is dense.
+    let e = error_at("tensor s: f32[] csr\n", 1, 17);
+    assert!(matches!(e, NotationError::UnsupportedOrder { ndim: 0, .. }));
+}
+
+#[test]
+fn max_and_min_reductions_need_a_dense_float_output() {
+    let e = error_at(
+        "tensor A: i32[m, n]\ntensor M: i32[m]\nM[i] max= A[i,j]\n",
+        3,
+        1,
+    );
+    assert!(
+        matches!(e, NotationError::UnsupportedReduction { op: "max=", .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("floating-point"), "{e}");
+    let e = error_at(
+        "tensor A: f32[m, n] csr\ntensor C: f32[m, n] csr\nC[i,j] min= A[i,j]\n",
+        3,
+        1,
+    );
+    assert!(e.to_string().contains("must be dense"), "{e}");
+    // A scalar written without brackets is read with them.
+    let e = error_at(
+        "tensor A: f32[m, n] csr\ntensor s: f32[]\ntensor t: f32[]\ns = A[i,j]\nt = s\n",
+        5,
+        6,
+    );
+    assert!(matches!(e, NotationError::UnexpectedToken { .. }), "{e}");
 }
 
 #[test]

@@ -90,6 +90,7 @@ fn dense_reference(ast: &Ast, sizes: &HashMap<&str, usize>, mut dense: Dense) ->
         let mut result = match s.op {
             AssignOp::Assign => vec![0.0; shape.iter().product()],
             AssignOp::Accumulate => dense[&out.name].1.clone(),
+            AssignOp::Max | AssignOp::Min => unimplemented!("sums only (see extremum.rs)"),
         };
         let lhs_vars: Vec<String> = Expr::Access(s.lhs.clone()).vars();
         let mut ts = Vec::new();

@@ -95,11 +95,13 @@ pub fn rfactor(
     let body = Body::of(f);
     let stored: Vec<BufferId> = body.stores.iter().copied().collect();
     let Some(&(x, ref e, span)) = updated.first() else {
-        return Err(not_reduction(
-            "",
-            "the loop has no update `X[e] = X[e] + v`",
-            f.span,
-        ));
+        return Err(ScheduleError::NotAReduction {
+            primitive: PRIMITIVE,
+            block: target.block.clone(),
+            var: target.var.clone(),
+            what: "no element as a sum: the loop has no update `X[e] = X[e] + v`".into(),
+            span: f.span,
+        });
     };
     let name = func.buffers[x].name.clone();
     if stored

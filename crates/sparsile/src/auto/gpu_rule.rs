@@ -1,7 +1,7 @@
 //! The choice for GPU targets: a static rule per operator. GPU kernels are not measured
 //! on the machines that build Sparsile, so there is no tuning database or learned model
 //! for them yet; the rule picks the recipe whose design fits the operator:
-//! - SpMM (and anything not listed): `gpu_rowwise`, the dense width over the lanes of a
+//! - SpMM (and anything not listed, a `max`/`min` reduction included): `gpu_rowwise`, the dense width over the lanes of a
 //!   warp with each output element summed in a register;
 //! - SpMV: `gpu_warp`, a warp per row (CSR-vector), combined by a warp reduction;
 //! - SDDMM: `gpu_sddmm_vec`, a warp per non-zero (over all non-zeros, whatever the row
@@ -26,11 +26,11 @@
 
 use sparsile_ir::coord::{BufferRole, Extent, Program};
 use sparsile_ir::{AxisKind, DType};
-use sparsile_tune::op::{classify, Operator};
+use sparsile_tune::op::{classify, sums_only, Operator};
 
 /// The GPU recipe for `program` (see the module docs).
 pub fn gpu_rule(program: &Program) -> &'static str {
-    if tensor_core_spmm(program) {
+    if tensor_core_spmm(program) && sums_only(program) {
         return "gpu_bsr_mma";
     }
     match classify(program).op {

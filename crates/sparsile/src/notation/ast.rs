@@ -3,6 +3,8 @@
 //! ```text
 //! tensor A: f32[m, n] csr        -> TensorDecl { name: "A", dims: [m, n], format: Csr }
 //! C[i,k] = A[i,j] * B[j,k]       -> Statement { lhs: C[i,k], op: Assign, rhs: Mul(..) }
+//! m[i] max= A[i,j]               -> Statement { lhs: m[i], op: Max, rhs: A[i,j] }
+//! s = x[i] * y[i]                -> Statement { lhs: s[], op: Assign, rhs: Mul(..) }
 //! ```
 
 use sparsile_formats::Format;
@@ -55,14 +57,39 @@ pub struct TensorDecl {
     pub format_span: Span,
 }
 
-/// `=` or `+=`.
+/// `=`, `+=`, `max=` or `min=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AssignOp {
     Assign,
     Accumulate,
+    /// `max=`: the largest value of the right-hand side over its indices not on the left.
+    Max,
+    /// `min=`: the smallest value of the right-hand side over its indices not on the left.
+    Min,
 }
 
-/// `LHS = RHS` or `LHS += RHS`.
+impl AssignOp {
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            AssignOp::Assign => "=",
+            AssignOp::Accumulate => "+=",
+            AssignOp::Max => "max=",
+            AssignOp::Min => "min=",
+        }
+    }
+
+    /// The stage-I operator of a `max=`/`min=` reduction.
+    pub fn extremum(self) -> Option<BinaryOp> {
+        match self {
+            AssignOp::Max => Some(BinaryOp::Max),
+            AssignOp::Min => Some(BinaryOp::Min),
+            AssignOp::Assign | AssignOp::Accumulate => None,
+        }
+    }
+}
+
+/// `LHS = RHS`, `LHS += RHS`, `LHS max= RHS` or `LHS min= RHS`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Statement {
     pub lhs: Access,

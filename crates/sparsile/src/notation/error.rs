@@ -124,6 +124,14 @@ pub enum NotationError {
         span: Span,
     },
 
+    #[error("{span}: `{op}` into `{tensor}` is not supported: {reason}")]
+    UnsupportedReduction {
+        op: &'static str,
+        tensor: String,
+        reason: String,
+        span: Span,
+    },
+
     #[error("{span}: tensor `{tensor}` in format `{format}` cannot be accessed at arbitrary coordinates here; make it the driving operand (a factor of a product) instead")]
     NotRandomAccess {
         tensor: String,
@@ -158,7 +166,8 @@ impl NotationError {
             | ReadBeforeAssign { span, .. }
             | ReadsOwnOutput { span, .. }
             | PatternNotDerivable { span, .. }
-            | NotRandomAccess { span, .. } => *span,
+            | NotRandomAccess { span, .. }
+            | UnsupportedReduction { span, .. } => *span,
         }
     }
 }

@@ -16,7 +16,9 @@
 //! ```
 //! A tensor not named sparse is dense. The output is sparse, in the format
 //! of a sparse operand, when it is indexed exactly like that operand (the operand whose
-//! pattern it is sampled by); otherwise dense.
+//! pattern it is sampled by) and the statement is not a `max=`/`min=` reduction;
+//! otherwise dense. A bare name on the left (`s = A[i,j]`) or `s[]` is a scalar output
+//! (`tensor s: f32[]`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -47,11 +49,35 @@ fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
+/// The left-hand side of `expr` when it is a bare name (a scalar output, `s = ...`), and
+/// whether the statement is a `max=`/`min=` reduction.
+fn statement_kind(expr: &str) -> (Option<String>, bool) {
+    let Some(eq) = expr.find('=') else {
+        return (None, false);
+    };
+    let lhs = expr[..eq].trim_end();
+    let (lhs, extremum) = match lhs.strip_suffix("max").or_else(|| lhs.strip_suffix("min")) {
+        Some(rest) if !rest.trim().is_empty() && !rest.ends_with(is_ident_char) => (rest, true),
+        _ => (lhs, false),
+    };
+    let lhs = lhs.trim_end_matches('+').trim();
+    let bare = !lhs.is_empty()
+        && lhs.chars().all(is_ident_char)
+        && !lhs.starts_with(|c: char| c.is_ascii_digit());
+    (bare.then(|| lhs.to_string()), extremum)
+}
+
 /// Finds `Name[i, j, ...]` accesses, in order of first appearance; the first is the
-/// left-hand side.
+/// left-hand side (a bare name on the left, `s = ...`, is a scalar: `s[]`).
 pub fn accesses(expr: &str) -> Result<Vec<Access>> {
     let chars: Vec<char> = expr.chars().collect();
     let mut out: Vec<Access> = Vec::new();
+    if let (Some(name), _) = statement_kind(expr) {
+        out.push(Access {
+            name,
+            indices: Vec::new(),
+        });
+    }
     let mut k = 0;
     while k < chars.len() {
         if chars[k] == '[' {
@@ -61,10 +87,7 @@ pub fn accesses(expr: &str) -> Result<Vec<Access>> {
             }
             let name: String = chars[s..k].iter().collect();
             if name.is_empty() {
-                bail!(
-                    "`[` at character {} does not follow a tensor name",
-                    k + 1
-                );
+                bail!("`[` at character {} does not follow a tensor name", k + 1);
             }
             let close = chars[k..]
                 .iter()
@@ -75,7 +98,11 @@ pub fn accesses(expr: &str) -> Result<Vec<Access>> {
             if inner.contains('[') {
                 bail!("declarations are inferred for plain index variables only (found `{name}[{inner}]`); declare the tensors (`tensor NAME: TYPE[DIMS] FORMAT` lines before the statement)");
             }
-            let indices: Vec<String> = inner.split(',').map(|s| s.trim().to_string()).collect();
+            let indices: Vec<String> = if inner.trim().is_empty() {
+                Vec::new()
+            } else {
+                inner.split(',').map(|s| s.trim().to_string()).collect()
+            };
             for ix in &indices {
                 if ix.is_empty()
                     || !ix.chars().all(is_ident_char)
@@ -101,9 +128,7 @@ pub fn accesses(expr: &str) -> Result<Vec<Access>> {
         }
     }
     if out.is_empty() {
-        bail!(
-            "no tensor access found (expected something like `C[i,k] = A[i,j] * B[j,k]`)"
-        );
+        bail!("no tensor access found (expected something like `C[i,k] = A[i,j] * B[j,k]`)");
     }
     Ok(out)
 }
@@ -136,10 +161,14 @@ pub fn program_text(
             });
         decl_formats.insert(a.name.clone(), f);
     }
+    // A `max=`/`min=` output is dense.
+    let extremum = statement_kind(expr).1;
     let out_format = formats.get(&lhs.name).cloned().unwrap_or_else(|| {
         acc[1..]
             .iter()
-            .find(|a| a.indices == lhs.indices && decl_formats[&a.name] != Format::Dense)
+            .find(|a| {
+                !extremum && a.indices == lhs.indices && decl_formats[&a.name] != Format::Dense
+            })
             .map(|a| decl_formats[&a.name].clone())
             .unwrap_or(Format::Dense)
     });
@@ -196,6 +225,44 @@ mod tests {
         )
         .unwrap();
         assert!(text.starts_with("tensor C: f32[n_i, n_j] csr\n"), "{text}");
+    }
+
+    #[test]
+    fn scalar_and_extremum_outputs_are_dense() {
+        let sparse = ["A".to_string()];
+        let none = HashMap::new();
+        let text = program_text("s = A[i,j]", &sparse, &none, DType::F64).unwrap();
+        assert!(
+            text.starts_with(
+                "tensor s: f64[] dense
+"
+            ),
+            "{text}"
+        );
+        let text = program_text("s[] max= A[i,j]", &sparse, &none, DType::F64).unwrap();
+        assert!(
+            text.starts_with(
+                "tensor s: f64[] dense
+"
+            ),
+            "{text}"
+        );
+        let text = program_text("M[i,j] min= A[i,j]", &sparse, &none, DType::F32).unwrap();
+        assert!(
+            text.starts_with(
+                "tensor M: f32[n_i, n_j] dense
+"
+            ),
+            "{text}"
+        );
+        let text = program_text("max[i] = A[i,j]", &sparse, &none, DType::F32).unwrap();
+        assert!(
+            text.starts_with(
+                "tensor max: f32[n_i] dense
+"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -19,6 +19,10 @@
 //!   `R` as well. So distinct spatial points always write distinct output elements.
 //! - An accumulated output is zeroed by an `init` block when the iteration's spatial axes
 //!   are exactly the output's, otherwise by a separate iteration over the output first.
+//! - `max=` / `min=` is one iteration over the whole right-hand side `e` (driven by a
+//!   sparse factor, else by the first sparse operand with plain indices), storing
+//!   `X = max(X, e)` (`min`); the output starts at `-inf` (`inf`), in an `init` block or a
+//!   `<X>_fill` iteration under the same rule as the zeroing.
 //!
 //! ```
 //! let p = sparsile::compile_notation("\
@@ -203,6 +207,9 @@ impl<'c> Lowerer<'c> {
         let checked = self.checked;
         let s = &checked.ast.statements[si];
         let out = checked.statements[si].output;
+        if let Some(op) = s.op.extremum() {
+            return self.extremum(si, op);
+        }
         let mut terms = Vec::new();
         split_terms(&s.rhs, false, &mut terms);
         let count = terms.len();
@@ -232,13 +239,63 @@ impl<'c> Lowerer<'c> {
                     acc = true;
                     init = self.init_ok(&nest, out);
                     if !init {
-                        self.zero_fill(si, out);
+                        self.fill(si, out, self.zero(out), "zero");
                     }
                 }
             }
             self.emit(si, out, nest, init, acc, negate);
         }
         Ok(())
+    }
+
+    /// Lowers `X[..] max= e` / `min= e` (dense float output, checked): one iteration over
+    /// the whole right-hand side, driven like a term of a sum or, without a sparse factor,
+    /// by its first sparse operand read with plain indices; the output starts at the
+    /// identity (`-inf` for max, `inf` for min) and every point updates `X = op(X, e)`.
+    fn extremum(&mut self, si: usize, op: BinaryOp) -> Result<(), NotationError> {
+        let checked = self.checked;
+        let s = &checked.ast.statements[si];
+        let out = checked.statements[si].output;
+        let driver = self
+            .choose_driver(&s.rhs)
+            .or_else(|| self.first_sparse_access(&s.rhs));
+        let nest = self.nest(si, &s.rhs, driver)?;
+        let identity = Expr::Float(if op == BinaryOp::Max {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        });
+        let init = self.init_ok(&nest, out);
+        if !init {
+            self.fill(si, out, identity.clone(), "fill");
+        }
+        let buffer = self.buffers[out];
+        let value = Expr::binary(
+            op,
+            Expr::load(buffer, nest.store.clone()),
+            nest.value.clone(),
+        );
+        self.push_iteration(si, nest, init.then_some(identity), value);
+        Ok(())
+    }
+
+    /// The first access of a sparse tensor with plain indices in `e`.
+    fn first_sparse_access<'a>(&self, e: &'a ast::Expr) -> Option<Driver<'a>> {
+        let mut found: Option<Driver<'a>> = None;
+        e.visit_accesses(&mut |a| {
+            if found.is_some() || a.indices.iter().any(|ix| ix.as_var().is_none()) {
+                return;
+            }
+            if let Some((t, _)) = self.checked.ast.tensor(&a.tensor) {
+                if self.checked.is_sparse(t) {
+                    found = Some(Driver {
+                        tensor: t,
+                        access: a,
+                    });
+                }
+            }
+        });
+        found
     }
 
     /// A sparse factor of the term's product to drive its iteration, preferring one that
@@ -562,8 +619,9 @@ impl<'c> Lowerer<'c> {
         }
     }
 
-    /// Emits an iteration over the output's own axes that stores zero everywhere.
-    fn zero_fill(&mut self, si: usize, out: usize) {
+    /// Emits an iteration `<X>_<what>` over the output's own axes that stores `value`
+    /// everywhere.
+    fn fill(&mut self, si: usize, out: usize, value: Expr, what: &str) {
         let checked = self.checked;
         let s = &checked.ast.statements[si];
         let layout = &checked.layouts[out];
@@ -607,10 +665,10 @@ impl<'c> Lowerer<'c> {
         let store = Store {
             buffer: self.buffers[out],
             indices: axes.iter().map(|ia| Expr::Var(ia.var)).collect(),
-            value: self.zero(out),
+            value,
             span: s.span,
         };
-        let name = self.fresh_iter(&format!("{}_zero", s.lhs.tensor));
+        let name = self.fresh_iter(&format!("{}_{what}", s.lhs.tensor));
         self.d.prog.body.push(Stmt::Iteration(SparseIteration {
             name,
             axes,
@@ -622,27 +680,39 @@ impl<'c> Lowerer<'c> {
     }
 
     fn emit(&mut self, si: usize, out: usize, nest: Nest, init: bool, acc: bool, negate: bool) {
-        let s = &self.checked.ast.statements[si];
         let buffer = self.buffers[out];
         let value = if acc {
             let op = if negate { BinaryOp::Sub } else { BinaryOp::Add };
-            Expr::binary(op, Expr::load(buffer, nest.store.clone()), nest.value)
+            Expr::binary(
+                op,
+                Expr::load(buffer, nest.store.clone()),
+                nest.value.clone(),
+            )
         } else if negate && !self.checked.ast.tensors[out].dtype.is_float() {
-            Expr::binary(BinaryOp::Sub, Expr::Int(0), nest.value)
+            Expr::binary(BinaryOp::Sub, Expr::Int(0), nest.value.clone())
         } else if negate {
-            Expr::unary(UnaryOp::Neg, nest.value)
+            Expr::unary(UnaryOp::Neg, nest.value.clone())
         } else {
-            nest.value
+            nest.value.clone()
         };
-        let init = if init {
-            vec![Stmt::Store(Store {
+        let init = init.then(|| self.zero(out));
+        self.push_iteration(si, nest, init, value);
+    }
+
+    /// Appends the iteration of statement `si` over `nest` storing `value`, with an `init`
+    /// store of `init` when given.
+    fn push_iteration(&mut self, si: usize, nest: Nest, init: Option<Expr>, value: Expr) {
+        let s = &self.checked.ast.statements[si];
+        let out = self.checked.statements[si].output;
+        let buffer = self.buffers[out];
+        let init = match init {
+            Some(value) => vec![Stmt::Store(Store {
                 buffer,
                 indices: nest.store.clone(),
-                value: self.zero(out),
+                value,
                 span: s.span,
-            })]
-        } else {
-            Vec::new()
+            })],
+            None => Vec::new(),
         };
         let body = vec![Stmt::Store(Store {
             buffer,

@@ -18,6 +18,19 @@
 //! element type, the output's, except that f16/bf16 values may be assigned to f32 or f64
 //! outputs (`tensor C: f32[m, k]` with f16 `A` and `B`: mixed precision).
 //!
+//! `M[i] max= e` / `M[i] min= e` keep the largest / smallest value of `e` over its indices
+//! not on the left, instead of the sum (the right-hand side is one term). The values
+//! range over the stored entries of the operand that drives the iteration: a sparse
+//! factor of the product, else the first sparse operand read with plain indices, else
+//! the dense index space; stored explicit zeros (BSR block fill, ELL padding) count. The
+//! output starts at the identity, `-inf` for `max=` and `inf` for `min=`, so an element
+//! no entry reaches (an empty row) keeps it. NaN values are skipped (`fmax`/`fmin`
+//! semantics), so only NaN values also give the identity. The output must be dense with
+//! a floating-point type ([`NotationError::UnsupportedReduction`]).
+//!
+//! A tensor declared with no dimensions, `tensor s: f64[]`, is a dense scalar: assigned
+//! as `s = ...` or `s[] = ...` (also `+=`, `max=`, `min=`), read as `s[]`.
+//!
 //! ```
 //! use sparsile::notation::compile_notation;
 //! let program = compile_notation("\

@@ -2,12 +2,14 @@
 //!
 //! Grammar (one declaration or statement per line; blank lines and `#` comments allowed):
 //! ```text
-//! decl   := "tensor" NAME ":" DTYPE "[" dim ("," dim)* "]" FORMAT?   (FORMAT: rest of line)
-//! stmt   := access ("=" | "+=") expr
-//! access := NAME "[" index ("," index)* "]"      index := NAME | access
+//! decl   := "tensor" NAME ":" DTYPE "[" (dim ("," dim)*)? "]" FORMAT?   (FORMAT: rest of line)
+//! stmt   := (access | NAME) ("=" | "+=" | "max=" | "min=") expr
+//! access := NAME "[" (index ("," index)*)? "]"   index := NAME | access
 //! expr   := term (("+" | "-") term)*             term := unary (("*" | "/") unary)*
 //! unary  := "-" unary | NUMBER | "(" expr ")" | NAME "(" expr ("," expr)* ")" | access
 //! ```
+//! `max=` and `min=` are written without a space between the name and `=`. A bare `NAME`
+//! on the left is the order-0 access `NAME[]` (a scalar output, declared with `[]`).
 //!
 //! ```
 //! let ast = sparsile::notation::parse("tensor x: f32[n]\ntensor y: f32[n]\ny[i] = -x[i] * 2\n").unwrap();
@@ -147,7 +149,8 @@ impl Parser<'_> {
         })?;
         self.expect(Tok::LBracket, "`[`")?;
         let mut dims = Vec::new();
-        loop {
+        // `[]`: order 0 (a scalar).
+        while self.peek().tok != Tok::RBracket || !dims.is_empty() {
             let t = self.peek().clone();
             match t.tok {
                 Tok::Ident(s) => dims.push(Dim::Named(s)),
@@ -215,11 +218,36 @@ impl Parser<'_> {
     }
 
     fn statement(&mut self) -> Result<Statement, NotationError> {
-        let lhs = self.access()?;
-        let op = match self.peek().tok {
+        let lhs = match (&self.peek().tok, self.peek_at(1)) {
+            // A scalar output written without brackets: `s = ...`.
+            (Tok::Ident(name), Tok::Eq | Tok::PlusEq | Tok::Ident(_)) => {
+                let (tensor, span) = (name.clone(), self.peek().span);
+                self.bump();
+                Access {
+                    tensor,
+                    indices: Vec::new(),
+                    span,
+                }
+            }
+            _ => self.access()?,
+        };
+        let op = match &self.peek().tok {
             Tok::Eq => AssignOp::Assign,
             Tok::PlusEq => AssignOp::Accumulate,
-            _ => return Err(self.error("`=` or `+=`")),
+            Tok::Ident(name)
+                if (name == "max" || name == "min")
+                    && *self.peek_at(1) == Tok::Eq
+                    && self.tokens[self.pos + 1].span.start == self.peek().span.end =>
+            {
+                let op = if name == "max" {
+                    AssignOp::Max
+                } else {
+                    AssignOp::Min
+                };
+                self.bump();
+                op
+            }
+            _ => return Err(self.error("`=`, `+=`, `max=` or `min=`")),
         };
         self.bump();
         let rhs = self.expr()?;

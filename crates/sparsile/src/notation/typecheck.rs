@@ -6,7 +6,9 @@
 //! over one dimension size within its statement; value types agree with the output's
 //! element type (or are f16/bf16 values assigned to an f32 or f64 output: computed in
 //! f64 like every value, rounded once when stored); indirect indices read integer tensors; outputs are assigned (`=`) before
-//! they are read or accumulated into (`+=`), and no statement reads its own output.
+//! they are read or accumulated into (`+=`), and no statement reads its own output; the
+//! output of `max=`/`min=` is dense with a floating-point type. A tensor declared with
+//! no dimensions (`tensor s: f64[]`) is a dense scalar.
 //!
 //! ```
 //! use sparsile::notation::{check, parse, NotationError};
@@ -18,9 +20,9 @@
 
 use std::collections::BTreeMap;
 
-use sparsile_formats::Layout;
+use sparsile_formats::{Format, Layout};
 use sparsile_ir::coord::UnaryOp;
-use sparsile_ir::{DType, Span};
+use sparsile_ir::{AxisKind, DType, Span};
 
 use super::ast::{Access, AssignOp, Dim, Expr, Index, Program};
 use super::NotationError;
@@ -66,15 +68,22 @@ pub fn check(ast: &Program) -> Result<Checked, NotationError> {
                 span: t.span,
             });
         }
-        let layout =
-            t.format
-                .layout(t.dims.len())
-                .map_err(|_| NotationError::UnsupportedOrder {
-                    tensor: t.name.clone(),
-                    format: t.format.to_string(),
-                    ndim: t.dims.len(),
-                    span: t.format_span,
-                })?;
+        let unsupported = || NotationError::UnsupportedOrder {
+            tensor: t.name.clone(),
+            format: t.format.to_string(),
+            ndim: t.dims.len(),
+            span: t.format_span,
+        };
+        let layout = match (t.dims.len(), &t.format) {
+            // A scalar: one element, no axes.
+            (0, Format::Dense) => Layout {
+                axes: Vec::new(),
+                to_logical: Vec::new(),
+                from_logical: Vec::new(),
+            },
+            (0, _) => return Err(unsupported()),
+            (n, f) => f.layout(n).map_err(|_| unsupported())?,
+        };
         layouts.push(layout);
     }
     let mut is_output = vec![false; ast.tensors.len()];
@@ -127,6 +136,26 @@ pub fn check(ast: &Program) -> Result<Checked, NotationError> {
         }
         let ty = value_type(ast, &s.rhs)?;
         let dtype = out_decl.dtype;
+        if s.op.extremum().is_some() {
+            let refuse = |reason: &str| NotationError::UnsupportedReduction {
+                op: s.op.symbol(),
+                tensor: out_decl.name.clone(),
+                reason: reason.to_string(),
+                span: s.lhs.span,
+            };
+            if !dtype.is_float() {
+                return Err(refuse(
+                    "the output must have a floating-point type (its identity is an infinity)",
+                ));
+            }
+            if layouts[out]
+                .axes
+                .iter()
+                .any(|a| a.kind != AxisKind::DenseFixed)
+            {
+                return Err(refuse("the output must be dense"));
+            }
+        }
         let ok = match ty {
             // Half-precision values widen exactly into f32 and f64 outputs (mixed
             // precision: f16 operands, f32 results).
