@@ -51,7 +51,9 @@ Example::
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, Union
+
+import numpy as np
 
 from . import _cuda, _log, _native
 from ._dense import SPARSILE_DTYPE, as_array, device_of, is_torch_tensor, value_dtype, wrap_output
@@ -122,13 +124,46 @@ def _args(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any],
     return _program(template, A), args, to_torch
 
 
+def _out_array(out: Any, shape: Tuple[int, ...], dtype: Any, inputs: Dict[str, Any]) -> np.ndarray:
+    """``out`` (a NumPy array or a torch CPU tensor) as the NumPy array the kernel writes
+    into: of ``shape`` and ``dtype`` (the sparse operand's) exactly, sharing no memory
+    with ``inputs``."""
+    if is_torch_tensor(out):
+        import torch
+
+        if out.requires_grad:
+            raise ValueError("out= takes no tensor that requires a gradient (it cannot carry one)")
+        if out.device.type != "cpu":
+            raise ValueError(f"out is on device {out.device}: out= is taken on the CPU")
+        out = out.detach()
+        array = out.view(torch.int16).numpy().view(np.uint16) if out.dtype == torch.bfloat16 else out.numpy()
+        given = "bfloat16" if out.dtype == torch.bfloat16 else array.dtype
+    elif isinstance(out, np.ndarray):
+        array = out
+        given = array.dtype
+    else:
+        raise TypeError(f"out must be a NumPy array or a torch CPU tensor, got {type(out).__name__}")
+    if given != dtype:
+        raise TypeError(f"out is {given} but the result is {dtype}")
+    if tuple(array.shape) != tuple(shape):
+        raise ValueError(f"out must have the result's shape {tuple(shape)}, got {tuple(array.shape)}")
+    for name, x in inputs.items():
+        if isinstance(x, np.ndarray) and np.shares_memory(array, x):
+            raise ValueError(f"out shares memory with the input {name}: the kernel reads it while writing out")
+    return array
+
+
 def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output: str,
          threads: Optional[int], values: Optional[Any] = None, recipe: str = "auto",
-         target: Optional[str] = None, raw: bool = False):
+         target: Optional[str] = None, raw: bool = False, out: Any = None,
+         out_shape: Tuple[int, ...] = ()):
     """Runs the operator; a sparse output is a :class:`Tensor`, or with ``raw`` its
-    values only (a CUDA array on the GPU path, a NumPy array otherwise)."""
+    values only (a CUDA array on the GPU path, a NumPy array otherwise). With ``out``
+    (of ``out_shape``), the result is written there and ``out`` returned."""
     target, device = _target(target, values, *dense.values())
     A = sparse[next(iter(sparse))]
+    if out is not None and (device == "cuda" or target != "cpu"):
+        raise ValueError(f"out= is taken by the cpu target, not {target}")
     if device == "cuda":
         kernel = auto_kernel(_program(template, A), recipe, target)
         outputs, _ = _cuda.run(kernel, sparse, dense, None if values is None else {next(iter(sparse)): values})
@@ -140,6 +175,12 @@ def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output
         return Tensor(A._native.with_values(host))
     program, args, to_torch = _args(template, sparse, dense, values)
     kernel = auto_kernel(program, recipe, target)
+    if out is not None:
+        inputs = {n: (v[1] if isinstance(v, tuple) else v) for n, v in args.items()}
+        array = _out_array(out, out_shape, A.dtype, inputs)
+        kernel.run(args, call_threads(threads), {output: array})
+        _log.chose(_OP_NAMES.get(template, "op"), kernel, A.shape)
+        return out
     out = kernel.run(args, call_threads(threads))[output]
     _log.chose(_OP_NAMES.get(template, "op"), kernel, A.shape)
     if isinstance(out, _native.Tensor):
@@ -216,6 +257,14 @@ def relation_spmm(A: Tensor, G: Any, threads: Optional[int], target: Optional[st
     return _run(RELATION_SPMM, {"A": A}, {"G": G}, "Z", threads, target=target)
 
 
+def _refuse_out(out: Any) -> None:
+    """``out=`` on the autograd path (an input requires a gradient, or torch.compile
+    traces the call): refused, as PyTorch refuses it."""
+    if out is not None:
+        raise ValueError("out= is not taken where gradients flow or under torch.compile "
+                         "(inputs that require a gradient, or a traced call): drop out= there")
+
+
 def _refuse_grad(op: str, instead: str, *xs: Any) -> None:
     if _wants_grad(*xs):
         raise ValueError(
@@ -249,7 +298,7 @@ _OP_NAMES = {SPMM: "spmm", SPMV: "spmv", SDDMM: "sddmm", SPMM_BATCHED: "spmm_bat
 
 
 def spmm(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None, values: Optional[DenseLike] = None,
-         recipe: str = "auto", target: Optional[str] = None) -> DenseResult:
+         recipe: str = "auto", target: Optional[str] = None, out: Optional[DenseLike] = None) -> DenseResult:
     """Sparse times dense matrix: ``Y = A @ X``.
 
     Args:
@@ -260,6 +309,9 @@ def spmm(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None, values: 
         1-D array of A's dtype), without copying them; with gradients, A must be CSR.
     recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
     target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+    out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
+        dtype to write the result into and return, instead of a new one (CPU target; not
+        with inputs that require a gradient).
     Returns:
         ``Y``, dense ``(m, k)`` of A's dtype: a torch tensor when ``X`` is one (with a
         ``grad_fn`` when ``X`` or ``values`` requires a gradient), else a NumPy array.
@@ -271,15 +323,17 @@ def spmm(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None, values: 
         >>> sparsile.spmm(A, np.ones((2, 3))).tolist()
         [[2.0, 2.0, 2.0], [3.0, 3.0, 3.0]]
     """
-    if _wants_grad(X, values):
+    if _wants_grad(X, values, out):
+        _refuse_out(out)
         return _autograd("spmm", A, X, values, threads, recipe, target)
     A = as_tensor(A)
     _check_order(A, 2, "spmm")
-    return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
+    return _run(SPMM, {"A": A}, {"X": X}, "Y", threads, values, recipe, target, out=out,
+                out_shape=(A.shape[0],) + tuple(getattr(X, "shape", (0, 0)))[1:])
 
 
 def spmv(A: SparseLike, x: DenseLike, *, threads: Optional[int] = None, values: Optional[DenseLike] = None,
-         recipe: str = "auto", target: Optional[str] = None) -> DenseResult:
+         recipe: str = "auto", target: Optional[str] = None, out: Optional[DenseLike] = None) -> DenseResult:
     """Sparse matrix times dense vector: ``y = A @ x``.
 
     Args:
@@ -290,6 +344,9 @@ def spmv(A: SparseLike, x: DenseLike, *, threads: Optional[int] = None, values: 
         1-D array of A's dtype), without copying them; with gradients, A must be CSR.
     recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
     target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+    out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
+        dtype to write the result into and return, instead of a new one (CPU target; not
+        with inputs that require a gradient).
     Returns:
         ``y``, dense ``(m,)`` (a torch tensor when ``x`` is one).
 
@@ -300,15 +357,18 @@ def spmv(A: SparseLike, x: DenseLike, *, threads: Optional[int] = None, values: 
         >>> sparsile.spmv(A, np.array([1.0, 10.0])).tolist()
         [20.0, 3.0]
     """
-    if _wants_grad(x, values):
+    if _wants_grad(x, values, out):
+        _refuse_out(out)
         return _autograd("spmv", A, x, values, threads, recipe, target)
     A = as_tensor(A)
     _check_order(A, 2, "spmv")
-    return _run(SPMV, {"A": A}, {"x": x}, "y", threads, values, recipe, target)
+    return _run(SPMV, {"A": A}, {"x": x}, "y", threads, values, recipe, target, out=out,
+                out_shape=(A.shape[0],))
 
 
 def sddmm(A: SparseLike, X: DenseLike, Y: DenseLike, *, threads: Optional[int] = None,
-          values: Optional[DenseLike] = None, recipe: str = "auto", target: Optional[str] = None) -> Tensor:
+          values: Optional[DenseLike] = None, recipe: str = "auto", target: Optional[str] = None,
+          out: Optional[DenseLike] = None) -> Union[Tensor, DenseResult]:
     """Sampled dense-dense matmul: ``C = A ⊙ (X @ Y.T)`` at the stored positions of ``A``
     (DGL's ``u_dot_v``). Both dense operands are row-major with one row per row / column of
     ``A``, as DGL takes them.
@@ -322,8 +382,12 @@ def sddmm(A: SparseLike, X: DenseLike, Y: DenseLike, *, threads: Optional[int] =
         1-D array of A's dtype), without copying them; with gradients, A must be CSR.
     recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
     target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+    out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
+        dtype to write the result into and return, instead of a new one (CPU target; not
+        with inputs that require a gradient).
     Returns:
-        A :class:`Tensor` with A's pattern and format. For gradients use
+        A :class:`Tensor` with A's pattern and format; with ``out`` (a 1-D array of
+        ``A.nnz`` values), its values written there, and ``out``. For gradients use
         :func:`sparsile.torch.sddmm`, which returns the values as a differentiable tensor.
 
     Example::
@@ -333,16 +397,18 @@ def sddmm(A: SparseLike, X: DenseLike, Y: DenseLike, *, threads: Optional[int] =
         >>> sparsile.sddmm(A, np.array([[1.0], [2.0]]), np.array([[3.0], [4.0]])).values.tolist()
         [4.0, 6.0]
     """
-    _refuse_grad("sddmm", "sparsile.torch.sddmm(A, X, Y) returns a differentiable tensor of the values", X, Y, values)
+    _refuse_grad("sddmm", "sparsile.torch.sddmm(A, X, Y) returns a differentiable tensor of the values", X, Y, values,
+                 out)
     A = as_tensor(A)
     _check_order(A, 2, "sddmm")
     _check_sddmm_shapes(A, X, Y)
-    return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values, recipe, target)
+    return _run(SDDMM, {"A": A}, {"X": X, "Y": Y}, "C", threads, values, recipe, target, out=out,
+                out_shape=(A.nnz,))
 
 
 def spmm_batched(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None,
                  values: Optional[DenseLike] = None, recipe: str = "auto",
-                 target: Optional[str] = None) -> DenseResult:
+                 target: Optional[str] = None, out: Optional[DenseLike] = None) -> DenseResult:
     """``Y[b] = A @ X[b]`` for every ``b`` (one sparse matrix, a batch of dense ones).
 
     Args:
@@ -353,6 +419,9 @@ def spmm_batched(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None,
         1-D array of A's dtype), without copying them; with gradients, A must be CSR.
     recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
     target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+    out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
+        dtype to write the result into and return, instead of a new one (CPU target; not
+        with inputs that require a gradient).
     Returns:
         ``Y``, dense ``(batch, m, k)``.
 
@@ -363,16 +432,19 @@ def spmm_batched(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None,
         >>> sparsile.spmm_batched(A, np.ones((3, 2, 4))).shape
         (3, 1, 4)
     """
-    if _wants_grad(X, values):
+    if _wants_grad(X, values, out):
+        _refuse_out(out)
         return _autograd("spmm_batched", A, X, values, threads, recipe, target)
     A = as_tensor(A)
     _check_order(A, 2, "spmm_batched")
-    return _run(SPMM_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
+    xs = tuple(getattr(X, "shape", (0, 0, 0)))
+    return _run(SPMM_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe, target, out=out,
+                out_shape=(xs[0], A.shape[0]) + xs[2:])
 
 
 def spmv_batched(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None,
                  values: Optional[DenseLike] = None, recipe: str = "auto",
-                 target: Optional[str] = None) -> DenseResult:
+                 target: Optional[str] = None, out: Optional[DenseLike] = None) -> DenseResult:
     """``Y[b] = A @ X[b]`` for every ``b`` (a batch of vectors).
 
     Args:
@@ -383,6 +455,9 @@ def spmv_batched(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None,
         1-D array of A's dtype), without copying them; with gradients, A must be CSR.
     recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
     target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+    out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
+        dtype to write the result into and return, instead of a new one (CPU target; not
+        with inputs that require a gradient).
     Returns:
         ``Y``, dense ``(batch, m)``.
 
@@ -393,15 +468,18 @@ def spmv_batched(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None,
         >>> sparsile.spmv_batched(A, np.ones((3, 2))).tolist()
         [[2.0], [2.0], [2.0]]
     """
-    if _wants_grad(X, values):
+    if _wants_grad(X, values, out):
+        _refuse_out(out)
         return _autograd("spmv_batched", A, X, values, threads, recipe, target)
     A = as_tensor(A)
     _check_order(A, 2, "spmv_batched")
-    return _run(SPMV_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe, target)
+    xs = tuple(getattr(X, "shape", (0, 0)))
+    return _run(SPMV_BATCHED, {"A": A}, {"X": X}, "Y", threads, values, recipe, target, out=out,
+                out_shape=(xs[0], A.shape[0]))
 
 
 def mttkrp(B: SparseLike, C: DenseLike, D: DenseLike, *, threads: Optional[int] = None, recipe: str = "auto",
-           target: Optional[str] = None) -> DenseResult:
+           target: Optional[str] = None, out: Optional[DenseLike] = None) -> DenseResult:
     """Matricized tensor times Khatri-Rao product (CP decomposition's kernel):
     ``A[i,s] = Σ_kl B[i,k,l] C[k,s] D[l,s]``.
 
@@ -409,7 +487,7 @@ def mttkrp(B: SparseLike, C: DenseLike, D: DenseLike, *, threads: Optional[int] 
         B: 3-D sparse tensor ``(m, p, q)`` (``csf`` suits it; see :func:`sparsile.from_coords`).
         C: dense ``(p, r)`` of B's dtype.
         D: dense ``(q, r)`` of B's dtype.
-        threads, recipe, target: as for :func:`spmm`.
+        threads, recipe, target, out: as for :func:`spmm`.
 
     Returns:
         ``A``, dense ``(m, r)``; with torch inputs that require a gradient, a tensor with a
@@ -422,24 +500,26 @@ def mttkrp(B: SparseLike, C: DenseLike, D: DenseLike, *, threads: Optional[int] 
         >>> sparsile.mttkrp(B, np.ones((2, 4)), np.ones((3, 4))).tolist()
         [[2.0, 2.0, 2.0, 2.0]]
     """
-    if _wants_grad(C, D):
+    if _wants_grad(C, D, out):
+        _refuse_out(out)
         from . import torch as _st
 
         return _st.mttkrp(B, C, D, threads=threads, recipe=recipe, target=target)
     B = as_tensor(B, "B")
     _check_order(B, 3, "mttkrp")
-    return _run(MTTKRP, {"B": B}, {"C": C, "D": D}, "A", threads, recipe=recipe, target=target)
+    return _run(MTTKRP, {"B": B}, {"C": C, "D": D}, "A", threads, recipe=recipe, target=target, out=out,
+                out_shape=(B.shape[0],) + tuple(getattr(C, "shape", (0, 0)))[1:])
 
 
 def rgms(A: SparseLike, X: DenseLike, W: DenseLike, *, threads: Optional[int] = None, recipe: str = "auto",
-         target: Optional[str] = None) -> DenseResult:
+         target: Optional[str] = None, out: Optional[DenseLike] = None) -> DenseResult:
     """Relational gather-matmul-scatter (RGCN layers): ``Y = Σ_r A[r] @ X @ W[r]``.
 
     Args:
         A: 3-D sparse ``(relations, m, n)``, one adjacency per relation.
         X: dense ``(n, p)`` node features, A's dtype.
         W: dense ``(relations, p, q)``, one weight per relation.
-        threads, recipe, target: as for :func:`spmm`.
+        threads, recipe, target, out: as for :func:`spmm`.
 
     Returns:
         ``Y``, dense ``(m, q)``; with torch inputs that require a gradient, a tensor with a
@@ -452,10 +532,12 @@ def rgms(A: SparseLike, X: DenseLike, W: DenseLike, *, threads: Optional[int] = 
         >>> sparsile.rgms(A, np.ones((2, 3)), np.ones((2, 3, 2))).tolist()
         [[6.0, 6.0]]
     """
-    if _wants_grad(X, W):
+    if _wants_grad(X, W, out):
+        _refuse_out(out)
         from . import torch as _st
 
         return _st.rgms(A, X, W, threads=threads, recipe=recipe, target=target)
     A = as_tensor(A)
     _check_order(A, 3, "rgms")
-    return _run(RGMS, {"A": A}, {"X": X, "W": W}, "Y", threads, recipe=recipe, target=target)
+    return _run(RGMS, {"A": A}, {"X": X, "W": W}, "Y", threads, recipe=recipe, target=target, out=out,
+                out_shape=(A.shape[1],) + tuple(getattr(W, "shape", (0, 0, 0)))[2:])

@@ -191,22 +191,28 @@ impl Kernel {
 
     /// Runs the kernel. `inputs` maps tensor names to `Tensor`s, `(Tensor, values)` pairs
     /// or dense arrays; returns the outputs by tensor name.
-    #[pyo3(signature = (inputs, threads=None, params=None))]
+    /// `out` maps output names to arrays written in place (see `out_arrays.rs`); those
+    /// outputs are left out of the returned dict.
+    #[pyo3(signature = (inputs, threads=None, params=None, out=None))]
     fn run<'py>(
         &self,
         py: Python<'py>,
         inputs: &Bound<'py, PyDict>,
         threads: Option<usize>,
         params: Option<HashMap<String, i64>>,
+        out: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let args = input_args(inputs)?;
         let views = views(&args)?;
-        let options = run_options(threads, params)?;
+        let mut options = run_options(threads, params)?;
+        let (outs, buffers) = crate::out_arrays::out_args(out)?;
+        options.out = buffers;
         let outputs = detached(py, || {
             self.inner.run(&views, &options).map_err(|e| message(&e))
         })?
         .map_err(PyValueError::new_err)?;
         drop(views);
+        drop(outs);
         outputs_dict(py, outputs)
     }
 

@@ -15,6 +15,7 @@ mod infer;
 mod kernel;
 mod kernel_cache;
 mod mtx_io;
+mod out_arrays;
 mod schedule;
 mod tensor;
 mod threads;

@@ -215,7 +215,9 @@ pub(super) fn host_arrays<'a>(
                             Owned::F64(v) => (DType::F64, v.len()),
                             Owned::I32(v) => (DType::I32, v.len()),
                             Owned::I64(v) => (DType::I64, v.len()),
-                            Owned::External(_) => unreachable!("CUDA runs are bound without out buffers"),
+                            Owned::External(_) => {
+                                unreachable!("CUDA runs are bound without out buffers")
+                            }
                         };
                         (zeroed(name, dtype, count)?, Some(count))
                     }

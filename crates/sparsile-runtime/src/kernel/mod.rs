@@ -33,8 +33,8 @@
 
 pub(crate) mod args;
 mod error;
-mod out_buffer;
 pub(crate) mod initialised;
+mod out_buffer;
 pub(crate) mod plan;
 
 use std::collections::HashMap;
@@ -221,7 +221,13 @@ impl CompiledKernel {
             .unwrap_or(self.default_threads);
         let launcher =
             Launcher::with_spin(threads, self.spin)?.with_parallelism(options.parallelism);
-        let mut bound = args::bind(&self.program, inputs, &interp_options, outputs, &options.out)?;
+        let mut bound = args::bind(
+            &self.program,
+            inputs,
+            &interp_options,
+            outputs,
+            &options.out,
+        )?;
         for id in std::mem::take(&mut bound.reused) {
             if self.initialised.contains(&id) {
                 continue;

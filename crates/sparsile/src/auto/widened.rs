@@ -97,15 +97,17 @@ pub(super) fn run_into(
             .expect("a run returns every output not written in place");
         let b = options.out[name];
         if b.dtype() != *dtype || b.len() != t.values.len() {
-            return Err(CompileError::from(sparsile_runtime::KernelError::OutBufferMismatch {
-                buffer: name.clone(),
-                reason: format!(
-                    "it takes {} values of {dtype}, the given memory holds {} of {}",
-                    t.values.len(),
-                    b.len(),
-                    b.dtype()
-                ),
-            }));
+            return Err(CompileError::from(
+                sparsile_runtime::KernelError::OutBufferMismatch {
+                    buffer: name.clone(),
+                    reason: format!(
+                        "it takes {} values of {dtype}, the given memory holds {} of {}",
+                        t.values.len(),
+                        b.len(),
+                        b.dtype()
+                    ),
+                },
+            ));
         }
         // SAFETY: `b` holds `len` writable values of `dtype` that only this run uses
         // (`OutBuffer::new`); the bytes copied are `len` values of that type.

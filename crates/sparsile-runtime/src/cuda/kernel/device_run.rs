@@ -435,7 +435,9 @@ impl CudaKernel {
                                         Owned::F64(v) => (bytes_of(v), HostInts::None),
                                         Owned::F16(v) => (bytes_of(v), HostInts::None),
                                         Owned::BF16(v) => (bytes_of(v), HostInts::None),
-                                        Owned::External(_) => unreachable!("CUDA runs are bound without out buffers"),
+                                        Owned::External(_) => {
+                                            unreachable!("CUDA runs are bound without out buffers")
+                                        }
                                     };
                                     host_ints = i;
                                     (self.upload(&mut state, name, src)?, Some(count))
