@@ -257,6 +257,19 @@ def relation_spmm(A: Tensor, G: Any, threads: Optional[int], target: Optional[st
     return _run(RELATION_SPMM, {"A": A}, {"G": G}, "Z", threads, target=target)
 
 
+def attention_forward(U: Tensor, Q: Any, K: Any, V: Any, threads: Optional[int],
+                      target: Optional[str]) -> Tuple[Any, Any]:
+    """Sparse attention's forward pass by the one-program kernel (:data:`SPARSE_ATTENTION`)
+    on the pattern ``U`` (CSR, values 1): ``(O, P)`` with the weights ``P`` in CSR order."""
+    _check_order(U, 2, "sparse_attention")
+    target, device = _target(target, Q, K, V)
+    if device == "cuda" or target != "cpu":
+        raise ValueError("the one-program sparse attention runs on the cpu target")
+    program, args, to_torch = _args(SPARSE_ATTENTION, {"U": U}, {"Q": Q, "K": K, "V": V}, None)
+    outputs = auto_kernel(program, "auto", target).run(args, call_threads(threads))
+    return wrap_output(outputs["O"], to_torch), wrap_output(outputs["P"].values(), to_torch)
+
+
 def _refuse_out(out: Any) -> None:
     """``out=`` on the autograd path (an input requires a gradient, or torch.compile
     traces the call): refused, as PyTorch refuses it."""
@@ -284,6 +297,18 @@ SDDMM = ("tensor A: {d}[m, n] {f}\ntensor X: {d}[m, k]\ntensor Y: {d}[n, k]\nten
          "C[i,j] = A[i,j] * X[i,k] * Y[j,k]\n")
 RELATION_SPMM = ("tensor A: {d}[nr, n, m] {f}\ntensor G: {d}[m, q]\ntensor Z: {d}[nr, n, q]\n"
                  "Z[r,j,l] = A[r,j,i] * G[i,l]\n")
+# Sparse attention's forward pass as one program: scores at the mask's positions (U: the
+# mask's pattern, every value 1; Q already scaled), each row's max, the exponentials, their
+# sums, the weights, and the weighted sum of V's rows. Its outputs O and the weights P.
+SPARSE_ATTENTION = ("tensor U: {d}[m, n] {f}\ntensor Q: {d}[m, c]\ntensor K: {d}[n, c]\ntensor V: {d}[n, e]\n"
+                    "tensor S: {d}[m, n] {f}\ntensor R: {d}[m]\ntensor E: {d}[m, n] {f}\ntensor Z: {d}[m]\n"
+                    "tensor P: {d}[m, n] {f}\ntensor O: {d}[m, e]\n"
+                    "S[i,j] = U[i,j] * Q[i,c] * K[j,c]\n"
+                    "R[i] max= S[i,j]\n"
+                    "E[i,j] = U[i,j] * exp(S[i,j] - R[i])\n"
+                    "Z[i] = E[i,j]\n"
+                    "P[i,j] = E[i,j] / Z[i]\n"
+                    "O[i,e] = P[i,j] * V[j,e]\n")
 SPMM_BATCHED = ("tensor A: {d}[m, n] {f}\ntensor X: {d}[b, n, k]\ntensor Y: {d}[b, m, k]\n"
                 "Y[b,i,k] = A[i,j] * X[b,j,k]\n")
 SPMV_BATCHED = "tensor A: {d}[m, n] {f}\ntensor X: {d}[b, n]\ntensor Y: {d}[b, m]\nY[b,i] = A[i,j] * X[b,j]\n"

@@ -19,6 +19,8 @@ recompiles rather than reuses a graph). The operators:
 ``sparsile::rgms(X, W, A, transpose, ...)``            ``Σ_r A[r] X W[r]`` (``A[r]ᵀ`` when
                                                        ``transpose``)
 ``sparsile::relation_spmm(G, A, transpose, ...)``      ``Z[r] = A[r] G`` (``A[r]ᵀ G``)
+``sparsile::sparse_attention(Q, K, V, mask, ...)``     ``(softmax(Q Kᵀ) V, weights)`` over the
+                                                       mask's positions, one compiled program
 ``sparsile::edge_index(like, A)``                      the (row, column) of each stored value,
                                                        ``(2, nnz)`` int64
 =====================================================  =====================================
@@ -306,6 +308,69 @@ def _rgms_backward(ctx, dY):
 
 
 rgms.register_autograd(_rgms_backward, setup_context=_rgms_setup)
+
+
+def pattern_of(A: Tensor) -> Tensor:
+    """``A``'s CSR pattern with every value 1 (cached on ``A``)."""
+    S = csr_of(A)
+    if "pattern" not in S._cache:
+        S._cache["pattern"] = S.with_values(np.ones(S.nnz, dtype=S.values.dtype))
+    return S._cache["pattern"]
+
+
+@torch.library.custom_op("sparsile::sparse_attention", mutates_args=())
+def sparse_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: str, threads: Optional[int],
+                     target: Optional[str]) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(O, P)``: ``P`` the softmax of ``Q Kᵀ`` over each row's stored positions of the
+    mask with handle ``mask`` (its values ignored; ``Q`` already scaled), in CSR order,
+    and ``O = P V``, computed by one compiled program."""
+    U = pattern_of(by_handle(mask))
+    m, n = U.shape
+    if Q.ndim != 2 or K.ndim != 2 or V.ndim != 2 or Q.shape[0] != m or K.shape[0] != n or V.shape[0] != n \
+            or Q.shape[1] != K.shape[1]:
+        raise ValueError(f"sparse_attention: Q must be ({m}, d), K ({n}, d) and V ({n}, e) for a mask of shape "
+                         f"{U.shape}, got {tuple(Q.shape)}, {tuple(K.shape)} and {tuple(V.shape)}")
+    O, P = _ops.attention_forward(U, Q.detach().contiguous(), K.detach().contiguous(), V.detach().contiguous(),
+                                  threads, target)
+    return O, P
+
+
+@sparse_attention.register_fake
+def _(Q, K, V, mask, threads, target):
+    U = csr_of(by_handle(mask))
+    return Q.new_empty((U.shape[0], V.shape[1])), Q.new_empty((U.nnz,))
+
+
+def _attention_setup(ctx, inputs, output) -> None:
+    Q, K, V, mask, threads, target = inputs
+    ctx.U = pattern_of(by_handle(mask))  # alive until the backward pass
+    ctx.threads, ctx.target = threads, target
+    ctx.save_for_backward(Q, K, V, output[1])
+
+
+def _attention_backward(ctx, dO, dP_out):
+    Q, K, V, P = ctx.saved_tensors
+    U, threads, target = ctx.U._handle, ctx.threads, ctx.target
+    d_Q = d_K = d_V = None
+    if ctx.needs_input_grad[2]:
+        d_V = torch.ops.sparsile.spmm(dO, P, U, True, threads, "auto", target)
+    if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+        # dP = dO Vᵀ at the stored positions; the softmax's backward per row.
+        ones = torch.ones_like(P)
+        dP = torch.ops.sparsile.sddmm(dO, V, ones, U, threads, "auto", target)
+        if dP_out is not None:
+            dP = dP + dP_out
+        rows = torch.ops.sparsile.edge_index(P, U)[0]
+        row_dot = P.new_zeros((ctx.U.shape[0],)).index_add(0, rows, P * dP)
+        dS = P * (dP - row_dot[rows])
+        if ctx.needs_input_grad[0]:
+            d_Q = torch.ops.sparsile.spmm(K, dS, U, False, threads, "auto", target)
+        if ctx.needs_input_grad[1]:
+            d_K = torch.ops.sparsile.spmm(Q, dS, U, True, threads, "auto", target)
+    return d_Q, d_K, d_V, None, None, None
+
+
+sparse_attention.register_autograd(_attention_backward, setup_context=_attention_setup)
 
 
 @torch.library.custom_op("sparsile::edge_index", mutates_args=())

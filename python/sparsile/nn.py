@@ -14,8 +14,9 @@ Functions (differentiable, usable under ``torch.compile(fullgraph=True)``):
                                                ``u_dot_v``): ``(nnz, heads)``
 ``spmm_heads(A, E, X)``                        ``Σ_j E[ij,h] X[j,h,:]`` (DGL's
                                                ``u_mul_e_sum``): ``(m, heads, d)``
-``sparse_attention(mask, Q, K, V)``            ``softmax(mask ⊙ Q Kᵀ / √d) V`` over the
-                                               stored positions of ``mask``
+``sparse_attention(mask, Q, K, V)``            ``softmax(Q Kᵀ / √d) V`` over the stored
+                                               positions of ``mask``, one compiled
+                                               program per head
 =============================================  ==============================================
 
 Modules: :class:`GATConv` (a graph attention layer) and :class:`SparseAttention`
@@ -146,15 +147,34 @@ def spmm_heads(A: Any, E: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
 
 def sparse_attention(mask: Any, Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,
                      scale: Optional[float] = None) -> torch.Tensor:
-    """``softmax(mask ⊙ Q Kᵀ · scale) V`` with the softmax over each row's stored
-    positions of ``mask`` (positions not stored take no part; a row with none gives
-    zeros). ``Q``: ``(m, [heads,] d)``, ``K``: ``(n, [heads,] d)``, ``V``: ``(n, [heads,]
-    dv)``; ``scale`` defaults to ``1/√d``. Returns ``(m, [heads,] dv)``."""
+    """``softmax(Q Kᵀ · scale) V`` with the softmax over each row's stored positions of
+    ``mask`` (its pattern: positions not stored take no part, stored values are not used;
+    a row with none gives zeros). ``Q``: ``(m, [heads,] d)``, ``K``: ``(n, [heads,] d)``,
+    ``V``: ``(n, [heads,] dv)``; ``scale`` defaults to ``1/√d``. Returns ``(m, [heads,]
+    dv)``.
+
+    On the CPU each head's forward pass is one compiled program (scores, each row's max,
+    exponentials, their sums and the normalised weighted sum of ``V``'s rows, the weights
+    kept for the backward pass); elsewhere (``target`` of CUDA tensors) it is composed of
+    SDDMM, :func:`edge_softmax` and SpMM."""
     mask = st._operand(mask, None)
     if scale is None:
         scale = 1.0 / math.sqrt(Q.shape[-1])
-    scores = sddmm_heads(mask, Q, K) * scale
-    return spmm_heads(mask, edge_softmax(mask, scores), V)
+    Qh, Kh, Vh = _heads(Q, "Q"), _heads(K, "K"), _heads(V, "V")
+    if not (Qh.shape[1] == Kh.shape[1] == Vh.shape[1]):
+        raise ValueError(f"Q, K and V have {Qh.shape[1]}, {Kh.shape[1]} and {Vh.shape[1]} heads")
+    if Q.is_cuda:
+        ones = torch.ones_like(torch.ops.sparsile.stored_values(Q, mask._handle))
+        heads = []
+        for h in range(Qh.shape[1]):
+            s = st.sddmm(mask, Qh[:, h].contiguous(), Kh[:, h].contiguous(), ones) * scale
+            heads.append(st.spmm(mask, Vh[:, h].contiguous(), edge_softmax(mask, s)))
+    else:
+        heads = [torch.ops.sparsile.sparse_attention((Qh[:, h] * scale).contiguous(), Kh[:, h].contiguous(),
+                                                     Vh[:, h].contiguous(), mask._handle, None, None)[0]
+                 for h in range(Qh.shape[1])]
+    out = torch.stack(heads, dim=1)
+    return out if Q.ndim == 3 else out.squeeze(1)
 
 
 class GATConv(torch.nn.Module):

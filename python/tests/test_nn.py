@@ -159,3 +159,22 @@ def test_compiled_gat_and_sparse_attention_match_eager(rng):
         torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
         for p, e in zip(model.parameters(), expected):
             torch.testing.assert_close(p.grad, e, rtol=1e-4, atol=1e-4)
+
+
+def test_sparse_attention_is_one_program_with_checked_operator(rng):
+    mask = _graph(rng, 9, 11, 0.3, empty_rows=(4,))  # values other than 1: only the pattern counts
+    Q = torch.randn(9, 3, dtype=torch.float64, requires_grad=True)
+    K = torch.randn(11, 3, dtype=torch.float64, requires_grad=True)
+    V = torch.randn(11, 2, dtype=torch.float64, requires_grad=True)
+    torch.library.opcheck(torch.ops.sparsile.sparse_attention.default, (Q, K, V, mask._handle, 1, None))
+    ones = mask.with_values(np.ones(mask.nnz))
+    torch.testing.assert_close(snn.sparse_attention(mask, Q, K, V), snn.sparse_attention(ones, Q, K, V))
+    # The forward pass is the one-program kernel: its statements are all in one program.
+    from sparsile import _ops
+
+    program = _ops._program(_ops.SPARSE_ATTENTION, mask.to("csr"))
+    assert program.count("\n") == 16 and "R[i] max= S[i,j]" in program
+    O, P = torch.ops.sparsile.sparse_attention(Q.detach(), K.detach(), V.detach(), mask._handle, 1, None)
+    rows, _ = snn.edge_index(mask)
+    sums = torch.zeros(9, dtype=torch.float64).index_add(0, rows, P)
+    torch.testing.assert_close(sums[sums != 0], torch.ones(8, dtype=torch.float64))  # row 4 is empty
