@@ -149,56 +149,27 @@ fn reads(e: &Expr, buffer: BufferId, indices: &[Expr]) -> bool {
 }
 
 /// Whether `e` reads `v` through arithmetic and the definitions of locals (not through
-/// loads). `seen` guards against locals defined in terms of themselves.
+/// loads).
 fn follows(e: &Expr, v: VarId, defs: &HashMap<VarId, Vec<&Expr>>, seen: &mut Vec<VarId>) -> bool {
-    match e {
-        Expr::Var(x) if *x == v => true,
-        Expr::Var(x) => {
-            if seen.contains(x) {
-                return false;
-            }
-            seen.push(*x);
-            let r = defs
-                .get(x)
-                .is_some_and(|ds| ds.iter().any(|d| follows(d, v, defs, seen)));
-            seen.pop();
-            r
-        }
-        Expr::Int(_)
-        | Expr::Float(_)
-        | Expr::Param(_)
-        | Expr::Load { .. }
-        | Expr::Search { .. } => false,
-        Expr::Unary { arg, .. } => follows(arg, v, defs, seen),
-        Expr::Binary { lhs, rhs, .. }
-        | Expr::Cmp { lhs, rhs, .. }
-        | Expr::Logic { lhs, rhs, .. } => {
-            follows(lhs, v, defs, seen) || follows(rhs, v, defs, seen)
-        }
-        Expr::Select {
-            cond,
-            then,
-            otherwise,
-        } => {
-            follows(cond, v, defs, seen)
-                || follows(then, v, defs, seen)
-                || follows(otherwise, v, defs, seen)
-        }
-    }
+    reaches(e, v, defs, seen, false)
 }
 
 /// Whether `e` reads `v` in any way (loads included).
 fn mentions(e: &Expr, v: VarId, defs: &HashMap<VarId, Vec<&Expr>>) -> bool {
-    let mut seen = Vec::new();
-    mentions_in(e, v, defs, &mut seen)
+    reaches(e, v, defs, &mut Vec::new(), true)
 }
 
-fn mentions_in(
+/// Whether `e` reads `v`: through arithmetic and the definitions of locals, and, with
+/// `through_loads`, through the indices of loads and the bounds and value of searches.
+/// `seen` guards against locals defined in terms of themselves.
+fn reaches(
     e: &Expr,
     v: VarId,
     defs: &HashMap<VarId, Vec<&Expr>>,
     seen: &mut Vec<VarId>,
+    through_loads: bool,
 ) -> bool {
+    let go = |x: &Expr, seen: &mut Vec<VarId>| reaches(x, v, defs, seen, through_loads);
     match e {
         Expr::Var(x) if *x == v => true,
         Expr::Var(x) => {
@@ -206,33 +177,23 @@ fn mentions_in(
                 return false;
             }
             seen.push(*x);
-            let r = defs
-                .get(x)
-                .is_some_and(|ds| ds.iter().any(|d| mentions_in(d, v, defs, seen)));
+            let r = defs.get(x).is_some_and(|ds| ds.iter().any(|d| go(d, seen)));
             seen.pop();
             r
         }
         Expr::Int(_) | Expr::Float(_) | Expr::Param(_) => false,
-        Expr::Load { indices, .. } => indices.iter().any(|i| mentions_in(i, v, defs, seen)),
-        Expr::Unary { arg, .. } => mentions_in(arg, v, defs, seen),
+        Expr::Load { indices, .. } => through_loads && indices.iter().any(|i| go(i, seen)),
+        Expr::Search { lo, hi, value, .. } => {
+            through_loads && (go(lo, seen) || go(hi, seen) || go(value, seen))
+        }
+        Expr::Unary { arg, .. } => go(arg, seen),
         Expr::Binary { lhs, rhs, .. }
         | Expr::Cmp { lhs, rhs, .. }
-        | Expr::Logic { lhs, rhs, .. } => {
-            mentions_in(lhs, v, defs, seen) || mentions_in(rhs, v, defs, seen)
-        }
+        | Expr::Logic { lhs, rhs, .. } => go(lhs, seen) || go(rhs, seen),
         Expr::Select {
             cond,
             then,
             otherwise,
-        } => {
-            mentions_in(cond, v, defs, seen)
-                || mentions_in(then, v, defs, seen)
-                || mentions_in(otherwise, v, defs, seen)
-        }
-        Expr::Search { lo, hi, value, .. } => {
-            mentions_in(lo, v, defs, seen)
-                || mentions_in(hi, v, defs, seen)
-                || mentions_in(value, v, defs, seen)
-        }
+        } => go(cond, seen) || go(then, seen) || go(otherwise, seen),
     }
 }
