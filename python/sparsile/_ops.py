@@ -336,16 +336,17 @@ def spmm(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None, values: 
     """Sparse times dense matrix: ``Y = A @ X``.
 
     Args:
-        A: sparse matrix of shape ``(m, n)``, float32 or float64.
+        A: sparse matrix of shape ``(m, n)``: float16, bfloat16, float32 or float64 values.
         X: dense matrix ``(n, k)`` of A's dtype (C-contiguous ones are used without a copy).
-    threads: worker threads (default: :func:`sparsile.get_num_threads`).
-    values: replaces A's stored values, one per stored position in A's storage order (a
-        1-D array of A's dtype), without copying them; with gradients, A must be CSR.
-    recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
-    target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
-    out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
-        dtype to write the result into and return, instead of a new one (CPU target; not
-        with inputs that require a gradient).
+        threads: worker threads (default: :func:`sparsile.get_num_threads`).
+        values: replaces A's stored values, one per stored position in A's storage order
+            (a 1-D array of A's dtype), without copying them; with gradients, A must be CSR.
+        recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
+        target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+        out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
+            dtype to write the result into and return, instead of a new one (CPU target;
+            not with inputs that require a gradient).
+
     Returns:
         ``Y``, dense ``(m, k)`` of A's dtype: a torch tensor when ``X`` is one (with a
         ``grad_fn`` when ``X`` or ``values`` requires a gradient), else a NumPy array.
@@ -371,16 +372,17 @@ def spmv(A: SparseLike, x: DenseLike, *, threads: Optional[int] = None, values: 
     """Sparse matrix times dense vector: ``y = A @ x``.
 
     Args:
-        A: sparse matrix ``(m, n)``, float32 or float64.
+        A: sparse matrix ``(m, n)``: float16, bfloat16, float32 or float64 values.
         x: dense vector ``(n,)`` of A's dtype.
-    threads: worker threads (default: :func:`sparsile.get_num_threads`).
-    values: replaces A's stored values, one per stored position in A's storage order (a
-        1-D array of A's dtype), without copying them; with gradients, A must be CSR.
-    recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
-    target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
-    out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
-        dtype to write the result into and return, instead of a new one (CPU target; not
-        with inputs that require a gradient).
+        threads: worker threads (default: :func:`sparsile.get_num_threads`).
+        values: replaces A's stored values, one per stored position in A's storage order
+            (a 1-D array of A's dtype), without copying them; with gradients, A must be CSR.
+        recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
+        target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+        out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
+            dtype to write the result into and return, instead of a new one (CPU target;
+            not with inputs that require a gradient).
+
     Returns:
         ``y``, dense ``(m,)`` (a torch tensor when ``x`` is one).
 
@@ -411,14 +413,15 @@ def sddmm(A: SparseLike, X: DenseLike, Y: DenseLike, *, threads: Optional[int] =
         A: sparse matrix ``(m, n)`` (its values scale the result).
         X: dense ``(m, k)`` of A's dtype.
         Y: dense ``(n, k)`` of A's dtype.
-    threads: worker threads (default: :func:`sparsile.get_num_threads`).
-    values: replaces A's stored values, one per stored position in A's storage order (a
-        1-D array of A's dtype), without copying them; with gradients, A must be CSR.
-    recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
-    target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
-    out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
-        dtype to write the result into and return, instead of a new one (CPU target; not
-        with inputs that require a gradient).
+        threads: worker threads (default: :func:`sparsile.get_num_threads`).
+        values: replaces A's stored values, one per stored position in A's storage order
+            (a 1-D array of A's dtype), without copying them; with gradients, A must be CSR.
+        recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
+        target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+        out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
+            dtype to write the result into and return, instead of a new one (CPU target;
+            not with inputs that require a gradient).
+
     Returns:
         A :class:`Tensor` with A's pattern and format; with ``out`` (a 1-D array of
         ``A.nnz`` values), its values written there, and ``out``. For gradients use
@@ -448,14 +451,15 @@ def spmm_batched(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None,
     Args:
         A: sparse matrix ``(m, n)``.
         X: dense ``(batch, n, k)`` of A's dtype.
-    threads: worker threads (default: :func:`sparsile.get_num_threads`).
-    values: replaces A's stored values, one per stored position in A's storage order (a
-        1-D array of A's dtype), without copying them; with gradients, A must be CSR.
-    recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
-    target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
-    out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
-        dtype to write the result into and return, instead of a new one (CPU target; not
-        with inputs that require a gradient).
+        threads: worker threads (default: :func:`sparsile.get_num_threads`).
+        values: replaces A's stored values, one per stored position in A's storage order
+            (a 1-D array of A's dtype), without copying them; with gradients, A must be CSR.
+        recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
+        target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+        out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
+            dtype to write the result into and return, instead of a new one (CPU target;
+            not with inputs that require a gradient).
+
     Returns:
         ``Y``, dense ``(batch, m, k)``.
 
@@ -484,14 +488,15 @@ def spmv_batched(A: SparseLike, X: DenseLike, *, threads: Optional[int] = None,
     Args:
         A: sparse matrix ``(m, n)``.
         X: dense ``(batch, n)`` of A's dtype.
-    threads: worker threads (default: :func:`sparsile.get_num_threads`).
-    values: replaces A's stored values, one per stored position in A's storage order (a
-        1-D array of A's dtype), without copying them; with gradients, A must be CSR.
-    recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
-    target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
-    out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
-        dtype to write the result into and return, instead of a new one (CPU target; not
-        with inputs that require a gradient).
+        threads: worker threads (default: :func:`sparsile.get_num_threads`).
+        values: replaces A's stored values, one per stored position in A's storage order
+            (a 1-D array of A's dtype), without copying them; with gradients, A must be CSR.
+        recipe: ``"auto"`` (chosen per input) or a recipe spec (:func:`sparsile.recipes`).
+        target: ``"cpu"``, ``"cuda"`` or ``"cuda-sim"`` (default: where the operands are).
+        out: a C-contiguous array (NumPy, or a torch CPU tensor) of the result's shape and
+            dtype to write the result into and return, instead of a new one (CPU target;
+            not with inputs that require a gradient).
+
     Returns:
         ``Y``, dense ``(batch, m)``.
 
