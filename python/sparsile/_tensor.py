@@ -23,11 +23,15 @@ import itertools
 import os
 import warnings
 import weakref
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
+
+if TYPE_CHECKING:  # pragma: no cover - names for type checkers only
+    import torch
 
 import numpy as np
 
 from . import _native
+from ._types import DenseLike, DTypeLike, IndexLike, ScipySparse, SparseLike
 from ._dense import (BF16_BITS, BFLOAT16, DTYPES_TEXT, NUMPY_DTYPE, SPARSILE_DTYPE, as_index_array,
                      as_values, is_torch_tensor)
 
@@ -154,7 +158,7 @@ class Tensor:
             self._cache[key] = v
         return v
 
-    def astype(self, dtype: Any) -> "Tensor":
+    def astype(self, dtype: DTypeLike) -> "Tensor":
         """The same tensor (format and pattern) with values of ``dtype``."""
         return self.to(self.format, dtype=dtype)
 
@@ -162,11 +166,11 @@ class Tensor:
         """Every element as a dense array (SciPy's name for :meth:`to_dense`)."""
         return self.to_dense()
 
-    def with_values(self, values: Any) -> "Tensor":
+    def with_values(self, values: DenseLike) -> "Tensor":
         """This structure (shared) with other values, one per stored position."""
         return Tensor(self._native.with_values(as_values(values, "values")))
 
-    def to(self, format: str, dtype: Any = None, index_type: Any = None) -> "Tensor":
+    def to(self, format: str, dtype: Optional[DTypeLike] = None, index_type: Optional[DTypeLike] = None) -> "Tensor":
         """The same tensor in ``format``, optionally with other value / index types.
 
         ``dtype``: float16, bfloat16 (``"bfloat16"`` or ``torch.bfloat16``), float32 or
@@ -352,7 +356,7 @@ def _shape2(shape: Any) -> Tuple[int, int]:
     return m, n
 
 
-def from_csr(indptr: Any, indices: Any, values: Any, shape: Sequence[int], *,
+def from_csr(indptr: IndexLike, indices: IndexLike, values: DenseLike, shape: Sequence[int], *,
              sort_indices: bool = False, sum_duplicates: bool = False) -> Tensor:
     """A CSR matrix from SciPy-style arrays (int32 or int64 indices, float32/float64
     values). Unsorted or duplicate indices are errors unless asked to be fixed."""
@@ -361,7 +365,8 @@ def from_csr(indptr: Any, indices: Any, values: Any, shape: Sequence[int], *,
         as_values(values, "values"), **_opts(sort_indices, sum_duplicates)))
 
 
-def from_coo(rows: Any, cols: Any, values: Any = None, shape: Optional[Sequence[int]] = None, *,
+def from_coo(rows: IndexLike, cols: IndexLike, values: Optional[DenseLike] = None,
+             shape: Optional[Sequence[int]] = None, *,
              format: str = "csr", sum_duplicates: bool = True, dtype: Any = np.float32,
              return_permutation: bool = False) -> Union[Tensor, Tuple[Tensor, np.ndarray]]:
     """A matrix from coordinates (any order), stored in ``format`` (default CSR).
@@ -408,7 +413,7 @@ def from_coo(rows: Any, cols: Any, values: Any = None, shape: Optional[Sequence[
     return t, perm.astype(np.int64, copy=False).reshape(-1)
 
 
-def from_coords(coords: Sequence[Any], values: Any, shape: Sequence[int], *,
+def from_coords(coords: Sequence[IndexLike], values: DenseLike, shape: Sequence[int], *,
                 format: str = "coo", sum_duplicates: bool = True) -> Tensor:
     """A tensor of any order from one coordinate array per dimension, in ``format``
     (e.g. ``csf`` for MTTKRP / RGMS operands)."""
@@ -418,7 +423,7 @@ def from_coords(coords: Sequence[Any], values: Any, shape: Sequence[int], *,
     return Tensor(t).to(format)
 
 
-def from_dense(array: Any, format: str = "csr") -> Tensor:
+def from_dense(array: DenseLike, format: str = "csr") -> Tensor:
     """The nonzeros of a dense array, stored in ``format``."""
     a, _ = _dense_array(array)
     idx = np.nonzero(a & 0x7FFF if a.dtype == BF16_BITS else a)  # bfloat16 bits: -0 is zero
@@ -433,7 +438,7 @@ def _dense_array(array: Any):
     return as_array(array, "array")
 
 
-def from_scipy(A: Any, format: Optional[str] = None) -> Tensor:
+def from_scipy(A: ScipySparse, format: Optional[str] = None) -> Tensor:
     """A SciPy sparse matrix or array (CSR, CSC, BSR, COO, or anything ``tocsr()``
     converts) as a Sparsile tensor, in its own format or in ``format``. Like SciPy,
     unsorted indices are sorted and duplicates summed."""
@@ -465,7 +470,7 @@ def from_scipy(A: Any, format: Optional[str] = None) -> Tensor:
     return out.to(format) if format is not None else out
 
 
-def from_torch(t: Any, format: Optional[str] = None) -> Tensor:
+def from_torch(t: "torch.Tensor", format: Optional[str] = None) -> Tensor:
     """A torch sparse tensor (``sparse_coo``, ``sparse_csr``, ``sparse_csc`` or
     ``sparse_bsr``, on the CPU) as a Sparsile tensor, in its own format or ``format``."""
     import torch
@@ -507,7 +512,7 @@ def from_torch(t: Any, format: Optional[str] = None) -> Tensor:
     return res.to(format) if format is not None else res
 
 
-def as_tensor(A: Any, name: str = "A") -> Tensor:
+def as_tensor(A: SparseLike, name: str = "A") -> Tensor:
     """``A`` as a :class:`Tensor`: itself, or converted from SciPy or torch."""
     if isinstance(A, Tensor):
         return A
@@ -521,7 +526,7 @@ def as_tensor(A: Any, name: str = "A") -> Tensor:
     )
 
 
-def load(path: Union[str, os.PathLike], format: str = "csr", dtype: Any = np.float32) -> Tensor:
+def load(path: Union[str, os.PathLike], format: str = "csr", dtype: DTypeLike = np.float32) -> Tensor:
     """Reads a Matrix Market file (plain or ``.gz``) into a tensor of ``format``.
     A missing file is ``FileNotFoundError`` (a folder ``IsADirectoryError``); a malformed
     one ``ValueError`` naming the line."""
@@ -533,7 +538,7 @@ def load(path: Union[str, os.PathLike], format: str = "csr", dtype: Any = np.flo
     return Tensor(_native.load(path, format, _dtype_name(dtype)))
 
 
-def save(path: Union[str, os.PathLike], A: Any) -> None:
+def save(path: Union[str, os.PathLike], A: SparseLike) -> None:
     """Writes ``A`` as a Matrix Market ``coordinate real general`` file (gzip when the
     path ends in ``.gz``)."""
     _native.save(os.fspath(path), as_tensor(A)._native)

@@ -6,12 +6,16 @@
 - :data:`DenseLike`: a dense operand — a NumPy array, a torch tensor, a CuPy array, or any
   object with ``__dlpack__`` (float32 or float64, the sparse operand's dtype);
 - :data:`DenseResult`: a dense result — a NumPy array, or a torch tensor when a dense input
-  was one (a CuPy array for CuPy inputs on the GPU).
+  was one (a CuPy array for CuPy inputs on the GPU);
+- :data:`IndexLike`: integer coordinates or structure arrays (int32 or int64) — a NumPy
+  array, a torch tensor or a sequence of ints;
+- :data:`DTypeLike`: a value type — a NumPy dtype (``np.float32``), a torch dtype
+  (``torch.bfloat16``), or a name (``"float16"``, ``"bfloat16"``, ``"f32"``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
 
@@ -24,3 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers only
 SparseLike = Union["Tensor", "scipy.sparse.sparray", "scipy.sparse.spmatrix", "torch.Tensor"]
 DenseLike = Union[np.ndarray, "torch.Tensor", Any]
 DenseResult = Union[np.ndarray, "torch.Tensor"]
+IndexLike = Union[np.ndarray, "torch.Tensor", Sequence[int]]
+DTypeLike = Union[np.dtype, type, str, "torch.dtype"]
+ScipySparse = Union["scipy.sparse.sparray", "scipy.sparse.spmatrix"]
