@@ -367,7 +367,7 @@ def from_csr(indptr: IndexLike, indices: IndexLike, values: DenseLike, shape: Se
 
 def from_coo(rows: IndexLike, cols: IndexLike, values: Optional[DenseLike] = None,
              shape: Optional[Sequence[int]] = None, *,
-             format: str = "csr", sum_duplicates: bool = True, dtype: Any = np.float32,
+             format: str = "csr", sum_duplicates: bool = True, dtype: DTypeLike = np.float32,
              return_permutation: bool = False) -> Union[Tensor, Tuple[Tensor, np.ndarray]]:
     """A matrix from coordinates (any order), stored in ``format`` (default CSR).
 
