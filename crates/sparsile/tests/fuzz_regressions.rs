@@ -295,3 +295,83 @@ fn prefetch_lines_past_the_axis_are_guarded() {
         );
     }
 }
+
+/// `rfactor` of a BSR SpMM's block column loop added the partial sums of the padding row
+/// of a 2x2 block into `C` after the loop, outside the `io * 2 + ii < m` guard its
+/// updates had: a read and a write one row past the end of `C` when `m` is odd.
+#[test]
+fn rfactor_keeps_the_guard_of_a_padded_block_row() {
+    let text = "tensor A: f64[m, n] bsr:2x2\ntensor B: f64[n, k]\ntensor C: f64[m, k]\nC[i,k] = A[i,j] * B[j,k]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.specialize("k", 5).unwrap();
+    sch.func_or_lower().unwrap();
+    sch.rfactor(&LoopRef::new("C", "ji"), &LoopRef::new("C", "k2_2"))
+        .unwrap();
+    let trace = sch.trace().clone();
+    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
+    let stage2 = lowered.stage2.to_string();
+    // The guard of the updates, and the same guard around the combine.
+    assert_eq!(
+        stage2.matches("if io * 2 + ii < m {").count(),
+        2,
+        "{stage2}"
+    );
+    let bsr: Format = "bsr:2x2".parse().unwrap();
+    for (m, n) in [(1, 1), (3, 4), (5, 3)] {
+        let triplets: Vec<(usize, usize, f64)> = (0..m)
+            .flat_map(|i| {
+                (0..n)
+                    .filter(move |j| (i + j) % 2 == 0)
+                    .map(move |j| (i, j, 1.0 + (i * n + j) as f64))
+            })
+            .collect();
+        let a = CooTensor::from_triplets(vec![m, n], &triplets).unwrap();
+        let b: Vec<f64> = (0..n * 5).map(|v| v as f64 * 0.5 - 3.0).collect();
+        let inputs = HashMap::from([
+            (
+                "A".to_string(),
+                SparseTensor::from_coo_with(&a, &bsr, DType::F64).unwrap(),
+            ),
+            (
+                "B".to_string(),
+                SparseTensor::dense_from_f64(&[n, 5], &b, DType::F64).unwrap(),
+            ),
+        ]);
+        // m (a padded block row hides it from the shapes) and k (specialised) are given.
+        let params = HashMap::from([
+            ("m".to_string(), m as i64),
+            ("n".to_string(), n as i64),
+            ("k".to_string(), 5),
+        ]);
+        let options = InterpOptions {
+            params: params.clone(),
+            ..InterpOptions::default()
+        };
+        let want = interpret(&program, &inputs, &options).unwrap();
+        for func in [&lowered.stage2, &lowered.stage3] {
+            let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
+                .unwrap_or_else(|e| panic!("m = {m}: {e}\n{func}"));
+            close(
+                &got["C"].to_dense_f64(),
+                &want["C"].to_dense_f64(),
+                1e-12,
+                "flat interpreter",
+            );
+        }
+        if have_compiler() {
+            let kernel = sparsile::compile_program_with(program.clone(), &trace).unwrap();
+            let run = RunOptions {
+                params: params.clone(),
+                ..RunOptions::default()
+            };
+            let got = kernel.run(&inputs, &run).unwrap();
+            close(
+                &got["C"].to_dense_f64(),
+                &want["C"].to_dense_f64(),
+                1e-12,
+                "compiled",
+            );
+        }
+    }
+}

@@ -30,7 +30,10 @@
 //! Postcondition: a local buffer `<X>_partial` of `inner`'s trip count (times `W`); before `target`
 //! it is zeroed, inside every update becomes `partial[w - lo] = partial[w - lo] + v`
 //! (`w` the inner variable), and after `target` every partial sum is added to `X[e]` in
-//! order. Floating-point sums are reassociated.
+//! order. Floating-point sums are reassociated. Conditions around the updates that the
+//! loop does not change (a padded block row's `io * 2 + ii < m`) guard the combine too,
+//! so it never touches an element the updates could not; an update in the `else` branch
+//! of such a condition is refused.
 //!
 //! Example (`tests/schedule_rfactor.rs`):
 //! ```text
@@ -43,7 +46,9 @@
 use sparsile_ir::coord::Extent;
 use sparsile_ir::coord::{BinaryOp, BufferRole};
 use sparsile_ir::id::{BufferId, VarId};
-use sparsile_ir::loops::{Buffer, BufferKind, BufferLayout, Expr, For, ForKind, Func, Mma, Stmt};
+use sparsile_ir::loops::{
+    Buffer, BufferKind, BufferLayout, Expr, For, ForKind, Func, LogicOp, Mma, Stmt,
+};
 use sparsile_ir::{AxisKind, Span};
 
 use super::cache_write::{accesses, Body};
@@ -166,6 +171,45 @@ pub fn rfactor(
             span,
         ));
     }
+    // Conditions around the updates that hold for the whole loop (a padded block row's
+    // `io * 2 + ii < m`) also guard the combine: where they fail no update ran, and the
+    // element may not exist.
+    let computable_before = |c: &Expr| {
+        let mut ok = true;
+        c.visit(&mut |y| match y {
+            Expr::Var(v) if *v == f.var || declared_inside.contains(v) => ok = false,
+            Expr::Load { buffer, .. } | Expr::Search { buffer, .. } if stored.contains(buffer) => {
+                ok = false
+            }
+            _ => {}
+        });
+        ok
+    };
+    let mut guards = Vec::new();
+    update_guards(&f.body, x, &mut Vec::new(), &mut guards);
+    let mut common: Option<Vec<Expr>> = None;
+    for conds in &guards {
+        let mut mine = Vec::new();
+        for (cond, negated) in conds {
+            let cond = fold(cond, &once);
+            if !computable_before(&cond) {
+                continue;
+            }
+            if *negated {
+                return Err(not_reduction(
+                    &name,
+                    "an update sits in the `else` branch of a condition the combine would need",
+                    span,
+                ));
+            }
+            mine.push(cond);
+        }
+        common = Some(match common {
+            None => mine,
+            Some(c) => c.into_iter().filter(|x| mine.contains(x)).collect(),
+        });
+    }
+    let common = common.unwrap_or_default();
     let width = row.as_ref().map_or(1, |r| r.width);
     if (hi - lo) * width > super::cache_write::MAX_LOCAL_ELEMENTS {
         return Err(inner_err(
@@ -228,7 +272,7 @@ pub fn rfactor(
             })
         }
     };
-    let combine = Stmt::For(For {
+    let mut combine = Stmt::For(For {
         var: r1,
         lo: Expr::Int(0),
         hi: Expr::Int(hi - lo),
@@ -236,6 +280,18 @@ pub fn rfactor(
         body: vec![combine_body],
         span: f.span,
     });
+    if let Some(cond) = common.into_iter().reduce(|a, b| Expr::Logic {
+        op: LogicOp::And,
+        lhs: Box::new(a),
+        rhs: Box::new(b),
+    }) {
+        combine = Stmt::If {
+            cond,
+            then_body: vec![combine],
+            else_body: Vec::new(),
+            span: f.span,
+        };
+    }
     let slot_index = match &row {
         None => sub(Expr::Var(g.var), Expr::Int(lo)),
         Some(r) => add(
@@ -252,6 +308,38 @@ pub fn rfactor(
     list.insert(at + 1, combine);
     list.insert(at, zero);
     Ok((out, pname))
+}
+
+/// The conditions around every update `X[e] = X[e] + v` of `x` in `stmts` (outermost
+/// first; `true` marks an `else` branch), one list per update, into `out`.
+fn update_guards(
+    stmts: &[Stmt],
+    x: BufferId,
+    stack: &mut Vec<(Expr, bool)>,
+    out: &mut Vec<Vec<(Expr, bool)>>,
+) {
+    for s in stmts {
+        match s {
+            Stmt::For(g) => update_guards(&g.body, x, stack, out),
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => {
+                update_guards(body, x, stack, out)
+            }
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+                ..
+            } => {
+                stack.push((cond.clone(), false));
+                update_guards(then_body, x, stack, out);
+                stack.last_mut().expect("just pushed").1 = true;
+                update_guards(else_body, x, stack, out);
+                stack.pop();
+            }
+            Stmt::Store { buffer, .. } if *buffer == x => out.push(stack.clone()),
+            _ => {}
+        }
+    }
 }
 
 /// Updates `X[e] = X[e] + v` (inside the loop over `inner` when `in_inner`) into
