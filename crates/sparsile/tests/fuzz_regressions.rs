@@ -375,3 +375,33 @@ fn rfactor_keeps_the_guard_of_a_padded_block_row() {
         }
     }
 }
+
+/// `cache_write` of `y` at `i_o` inside a per-thread parallel loop (`parallel_reduce`
+/// with 4 copies, then `split(i, 4)`) copied whole 4-element tiles back, while each copy's
+/// rows end inside a tile: one thread wrote back rows another thread zeroed (a race the
+/// stage-II interpreter reported). Refused now, by name.
+#[test]
+fn cache_write_across_per_thread_ranges_is_refused() {
+    use sparsile::transform::schedule::{ScheduleError, Trace};
+
+    let text =
+        "tensor A: f64[m, n] csr\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let steps = r#"{"steps": [
+        {"step": "lower"},
+        {"step": "parallel_reduce", "target": {"block": "y.init", "var": "i"},
+         "strategy": {"kind": "per_thread", "copies": 4}},
+        {"step": "split", "target": {"block": "y.init", "var": "i"}, "factor": 4, "tail": "InnerFixed"}
+    ]}"#;
+    let mut sch = Trace::from_json(steps).unwrap().replay(&program).unwrap();
+    let err = sch
+        .cache_write(&LoopRef::new("y.init", "i_o"), "y")
+        .unwrap_err();
+    assert!(
+        matches!(err, ScheduleError::CacheBuffer { .. })
+            && err
+                .to_string()
+                .contains("the copy back would write elements other iterations write"),
+        "{err}"
+    );
+}

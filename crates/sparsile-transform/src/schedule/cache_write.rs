@@ -24,7 +24,11 @@
 //! - the cached positions span at most [`MAX_LOCAL_ELEMENTS`] elements
 //!   ([`ScheduleError::CacheTooLarge`]);
 //! - the loop does not add to `buffer` atomically (other iterations of an enclosing
-//!   parallel loop update the same elements) ([`ScheduleError::CacheBuffer`]).
+//!   parallel loop update the same elements) ([`ScheduleError::CacheBuffer`]);
+//! - inside a parallel loop, no store to `buffer` is limited by a condition reading both
+//!   the body's own variables and outer ones (a split tail inside one thread's rows): the
+//!   copy back covers whole cached ranges and would overwrite elements other iterations
+//!   write ([`ScheduleError::CacheBuffer`]).
 //!
 //! Postcondition: a new `local` buffer `<buffer>_local` of the union of the cached ranges;
 //! after the opening `let`s the iteration loads the cached elements that exist
@@ -98,6 +102,24 @@ pub fn cache_write(
             "the loop adds to it atomically (other parallel iterations update the same elements)",
         ));
     }
+    if under_parallel(&func.body, f.var, false) == Some(true) {
+        let once = single_iterations(&f.body);
+        let inside = Stmt::declared_vars(&f.body);
+        if let Some(span) = guarded_across(&f.body, id, &inside, &once, &mut Vec::new()) {
+            // The copies cover whole cached ranges; a store limited by a condition on both
+            // the body's own variables and outer ones (a split tail inside one thread's
+            // rows) leaves cached elements that another iteration writes, and the copy
+            // back would overwrite them.
+            return Err(cache_buffer(
+                target,
+                buffer,
+                span,
+                "inside a parallel loop, a store to it is limited by a condition on the \
+                 body's variables and outer ones: the copy back would write elements other \
+                 iterations write",
+            ));
+        }
+    }
     let plan = Plan::new(func, target, f, id, &body, PRIMITIVE)?;
     let mut out = func.clone();
     let local = plan.declare_local(&mut out, buffer);
@@ -111,6 +133,71 @@ pub fn cache_write(
     f.body = new_body;
     let name = out.buffers[local].name.clone();
     Ok((out, name))
+}
+
+/// Whether the loop over `var` in `stmts` runs inside a parallel loop (`None`: not found).
+fn under_parallel(stmts: &[Stmt], var: VarId, parallel: bool) -> Option<bool> {
+    stmts.iter().find_map(|s| match s {
+        Stmt::For(g) if g.var == var => Some(parallel),
+        Stmt::For(g) => under_parallel(&g.body, var, parallel || g.kind.is_parallel()),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => under_parallel(then_body, var, parallel)
+            .or_else(|| under_parallel(else_body, var, parallel)),
+        Stmt::Block { body, .. } | Stmt::Launch { body, .. } => under_parallel(body, var, parallel),
+        _ => None,
+    })
+}
+
+/// The span of a store to `buffer` in `stmts` under a condition that reads both a
+/// variable of `inside` and one declared outside (loops that run once read as their
+/// value, see [`single_iterations`]).
+fn guarded_across(
+    stmts: &[Stmt],
+    buffer: BufferId,
+    inside: &[VarId],
+    once: &[(VarId, i64)],
+    conds: &mut Vec<Expr>,
+) -> Option<Span> {
+    stmts.iter().find_map(|s| match s {
+        Stmt::For(g) => guarded_across(&g.body, buffer, inside, once, conds),
+        Stmt::Block { body, .. } | Stmt::Launch { body, .. } => {
+            guarded_across(body, buffer, inside, once, conds)
+        }
+        Stmt::If {
+            cond,
+            then_body,
+            else_body,
+            ..
+        } => {
+            conds.push(fold(cond, once));
+            let found = guarded_across(then_body, buffer, inside, once, conds)
+                .or_else(|| guarded_across(else_body, buffer, inside, once, conds));
+            conds.pop();
+            found
+        }
+        Stmt::Store {
+            buffer: b, span, ..
+        } if *b == buffer => conds
+            .iter()
+            .any(|c| {
+                let (mut own, mut outer) = (false, false);
+                c.visit(&mut |e| {
+                    if let Expr::Var(v) = e {
+                        if inside.contains(v) {
+                            own = true;
+                        } else {
+                            outer = true;
+                        }
+                    }
+                });
+                own && outer
+            })
+            .then_some(*span),
+        _ => None,
+    })
 }
 
 /// Whether `stmts` add to `buffer` with an atomic add.
