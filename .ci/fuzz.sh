@@ -19,7 +19,8 @@ export RUSTFLAGS="-Cpasses=sancov-module \
   -Cllvm-args=-sanitizer-coverage-pc-table \
   -Cllvm-args=-sanitizer-coverage-trace-compares \
   --cfg fuzzing"
-cargo build --release --locked --bins --target "$host"
+# Its own target folder (whatever CARGO_TARGET_DIR says): the binaries run from there.
+cargo build --release --locked --bins --target "$host" --target-dir target
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
