@@ -22,8 +22,9 @@
 # Steps:
 #   1. checks: the binary runs; the GPU (nvidia-smi, when present); the Python packages
 #      (reported; a missing one makes its peer report "unsupported", it stops nothing);
-#      NVRTC (SPARSILE_NVRTC, else the nvidia-cuda-nvrtc-cu12 wheel in the Python's
-#      site-packages, which torch's CUDA wheels bring, else the loader's search path).
+#      NVRTC (SPARSILE_NVRTC, else the nvidia-cuda-nvrtc-cu12 or CUDA 13 nvidia-cuda-nvrtc
+#      wheel in the Python's site-packages, which torch's CUDA wheels bring, else the
+#      loader's search path).
 #   2. the product path: `sparsile run --target cuda` on Cora (SpMM, SDDMM, SpMV with
 #      every GPU recipe that applies) against `sparsile eval` (the f64 interpreter):
 #      the checksums must agree, or the script stops.
@@ -109,7 +110,9 @@ import glob, os, site, sys
 dirs = list(getattr(site, "getsitepackages", lambda: [])()) + [site.getusersitepackages()]
 dirs += [p for p in sys.path if p.endswith("-packages")]
 for d in dirs:
+    # CUDA 12's wheel (nvidia-cuda-nvrtc-cu12) and CUDA 13's (nvidia-cuda-nvrtc, under cu13).
     libs = sorted(glob.glob(os.path.join(d, "nvidia", "cuda_nvrtc", "lib", "libnvrtc.so*")))
+    libs += sorted(glob.glob(os.path.join(d, "nvidia", "cu13", "lib", "libnvrtc.so*")))
     libs = [l for l in libs if "builtins" not in l and ".alt." not in l]
     if libs:
         print(libs[-1])

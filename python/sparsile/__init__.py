@@ -15,6 +15,7 @@ Example::
 """
 
 from ._cache import cache_info, clear_cache
+from ._cuda import locate_nvrtc as _locate_nvrtc
 from ._compile import Kernel, Schedule, compile
 from ._native import InternalError, __version__
 from ._explain import explain, recipes, tune
@@ -64,3 +65,6 @@ __all__ = [
     "spmv_batched",
     "tune",
 ]
+
+# GPU kernels compile with the NVRTC of the user's CUDA wheels unless SPARSILE_NVRTC names one.
+_locate_nvrtc()

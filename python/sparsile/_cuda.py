@@ -36,7 +36,40 @@ from . import _native
 from ._dense import is_torch_tensor
 from ._tensor import Tensor
 
-_TYPESTR = {"<f4": "f32", "<f8": "f64", "<i4": "i32", "<i8": "i64"}
+_TYPESTR = {"<f2": "f16", "<f4": "f32", "<f8": "f64", "<i4": "i32", "<i8": "i64"}
+
+# The value types a GPU kernel reads and writes, by their Sparsile names.
+_FLOATS = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
+_FLOATS_TEXT = "float16, bfloat16, float32 or float64"
+
+
+# NVRTC, the CUDA compiler the GPU kernels are compiled with, as the CUDA wheels that
+# PyTorch and CuPy bring install it: CUDA 12's nvidia-cuda-nvrtc-cu12, CUDA 13's
+# nvidia-cuda-nvrtc (under nvidia/cu13).
+_NVRTC_WHEEL_PATHS = (
+    ("nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.12"),
+    ("nvidia", "cu13", "lib", "libnvrtc.so.13"),
+)
+
+
+def locate_nvrtc(paths: Optional[list] = None) -> Optional[str]:
+    """Where ``SPARSILE_NVRTC`` is unset, points it at the NVRTC library of a CUDA wheel
+    on ``paths`` (default ``sys.path``), so that GPU kernels compile with the NVRTC that
+    came with the user's PyTorch or CuPy; returns the library used, or ``None`` (the
+    runtime then tries the loader's search path). An explicit ``SPARSILE_NVRTC`` is
+    kept."""
+    import os
+    import sys
+
+    if os.environ.get("SPARSILE_NVRTC"):
+        return os.environ["SPARSILE_NVRTC"]
+    for d in sys.path if paths is None else paths:
+        for parts in _NVRTC_WHEEL_PATHS:
+            lib = os.path.join(d or ".", *parts)
+            if os.path.isfile(lib):
+                os.environ["SPARSILE_NVRTC"] = lib
+                return lib
+    return None
 
 
 # --- DLPack (the stable C ABI of dlpack.h: a "dltensor" capsule holds a DLManagedTensor,
@@ -65,6 +98,7 @@ class _DLTensor(ctypes.Structure):
 
 _DL_CUDA = 2
 _DL_FLOAT = 2
+_DL_BFLOAT = 4
 # `__dlpack__(stream=1)`: the consumer runs on CUDA's legacy default stream.
 _DL_LEGACY_STREAM = 1
 
@@ -165,9 +199,10 @@ def device_array(x: Any, name: str) -> "_native.DeviceArray":
 
         if x.layout != torch.strided:
             raise TypeError(f"{name} must be a dense tensor, got layout {x.layout}")
-        dtype = {torch.float32: "f32", torch.float64: "f64"}.get(x.dtype)
+        dtype = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32",
+                 torch.float64: "f64"}.get(x.dtype)
         if dtype is None:
-            raise TypeError(f"{name} must be float32 or float64, got {x.dtype}")
+            raise TypeError(f"{name} must be {_FLOATS_TEXT}, got {x.dtype}")
         x = x.detach()
         if x.is_conj() or x.is_neg():
             x = x.resolve_conj().resolve_neg()
@@ -176,15 +211,15 @@ def device_array(x: Any, name: str) -> "_native.DeviceArray":
         return _dlpack_array(x, name)
     cai = x.__cuda_array_interface__
     dtype = _TYPESTR.get(cai["typestr"])
-    if dtype not in ("f32", "f64"):
-        raise TypeError(f"{name} must be float32 or float64, got {cai['typestr']}")
+    if dtype not in ("f16", "f32", "f64"):
+        raise TypeError(f"{name} must be float16, float32 or float64, got {cai['typestr']}")
     if cai.get("mask") is not None:
         raise ValueError(f"{name} is a masked array, which GPU kernels cannot read")
     shape = tuple(int(d) for d in cai["shape"])
     strides = cai.get("strides")
     element_strides = None
     if strides is not None:
-        size = np.dtype(np.float32 if dtype == "f32" else np.float64).itemsize
+        size = np.dtype(_FLOATS[dtype]).itemsize
         if any(s % size for s in strides):
             raise ValueError(f"{name} is not contiguous (strides {tuple(strides)} bytes): pass a contiguous copy")
         element_strides = tuple(s // size for s in strides)
@@ -204,11 +239,12 @@ def _dlpack_array(x: Any, name: str) -> "_native.DeviceArray":
             f"{name}: its DLPack tensor is on device type {t.device_type}, not CUDA ({_DL_CUDA}), "
             "though __dlpack_device__ said CUDA"
         )
-    if t.code != _DL_FLOAT or t.bits not in (32, 64) or t.lanes != 1:
+    dtype = {(_DL_FLOAT, 16): "f16", (_DL_BFLOAT, 16): "bf16", (_DL_FLOAT, 32): "f32",
+             (_DL_FLOAT, 64): "f64"}.get((t.code, t.bits))
+    if dtype is None or t.lanes != 1:
         raise TypeError(
-            f"{name} must be float32 or float64, got DLPack type code {t.code} of {t.bits} bits x {t.lanes}"
+            f"{name} must be {_FLOATS_TEXT}, got DLPack type code {t.code} of {t.bits} bits x {t.lanes}"
         )
-    dtype = "f32" if t.bits == 32 else "f64"
     return _native.DeviceArray(t.data + t.byte_offset, t.shape, dtype, t.device_id, t.strides)
 
 
@@ -265,12 +301,15 @@ class Allocator:
         if _output_library(like) == "torch":
             import torch
 
-            t = torch.empty(tuple(shape), dtype={"f32": torch.float32, "f64": torch.float64}[dtype],
+            t = torch.empty(tuple(shape), dtype=getattr(torch, _FLOATS[dtype]),
                             device=f"cuda:{_device_index(like)}")
         else:
+            if dtype == "bf16":
+                raise TypeError(f"{name}: bfloat16 results are allocated with torch, which is not installed "
+                                "(CuPy has no bfloat16)")
             cupy = _cupy(like)
             with cupy.cuda.Device(_device_index(like)):
-                t = cupy.empty(tuple(shape), dtype={"f32": np.float32, "f64": np.float64}[dtype])
+                t = cupy.empty(tuple(shape), dtype=np.dtype(_FLOATS[dtype]))
         self.outputs[name] = t
         return device_array(t, name)
 
@@ -297,13 +336,19 @@ def current_stream(like: Any) -> int:
         return int(cupy.cuda.get_current_stream().ptr)
 
 
-def to_device_like(array: np.ndarray, like: Any) -> Any:
-    """A copy of the host ``array`` on ``like``'s device, in ``like``'s library."""
+def to_device_like(array: np.ndarray, like: Any, bfloat16: bool = False) -> Any:
+    """A copy of the host ``array`` on ``like``'s device, in ``like``'s library
+    (``bfloat16``: ``array`` holds bfloat16 bits, which become a torch.bfloat16 tensor)."""
     if _output_library(like) == "torch":
         import torch
 
         # A host copy first: ``array`` may be a read-only view, which torch will not wrap.
-        return torch.from_numpy(np.array(array, order="C")).to(f"cuda:{_device_index(like)}")
+        host = torch.from_numpy(np.array(array, order="C"))
+        if bfloat16:
+            host = host.view(torch.int16).view(torch.bfloat16)
+        return host.to(f"cuda:{_device_index(like)}")
+    if bfloat16:
+        raise TypeError("bfloat16 values on the GPU need torch (CuPy has no bfloat16): pass torch CUDA tensors")
     cupy = _cupy(like)
     with cupy.cuda.Device(_device_index(like)):
         return cupy.asarray(array)
@@ -315,12 +360,12 @@ def tensor_values_on(A: Tensor, like: Any) -> Any:
     key = ("device_values", "torch" if _output_library(like) == "torch" else "cupy", _device_index(like))
     values = A._cache.get(key)
     if values is None:
-        values = to_device_like(A.values, like)
+        values = to_device_like(A.values, like, bfloat16=dtype_name(A.dtype) == "bfloat16")
         A._cache[key] = values
     return values
 
 
-def check_operands(dtype: np.dtype, key: str, given: Dict[str, Any]) -> Any:
+def check_operands(dtype: Any, key: str, given: Dict[str, Any]) -> Any:
     """Every operand in ``given`` a CUDA array of the sparse operand's dtype on one
     device; returns the first, which outputs, the stream and cached values follow."""
     on_gpu = {n: x for n, x in given.items() if is_cuda_array(x)}
@@ -344,11 +389,16 @@ def check_operands(dtype: np.dtype, key: str, given: Dict[str, Any]) -> Any:
                 "interface arrays (CuPy) or DLPack arrays, not a mix"
             )
         found = _dtype_name(x)
-        if found not in ("float32", "float64"):
-            raise TypeError(f"{name} must be float32 or float64, got {found}")
-        if np.dtype(found) != dtype:
-            raise TypeError(f"{name} is {found} but {key} is {dtype}; pass {name} as {dtype}")
+        if found not in _FLOATS.values():
+            raise TypeError(f"{name} must be {_FLOATS_TEXT}, got {found}")
+        if found != dtype_name(dtype):
+            raise TypeError(f"{name} is {found} but {key} is {dtype_name(dtype)}; pass {name} as {dtype_name(dtype)}")
     return like
+
+
+def dtype_name(dtype: Any) -> str:
+    """A value type's name: ``float16``, ``bfloat16``, ``float32``, ``float64``."""
+    return dtype if dtype == "bfloat16" else str(np.dtype(dtype))
 
 
 def run(kernel: Any, sparse: Dict[str, Tensor], dense: Dict[str, Any],
@@ -361,7 +411,7 @@ def run(kernel: Any, sparse: Dict[str, Tensor], dense: Dict[str, Any],
     when ``structures``, native structure tensors of the sparse outputs."""
     values = values or {}
     key = next(iter(sparse)) if sparse else next(iter(dense))
-    dtype = sparse[key].dtype if sparse else np.dtype(_dtype_name(dense[key]))
+    dtype = sparse[key].dtype if sparse else _dtype_name(dense[key])
     given = dict(dense)
     given.update({("values" if len(values) == 1 else f"values of {n}"): v for n, v in values.items()})
     like = check_operands(dtype, key, given)

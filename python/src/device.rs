@@ -44,20 +44,22 @@ pub struct DeviceArray {
 
 fn parse_dtype(dtype: &str) -> PyResult<DType> {
     match dtype {
+        "f16" | "float16" => Ok(DType::F16),
+        "bf16" | "bfloat16" => Ok(DType::BF16),
         "f32" | "float32" => Ok(DType::F32),
         "f64" | "float64" => Ok(DType::F64),
         "i32" | "int32" => Ok(DType::I32),
         "i64" | "int64" => Ok(DType::I64),
         other => Err(PyTypeError::new_err(format!(
-            "a device array's dtype must be f32, f64, i32 or i64, got {other:?}"
+            "a device array's dtype must be f16, bf16, f32, f64, i32 or i64, got {other:?}"
         ))),
     }
 }
 
 #[pymethods]
 impl DeviceArray {
-    /// `ptr`: the device address of the first element; `shape`; `dtype` (`f32`, `f64`,
-    /// `i32`, `i64`); `device`: the CUDA device ordinal; `strides` in elements (checked
+    /// `ptr`: the device address of the first element; `shape`; `dtype` (`f16`, `bf16`,
+    /// `f32`, `f64`, `i32`, `i64`); `device`: the CUDA device ordinal; `strides` in elements (checked
     /// to be C-contiguous), or `None` for a C-contiguous array.
     #[new]
     #[pyo3(signature = (ptr, shape, dtype, device, strides=None))]
@@ -275,6 +277,10 @@ where
             let count = output.array.len().unwrap_or(0);
             let values = match output.array.dtype {
                 DType::F64 => sparsile::formats::Values::F64(vec![0.0; count].into()),
+                DType::F16 => sparsile::formats::Values::F16(vec![half::f16::ZERO; count].into()),
+                DType::BF16 => {
+                    sparsile::formats::Values::BF16(vec![half::bf16::ZERO; count].into())
+                }
                 _ => sparsile::formats::Values::F32(vec![0.0; count].into()),
             };
             let tensor = sparsile::formats::SparseTensor {

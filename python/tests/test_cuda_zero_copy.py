@@ -100,8 +100,10 @@ def test_device_arrays_are_checked_when_made():
     a = _native.DeviceArray(0x1000, (3, 4), "f32", 0)
     assert (a.ptr, a.shape, a.dtype, a.device) == (0x1000, [3, 4], "f32", 0)
     assert "shape=[3, 4]" in repr(a)
-    with pytest.raises(TypeError, match="dtype must be f32, f64, i32 or i64"):
-        _native.DeviceArray(0x1000, (3,), "f16", 0)
+    assert _native.DeviceArray(0x1000, (3,), "f16", 0).dtype == "f16"
+    assert _native.DeviceArray(0x1000, (3,), "bf16", 0).dtype == "bf16"
+    with pytest.raises(TypeError, match="dtype must be f16, bf16, f32, f64, i32 or i64"):
+        _native.DeviceArray(0x1000, (3,), "f8", 0)
     with pytest.raises(ValueError, match="do not match shape"):
         _native.DeviceArray(0x1000, (3, 4), "f32", 0, (1,))
 
@@ -115,7 +117,8 @@ def test_cuda_array_interface_objects_are_described_without_copies():
     _cuda.device_array(FakeCudaArray((5, 3), "<f8", strides=(24, 8)), "X")
     with pytest.raises(ValueError, match="X is not contiguous"):
         _cuda.device_array(FakeCudaArray((5, 3), strides=(13, 4)), "X")
-    with pytest.raises(TypeError, match="float32 or float64, got <i4"):
+    assert _cuda.device_array(FakeCudaArray((5, 3), "<f2"), "X").dtype == "f16"
+    with pytest.raises(TypeError, match="float16, float32 or float64, got <i4"):
         _cuda.device_array(FakeCudaArray((5,), "<i4"), "X")
     assert not _cuda.is_cuda_array(np.ones(3))
 
@@ -132,7 +135,9 @@ def test_dlpack_producers_are_described_without_copies():
     assert _cuda.current_stream(x) == 0
     b = _cuda.device_array(FakeDLPackArray((4, 2), bits=64, strides=(2, 1)), "X")
     assert (b.dtype, b.shape) == ("f64", [4, 2])
-    with pytest.raises(TypeError, match="X must be float32 or float64, got DLPack type code 0 of 32 bits"):
+    assert _cuda.device_array(FakeDLPackArray((4, 2), bits=16), "X").dtype == "f16"
+    assert _cuda.device_array(FakeDLPackArray((4, 2), code=4, bits=16), "X").dtype == "bf16"
+    with pytest.raises(TypeError, match="X must be float16, bfloat16, float32 or float64, got DLPack type code 0 of 32 bits"):
         _cuda.device_array(FakeDLPackArray((4,), code=0), "X")
     with pytest.raises(ValueError, match="X: its DLPack tensor is on device type 1, not CUDA"):
         _cuda.device_array(FakeDLPackArray((4,), capsule_device=(1, 0)), "X")
@@ -279,6 +284,31 @@ def test_operators_on_cuda_tensors_match_the_cpu_and_stay_on_the_device(rng, dty
     # Explicit values, on the device.
     v = torch.tensor(A.values).to("cuda") * 2
     torch.testing.assert_close(_cpu(sparsile.spmm(A, X, values=v)), 2 * sparsile.spmm(A, _cpu(X)), **tol)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_on_cuda_matches_the_cpu(rng, dtype):
+    """f16/bf16 operands on the GPU: loaded as 16 bits, summed in f32, stored rounded
+    once, like the CPU target (the two may differ in the last bit: other sum orders)."""
+    tdtype = getattr(torch, dtype)
+    tol = dict(rtol=2e-3, atol=2e-3) if dtype == "float16" else dict(rtol=1.6e-2, atol=1.6e-2)
+    A = csr(rng, 40, 300, np.float32).astype(dtype)
+    X = torch.randn(300, 32, device="cuda").to(tdtype)
+    x = torch.randn(300, device="cuda").to(tdtype)
+    Xs = torch.randn(40, 32, device="cuda").to(tdtype)
+    Xt = torch.randn(300, 32, device="cuda").to(tdtype)
+    for got, want in [
+        (sparsile.spmm(A, X), sparsile.spmm(A, _cpu(X))),
+        (sparsile.spmv(A, x), sparsile.spmv(A, _cpu(x))),
+        (A @ X, A @ _cpu(X)),
+    ]:
+        assert got.is_cuda and got.dtype == tdtype
+        torch.testing.assert_close(_cpu(got).float(), want.float(), **tol)
+    C = sparsile.sddmm(A, Xs, Xt)
+    want = sparsile.sddmm(A, _cpu(Xs), _cpu(Xt))
+    assert C.dtype == want.dtype
+    np.testing.assert_allclose(np.asarray(C.todense(), np.float32), np.asarray(want.todense(), np.float32), **tol)
 
 
 @needs_gpu

@@ -21,6 +21,27 @@ def test_spmm_on_the_simt_interpreter_matches_scipy(rng, recipe):
     np.testing.assert_allclose(Y, A @ X, rtol=1e-4, atol=1e-4)
 
 
+def test_float16_on_the_gpu_recipes_matches_the_cpu(rng):
+    """f16 operands and results on the GPU rule's recipes (summed in f32, rounded once
+    when stored), in the SIMT interpreter, against the CPU target; bfloat16 is tested
+    with torch in test_cuda_zero_copy.py."""
+    A = sparsile.from_scipy(random_csr(rng, 37, 290, 0.15, empty_rows=(0, 5))).astype("float16")
+    X = rng.standard_normal((290, 20)).astype(np.float16)
+    x = X[:, 0].copy()
+    Xs = rng.standard_normal((37, 20)).astype(np.float16)
+    tol = dict(rtol=2e-3, atol=2e-3)
+    for got, want in [
+        (sparsile.spmm(A, X, target="cuda-sim"), sparsile.spmm(A, X)),
+        (sparsile.spmv(A, x, target="cuda-sim"), sparsile.spmv(A, x)),
+    ]:
+        assert got.dtype == np.float16
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), **tol)
+    C = sparsile.sddmm(A, Xs, X, target="cuda-sim")
+    assert C.dtype == np.float16
+    np.testing.assert_allclose(C.todense().astype(np.float32),
+                               sparsile.sddmm(A, Xs, X).todense().astype(np.float32), **tol)
+
+
 def test_spmv_and_sddmm_on_the_simt_interpreter_match_scipy(rng):
     A = random_csr(rng, 23, 31, 0.2, empty_rows=(3,))
     x = rng.standard_normal(31).astype(np.float32)

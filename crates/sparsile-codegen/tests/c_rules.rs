@@ -114,6 +114,34 @@ fn half_precision_sums_in_place_are_refused() {
         if let Some(cc) = compiler() {
             common::harness::check_compiles(&cc, &code).unwrap();
         }
+
+        // y[i] = y[i] + x[j] under `if j == 0`: one iteration of j adds (the first lane
+        // adding a warp's sum), so nothing is summed in half precision; under `j < 1`
+        // the rule does not look into the condition and still refuses.
+        for (pinned, cond) in [(true, CmpOp::Eq), (false, CmpOp::Lt)] {
+            let mut b = FuncBuilder::new("h");
+            let n = b.param("n");
+            let x = b.values("x", dtype, p(n), BufferRole::Input);
+            let y = b.values("y", dtype, p(n), BufferRole::Output);
+            let (i, j) = (b.index("i"), b.index("j"));
+            let f = b.finish(vec![parallel(
+                i,
+                int(0),
+                p(n),
+                vec![serial(
+                    j,
+                    int(0),
+                    p(n),
+                    vec![if_(
+                        cmp(cond, v(j), int(if pinned { 0 } else { 1 })),
+                        vec![store(y, v(i), add(ld(y, v(i)), ld(x, v(j))))],
+                        vec![],
+                    )],
+                )],
+            )]);
+            let result = emit_c(&f);
+            assert_eq!(result.is_ok(), pinned, "{cond:?}: {:?}", result.err());
+        }
     }
     let mut b = FuncBuilder::new("h");
     b.value("acc", DType::F16);

@@ -69,7 +69,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "SPARSILE_NVRTC",
         kind: "path",
-        doc: "the NVRTC library that compiles CUDA kernels, e.g. the libnvrtc.so.12 of `pip install nvidia-cuda-nvrtc-cu12` (default: libnvrtc.so.12, then libnvrtc.so, from the loader's search path)",
+        doc: "the NVRTC library that compiles CUDA kernels, e.g. the libnvrtc.so.12 of `pip install nvidia-cuda-nvrtc-cu12` (default: libnvrtc.so.12, libnvrtc.so.13, then libnvrtc.so, from the loader's search path)",
     },
     Variable {
         name: "SPARSILE_CUDA_ARCH",

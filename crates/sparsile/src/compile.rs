@@ -439,6 +439,17 @@ impl Kernel {
         }
     }
 
+    /// The same lowered program made runnable on `target`: a GPU function checked in
+    /// the SIMT interpreter (`cuda-sim`) runs unchanged on the GPU (`cuda`), and back.
+    /// Refused like [`compile_for`] where the function does not suit the target (a CPU
+    /// function on a GPU target, or the reverse); on `cuda` the driver and NVRTC are
+    /// needed, and their absence is the typed error of the CUDA runtime.
+    pub fn retarget(&self, target: Target) -> Result<Kernel, CompileError> {
+        let mut kernel = build_for(self.lowered.clone(), target)?;
+        kernel.ast = self.ast.clone();
+        Ok(kernel)
+    }
+
     /// Every stage's IR.
     pub fn lowered(&self) -> &Lowered {
         &self.lowered

@@ -142,7 +142,11 @@ fn staged_output_rows_match_the_interpreter_in_the_simt_interpreter() {
                         let cubin = nvrtc
                             .compile(&cuda, "kernel.cu", arch)
                             .unwrap_or_else(|e| panic!("{design:?} {dtype}, {arch}: {e}"));
-                        assert!(!cubin.kernels.is_empty(), "{design:?} {dtype}, {arch}");
+                        assert!(
+                            !cubin.kernels.is_empty(),
+                            "{design:?} {dtype}, {arch}: no ptxas report in the log:\n{}",
+                            cubin.log
+                        );
                     }
                 }
             }

@@ -13,11 +13,14 @@
 //! variable of a loop inside `v` whose bounds read `v` (positions `p` in
 //! `indptr[i]..indptr[i + 1]`: the runs of different rows are disjoint). Reading `v`
 //! only through a load (`C[rows[p]]`) does not count, since different positions may
-//! hold the same row. Loops of at most one iteration sum nothing.
+//! hold the same row. Loops of at most one iteration sum nothing, and neither does a
+//! loop over `v` whose store is under `if v == e` with `e` free of `v` (one iteration
+//! stores: the first lane of a warp adding the warp's f32 sum). Loops bound to a GPU's
+//! blocks or threads are not sequences: their iterations run side by side.
 
 use std::collections::HashMap;
 
-use sparsile_ir::loops::{Expr, For, Func, Stmt};
+use sparsile_ir::loops::{CmpOp, Expr, For, ForKind, Func, LogicOp, Stmt};
 use sparsile_ir::{BufferId, VarId};
 
 use crate::CodegenError;
@@ -34,7 +37,36 @@ pub(crate) fn check(func: &Func) -> Result<(), CodegenError> {
         }
     });
     let mut loops = Vec::new();
-    walk(func, &func.body, &defs, &mut loops)
+    walk(func, &func.body, &defs, &mut loops, &mut Vec::new())
+}
+
+/// The variables `v` that `cond` pins to one value (`v == e` or `e == v`, with `e` free
+/// of `v`, alone or in a conjunction).
+fn pinned_by(cond: &Expr, defs: &HashMap<VarId, Vec<&Expr>>, out: &mut Vec<VarId>) {
+    match cond {
+        Expr::Logic {
+            op: LogicOp::And,
+            lhs,
+            rhs,
+        } => {
+            pinned_by(lhs, defs, out);
+            pinned_by(rhs, defs, out);
+        }
+        Expr::Cmp {
+            op: CmpOp::Eq,
+            lhs,
+            rhs,
+        } => {
+            for (var, other) in [(lhs, rhs), (rhs, lhs)] {
+                if let Expr::Var(v) = var.as_ref() {
+                    if !mentions(other, *v, defs) {
+                        out.push(*v);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 fn walk<'f>(
@@ -42,29 +74,41 @@ fn walk<'f>(
     stmts: &'f [Stmt],
     defs: &HashMap<VarId, Vec<&Expr>>,
     loops: &mut Vec<&'f For>,
+    pinned: &mut Vec<VarId>,
 ) -> Result<(), CodegenError> {
     for s in stmts {
         match s {
             Stmt::For(f) => {
                 let once = matches!((&f.lo, &f.hi), (Expr::Int(lo), Expr::Int(hi)) if hi - lo <= 1);
-                if once {
-                    walk(func, &f.body, defs, loops)?;
+                // A loop bound to the GPU's blocks or threads runs its iterations side by
+                // side: stores of several of them to one element are a race (the verifier's
+                // and the SIMT interpreter's business), not a sum in sequence.
+                let side_by_side = matches!(f.kind, ForKind::Bound(_));
+                if once || side_by_side {
+                    walk(func, &f.body, defs, loops, pinned)?;
                     continue;
                 }
                 loops.push(f);
-                let r = walk(func, &f.body, defs, loops);
+                let r = walk(func, &f.body, defs, loops, pinned);
                 loops.pop();
                 r?;
             }
             Stmt::If {
+                cond,
                 then_body,
                 else_body,
                 ..
             } => {
-                walk(func, then_body, defs, loops)?;
-                walk(func, else_body, defs, loops)?;
+                let before = pinned.len();
+                pinned_by(cond, defs, pinned);
+                let r = walk(func, then_body, defs, loops, pinned);
+                pinned.truncate(before);
+                r?;
+                walk(func, else_body, defs, loops, pinned)?;
             }
-            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => walk(func, body, defs, loops)?,
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => {
+                walk(func, body, defs, loops, pinned)?
+            }
             Stmt::Store {
                 buffer,
                 indices,
@@ -80,7 +124,8 @@ fn walk<'f>(
                     |v: VarId| indices.iter().any(|i| follows(i, v, defs, &mut seen));
                 let summed = (0..loops.len()).find(|&at| {
                     let v = loops[at].var;
-                    !follows_loop(v)
+                    !pinned.contains(&v)
+                        && !follows_loop(v)
                         && !loops[at + 1..].iter().any(|w| {
                             [&w.lo, &w.hi].iter().any(|b| mentions(b, v, defs))
                                 && follows_loop(w.var)

@@ -61,7 +61,7 @@
 mod batched;
 pub(crate) mod ctx;
 pub(crate) mod expr;
-mod half_sums;
+pub(crate) mod half_sums;
 mod literal;
 pub(crate) mod names;
 pub(crate) mod phases;

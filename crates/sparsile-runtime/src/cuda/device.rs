@@ -450,6 +450,9 @@ impl CudaDevice {
             )
         };
         self.ctx.bind()?;
+        let _serial = super::nvrtc::TOOLCHAIN
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         // SAFETY: the pointer is to a complete ELF image that outlives the call (the
         // driver copies what it keeps).
         let module = guard("cuModuleLoadData", || unsafe {

@@ -16,7 +16,8 @@ pub enum CudaError {
     #[error(
         "NVRTC (the CUDA runtime compiler library) could not be loaded; tried: {}. \
          Install it with `pip install nvidia-cuda-nvrtc-cu12` and set SPARSILE_NVRTC to the \
-         full path of its library (…/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12)",
+         full path of its library (…/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12; \
+         CUDA 13's is …/site-packages/nvidia/cu13/lib/libnvrtc.so.13)",
         .tried.join("; ")
     )]
     NvrtcMissing {

@@ -430,5 +430,5 @@ fn check(program: &Program, func: &Func, plan: &LaunchPlan) -> Result<Plan, Cuda
     sparsile_ir::coord::verify(program).map_err(|errors| InterpError::InvalidProgram { errors })?;
     check_buffer_parents(program)?;
     check_plan(func, plan)?;
-    Ok(arg_plan::plan_with(program, &planning_view(func), false)?)
+    Ok(arg_plan::plan(program, &planning_view(func))?)
 }

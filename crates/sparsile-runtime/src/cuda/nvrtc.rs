@@ -2,8 +2,9 @@
 //! one GPU architecture, with ptxas's report of each kernel's resources.
 //!
 //! The library comes from [`Settings::nvrtc`] (`SPARSILE_NVRTC`, a full path) when it is
-//! set, and is then the only one tried; otherwise `libnvrtc.so.12`, then `libnvrtc.so`,
-//! from the loader's search path. When none loads the error is
+//! set, and is then the only one tried; otherwise `libnvrtc.so.12`, `libnvrtc.so.13`,
+//! then `libnvrtc.so`, from the loader's search path (NVRTC 12 and 13 export the same
+//! entry points this module calls). When none loads the error is
 //! [`CudaError::NvrtcMissing`], naming each library tried and how to install one
 //! (`pip install nvidia-cuda-nvrtc-cu12`, then point `SPARSILE_NVRTC` at its
 //! `libnvrtc.so.12`). A library is loaded once per process and stays loaded.
@@ -34,7 +35,7 @@ use super::resources::{parse_ptxas_report, KernelResources};
 use super::{Arch, CudaError};
 
 /// The libraries tried when `SPARSILE_NVRTC` is not set.
-pub const DEFAULT_NVRTC_NAMES: [&str; 2] = ["libnvrtc.so.12", "libnvrtc.so"];
+pub const DEFAULT_NVRTC_NAMES: [&str; 3] = ["libnvrtc.so.12", "libnvrtc.so.13", "libnvrtc.so"];
 
 /// `NVRTC_ERROR_COMPILATION`: the source did not compile.
 const NVRTC_ERROR_COMPILATION: c_int = 6;
@@ -102,8 +103,6 @@ pub struct Nvrtc {
     fns: Fns,
     version: (i32, i32),
     supported: Vec<u32>,
-    /// Serialises compiles.
-    lock: Mutex<()>,
     _lib: libloading::Library,
 }
 
@@ -115,6 +114,12 @@ impl std::fmt::Debug for Nvrtc {
             .finish_non_exhaustive()
     }
 }
+
+/// Serialises NVRTC compiles with each other and with the driver's module loads
+/// ([`CudaDevice::load_module`](super::CudaDevice::load_module)) in the process: ptxas
+/// runs inside NVRTC, and with the driver loading modules on other threads its report
+/// went missing from a compile's log on a GPU machine.
+pub(crate) static TOOLCHAIN: Mutex<()> = Mutex::new(());
 
 /// Libraries loaded in this process, by the name or path they were loaded from.
 static LOADED: Mutex<Vec<(PathBuf, Arc<Nvrtc>)>> = Mutex::new(Vec::new());
@@ -209,7 +214,6 @@ impl Nvrtc {
             fns,
             version: (0, 0),
             supported: Vec::new(),
-            lock: Mutex::new(()),
             _lib: lib,
         };
         let (mut major, mut minor) = (0, 0);
@@ -326,7 +330,7 @@ impl Nvrtc {
             .map(|o| CString::new(o).expect("options have no NUL (the arch parsed)"))
             .collect();
         let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
-        let _serial = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _serial = TOOLCHAIN.lock().unwrap_or_else(|e| e.into_inner());
 
         let mut handle: Program = std::ptr::null_mut();
         // SAFETY: `src` and `file` are NUL-terminated and outlive the call; no headers.

@@ -33,9 +33,6 @@ pub enum KernelError {
     #[error("buffer `{buffer}` is a shared (GPU) buffer, which CPU kernels do not have")]
     SharedBuffer { buffer: String },
 
-    #[error("buffer `{buffer}` is an output or temp of element type {dtype}, which CUDA kernels do not allocate or return (f16/bf16 inputs are taken; use an f32 output, or the CPU target)")]
-    UnsupportedDType { buffer: String, dtype: String },
-
     #[error("structure buffer `{buffer}` refers to `{tensor}`, which is not a stage-I buffer")]
     UnknownTensor { buffer: String, tensor: String },
 

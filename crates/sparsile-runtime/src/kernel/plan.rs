@@ -3,7 +3,7 @@
 //! an axis array of one (structure), with compatible element types, and every parameter
 //! is a stage-I parameter.
 
-use sparsile_ir::coord::{BufferRole, Program};
+use sparsile_ir::coord::Program;
 use sparsile_ir::loops::{BufferKind, BufferLayout, Expr, Func, Stage};
 use sparsile_ir::{AxisKind, BufferId, DType, IndexType, ParamId};
 
@@ -70,17 +70,6 @@ fn index_type(buffer: &str, dtype: DType) -> Result<IndexType, KernelError> {
 /// Checks `func` against `program` and records what each argument is bound to.
 /// f16 and bf16 values are bound as their 16-bit words, inputs and outputs alike.
 pub(crate) fn plan(program: &Program, func: &Func) -> Result<Plan, KernelError> {
-    plan_with(program, func, true)
-}
-
-/// [`plan`], with f16 and bf16 outputs and temps allowed only when `half_outputs` (the
-/// CUDA kernels take f16/bf16 inputs as 16-bit words but neither allocate nor return
-/// values of those types; the CPU kernels do both).
-pub(crate) fn plan_with(
-    program: &Program,
-    func: &Func,
-    half_outputs: bool,
-) -> Result<Plan, KernelError> {
     if func.stage != Stage::Flat {
         return Err(KernelError::NotFlat {
             func: func.name.clone(),
@@ -98,13 +87,6 @@ pub(crate) fn plan_with(
                             buffer: fb.name.clone(),
                         })?;
                 let decl = &program.buffers[id];
-                let half_allowed = half_outputs || decl.role == BufferRole::Input;
-                if fb.dtype.is_half() && !half_allowed {
-                    return Err(KernelError::UnsupportedDType {
-                        buffer: fb.name.clone(),
-                        dtype: fb.dtype.to_string(),
-                    });
-                }
                 if decl.dtype != fb.dtype {
                     return Err(KernelError::ValuesDTypeMismatch {
                         buffer: fb.name.clone(),

@@ -182,7 +182,8 @@ pub fn warp_reduce(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError>
             span,
         ));
     }
-    let dtype = buffer.dtype;
+    // f16/bf16 outputs are summed in f32 and rounded once, when stored.
+    let dtype = buffer.dtype.compute_type();
     let name = buffer.name.clone();
 
     let mut out = func.clone();

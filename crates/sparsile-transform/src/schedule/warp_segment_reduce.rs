@@ -659,12 +659,12 @@ impl Rewrite<'_> {
         let part_name = fresh_name(self.func, &format!("{name}_part"));
         let part = self.func.vars.push(Var {
             name: part_name,
-            ty: VarType::Value(self.dtype),
+            ty: VarType::Value(self.dtype.compute_type()),
         });
         let sum_name = fresh_name(self.func, &format!("{name}_sum"));
         let sum = self.func.vars.push(Var {
             name: sum_name,
-            ty: VarType::Value(self.dtype),
+            ty: VarType::Value(self.dtype.compute_type()),
         });
         let first_of_key = Expr::Logic {
             op: LogicOp::Or,

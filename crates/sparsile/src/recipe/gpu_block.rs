@@ -49,6 +49,15 @@ pub(super) fn block_shape(
 ) -> Result<(i64, i64), RecipeError> {
     let lanes = args.int("lanes", 1, max_lanes)?;
     let rows = args.int("rows", 1, 1024)?;
+    block_shape_checked(recipe, lanes, rows)
+}
+
+/// `(lanes, rows)` if they make at most 1,024 threads, else the error naming `rows`.
+pub(super) fn block_shape_checked(
+    recipe: &str,
+    lanes: i64,
+    rows: i64,
+) -> Result<(i64, i64), RecipeError> {
     if lanes * rows > 1024 {
         return Err(RecipeError::BadArg {
             recipe: recipe.into(),

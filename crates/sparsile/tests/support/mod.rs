@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use sparsile::formats::{CooTensor, SparseTensor};
 use sparsile::ir::settings::Settings;
 use sparsile::ir::DType;
-use sparsile::{evaluate, Kernel, RunOptions};
+use sparsile::{evaluate, Kernel, RunOptions, Target};
 
 /// A seeded generator.
 pub fn rng(seed: u64) -> ChaCha8Rng {
@@ -83,7 +83,8 @@ pub fn close(a: &[f64], b: &[f64], tol: f64, what: &str) {
 
 /// Runs `kernel` once with default options (a GPU kernel runs in the SIMT interpreter)
 /// and compares each output with the reference interpreter's, shape and values within
-/// `tol`.
+/// `tol`. Where a GPU and NVRTC are present ([`gpu_here`]), the same function runs on
+/// the GPU too (the kernel retargeted to `cuda`) and is held to the same comparison.
 pub fn check_simt(
     kernel: &Kernel,
     program: &str,
@@ -95,6 +96,13 @@ pub fn check_simt(
         .run(inputs, &RunOptions::default())
         .unwrap_or_else(|e| panic!("{what}: SIMT run: {e}"));
     let expected = evaluate(program, inputs).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
+    let on_gpu = gpu_here().then(|| {
+        let gpu = kernel
+            .retarget(Target::Cuda)
+            .unwrap_or_else(|e| panic!("{what}: GPU compile: {e}"));
+        gpu.run(inputs, &RunOptions::default())
+            .unwrap_or_else(|e| panic!("{what}: GPU run: {e}"))
+    });
     for (name, t) in &expected {
         assert_eq!(got[name].shape(), t.shape(), "{what}: {name}");
         close(
@@ -103,7 +111,50 @@ pub fn check_simt(
             tol,
             &format!("{what}: {name}"),
         );
+        if let Some(gpu) = &on_gpu {
+            assert_eq!(gpu[name].shape(), t.shape(), "{what} on the GPU: {name}");
+            close(
+                &gpu[name].to_dense_f64(),
+                &t.to_dense_f64(),
+                tol,
+                &format!("{what} on the GPU: {name}"),
+            );
+        }
     }
+}
+
+/// Whether a GPU (device 0, or `SPARSILE_CUDA_DEVICE`) and NVRTC are here; the first
+/// call says which, or why the GPU runs are skipped.
+pub fn gpu_here() -> bool {
+    static HERE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HERE.get_or_init(|| {
+        let settings = Settings::from_env();
+        let device =
+            match sparsile::runtime::cuda::CudaDevice::open(settings.cuda_device.unwrap_or(0)) {
+                Ok(device) => device,
+                Err(e) => {
+                    println!("GPU runs skipped: {e}");
+                    return false;
+                }
+            };
+        match sparsile::runtime::cuda::Nvrtc::load(&settings) {
+            Ok(nvrtc) => {
+                println!(
+                    "GPU runs on {} ({}), NVRTC {:?}",
+                    device.name(),
+                    device.compute_capability(),
+                    nvrtc.version()
+                );
+                true
+            }
+            Err(e) => {
+                // A GPU with no compiler: the GPU checks must not pass unnoticed.
+                assert!(settings.nvrtc.is_none(), "SPARSILE_NVRTC is set: {e}");
+                println!("GPU runs skipped on {}: {e}", device.name());
+                false
+            }
+        }
+    })
 }
 
 /// Runs `kernel` with 1 and 2 threads and compares every output with the interpreter.
