@@ -2,7 +2,8 @@
 
 The harness writes the case folder as for the CPU peers (see common.py: A.indptr.i64,
 A.indices.i32, A.values.f32, X.f32, Y.f32 for SDDMM, case.json, whose "device" is the
-GPU's ordinal) and runs `python NAME_gpu_peer.py case.json`. A GPU peer copies the
+GPU's ordinal) and runs `python NAME_gpu_peer.py --serve` once, handing it each
+case's `case.json` in turn (see `main`). A GPU peer copies the
 operands to the GPU once, times each run of the operation with CUDA events (warm-up
 runs first; runs are queued back to back, the host reading EVENT_BATCH runs' events at
 a time while the next batch is queued, as Sparsile's own device timing does), copies
@@ -108,8 +109,41 @@ def _write(case, name, payload):
 def main(name, measure, argv):
     """Entry point of a GPU peer: `measure(case)` returns a dict with "result" (an
     array), "times_ms", "version", "note" and optionally "preprocess_ms", or raises
-    Unsupported."""
-    with open(argv[1]) as f:
+    Unsupported.
+
+    `python NAME_gpu_peer.py case.json` measures one case. `python NAME_gpu_peer.py
+    --serve` measures case after case in one process (the harness's way: importing
+    PyTorch or CuPy and setting up CUDA take seconds): it reads a `case.json` path per
+    line of standard input and answers each with a line `sparsile-peer done` (its
+    result files written) or `sparsile-peer failed: WHY` (the traceback on standard
+    error), until its input ends."""
+    if len(argv) > 1 and argv[1] == "--serve":
+        _serve(name, measure)
+    else:
+        _one(name, measure, argv[1])
+
+
+def _serve(name, measure):
+    import sys
+    import traceback
+
+    for line in sys.stdin:
+        path = line.strip()
+        if not path:
+            continue
+        try:
+            _one(name, measure, path)
+        except Exception as e:  # reported to the harness, which starts a fresh process
+            traceback.print_exc()
+            sys.stderr.flush()
+            print(f"sparsile-peer failed: {first_line(e)}", flush=True)
+        else:
+            print("sparsile-peer done", flush=True)
+
+
+def _one(name, measure, path):
+    """Measures the case described by the file `path` and writes its result files."""
+    with open(path) as f:
         case = json.load(f)
     try:
         got = measure(case)

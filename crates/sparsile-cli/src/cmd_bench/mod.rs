@@ -34,6 +34,7 @@ mod gpu;
 mod gpu_side;
 mod metrics;
 mod operands;
+mod peer_server;
 mod peers;
 mod plot;
 mod record;
@@ -166,6 +167,8 @@ struct PeerSetup {
     gpu: bool,
     bench_dir: Option<PathBuf>,
     python: Option<PathBuf>,
+    /// GPU peers, kept running from case to case (see `peer_server.rs`).
+    servers: std::cell::RefCell<peer_server::PeerServers>,
 }
 
 fn peer_setup(args: &BenchArgs, peers: peers::PeerList) -> Result<PeerSetup> {
@@ -176,6 +179,7 @@ fn peer_setup(args: &BenchArgs, peers: peers::PeerList) -> Result<PeerSetup> {
             gpu: peers.gpu,
             bench_dir: None,
             python: None,
+            servers: Default::default(),
         });
     }
     let bench_dir = peers::find_bench_dir(args.bench_dir.as_deref())?;
@@ -185,6 +189,7 @@ fn peer_setup(args: &BenchArgs, peers: peers::PeerList) -> Result<PeerSetup> {
         gpu: peers.gpu,
         bench_dir: Some(bench_dir),
         python: Some(python),
+        servers: Default::default(),
     })
 }
 
@@ -525,15 +530,30 @@ fn measure_case(
             let python = setup.python.as_deref().expect("found with the peers");
             let bench_dir = setup.bench_dir.as_deref().expect("found with the peers");
             let name = t.record.system.clone();
-            match peers::run_peer(
-                python,
-                bench_dir,
-                &name,
-                &peers::script_name(&name, setup.gpu),
-                &case_json,
-                context.threads,
-                std::time::Duration::from_secs(args.peer_timeout),
-            )? {
+            let script = peers::script_name(&name, setup.gpu);
+            let timeout = std::time::Duration::from_secs(args.peer_timeout);
+            let run = if setup.gpu {
+                setup.servers.borrow_mut().run(
+                    python,
+                    bench_dir,
+                    &name,
+                    &script,
+                    &case_json,
+                    context.threads,
+                    timeout,
+                )?
+            } else {
+                peers::run_peer(
+                    python,
+                    bench_dir,
+                    &name,
+                    &script,
+                    &case_json,
+                    context.threads,
+                    timeout,
+                )?
+            };
+            match run {
                 PeerRun::Ran {
                     times,
                     output,

@@ -2,7 +2,8 @@
 //! and `cloop`, the plain serial C loops of `cloop.c` compiled at `-O3 -march=native
 //! -ffast-math`: what a sparse compiler such as TACO generates without a schedule),
 //! each run in its own process per case with the benchmark's thread count, so that no
-//! two threading runtimes share the cores.
+//! two threading runtimes share the cores. GPU peers run once per benchmark and take the
+//! cases one by one (`peer_server.rs`): their start (PyTorch, CuPy, CUDA) takes seconds.
 //!
 //! The harness writes the operands and a `case.json` into the case's folder; the peer
 //! script loads them, runs warm-up and timed repeats (timing only the operation), and
@@ -325,12 +326,25 @@ pub fn run_peer(
     };
     if !status.success() || !result_path.is_file() {
         let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-        let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
         return Ok(PeerRun::Failed {
-            note: format!("{name} failed ({status}): {}", tail.join(" | ")),
+            note: format!("{name} failed ({status}): {}", last_lines(&stderr)),
         });
     }
+    read_result(name, dir)
+}
+
+/// The last three lines of a peer's error output, joined by ` | `.
+pub fn last_lines(stderr: &str) -> String {
+    let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    tail.join(" | ")
+}
+
+/// What peer `name` wrote into the case folder `dir` (`result.NAME.json`, and
+/// `out.NAME.f32` when it ran).
+pub fn read_result(name: &str, dir: &Path) -> Result<PeerRun> {
+    let result_path = dir.join(format!("result.{name}.json"));
+    let out_path = dir.join(format!("out.{name}.f32"));
     let text = std::fs::read_to_string(&result_path)
         .with_context(|| format!("cannot read {}", result_path.display()))?;
     let result: ResultFile = serde_json::from_str(&text)
