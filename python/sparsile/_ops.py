@@ -171,7 +171,14 @@ def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output
         if raw or template != SDDMM:
             return out
         # A Tensor lives in host memory: its values come back from the device.
-        host = out.cpu().numpy() if is_torch_tensor(out) else out.get()
+        if is_torch_tensor(out):
+            import torch
+
+            # NumPy has no bfloat16: its bits, as a Tensor holds them.
+            bf16 = out.dtype == torch.bfloat16
+            host = out.view(torch.int16).cpu().numpy().view(np.uint16) if bf16 else out.cpu().numpy()
+        else:
+            host = out.get()
         return Tensor(A._native.with_values(host))
     program, args, to_torch = _args(template, sparse, dense, values)
     kernel = auto_kernel(program, recipe, target)

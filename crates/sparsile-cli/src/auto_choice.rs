@@ -62,7 +62,7 @@ pub fn resolve_gpu(prepared: Prepared, recipe: Option<&str>, has_schedule: bool)
         Some(r) if r != "auto" => Some(r.to_string()),
         _ => Some(format!(
             "{} (the GPU rule)",
-            sparsile::auto::gpu_rule(&prepared.program)
+            sparsile::auto::gpu_rule_on(&prepared.program, &prepared.inputs)
         )),
     };
     Resolved {

@@ -83,7 +83,8 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         // Recipes see the sizes the inputs fix (to specialise the dense width).
         let mut prepared = cmd_eval::prepare(&args.program)?;
         if auto && target.is_gpu() {
-            recipe = Some(sparsile::auto::gpu_rule(&prepared.program).to_string());
+            recipe =
+                Some(sparsile::auto::gpu_rule_on(&prepared.program, &prepared.inputs).to_string());
         } else if auto {
             let threads = sparsile_runtime::jit::default_threads(
                 &sparsile_ir::settings::Settings::from_env(),

@@ -111,7 +111,7 @@ pub fn entries(case: &Case, recipes: &Recipes) -> Result<Vec<Entry>> {
             let text = program_text(case.op, &format, case.k.unwrap_or(1));
             let program = sparsile::compile_notation(&text)?;
             vec![(
-                sparsile::auto::gpu_rule(&program).to_string(),
+                sparsile::auto::gpu_rule_for(&program, case.k).to_string(),
                 Some("GPU rule".to_string()),
             )]
         }
@@ -200,7 +200,8 @@ pub fn measure(
     })
 }
 
-/// What ptxas spilled, when it spilled anything (slow local memory in the kernel).
+/// What ptxas spilled, when it spilled anything (slow local memory in the kernel); for a
+/// kernel whose resources came from the driver (no ptxas report), its local memory.
 fn spills(kernel: &sparsile::Kernel) -> Option<String> {
     let info = kernel.cuda_info()?;
     let spilled: Vec<String> = info
@@ -209,7 +210,23 @@ fn spills(kernel: &sparsile::Kernel) -> Option<String> {
         .filter(|k| k.spill_stores > 0 || k.spill_loads > 0)
         .map(|k| format!("{} {}+{} bytes", k.name, k.spill_stores, k.spill_loads))
         .collect();
-    (!spilled.is_empty()).then(|| format!("ptxas spilled registers: {}", spilled.join(", ")))
+    let local: Vec<String> = info
+        .kernels
+        .iter()
+        .filter(|k| k.from_driver && k.stack_bytes > 0)
+        .map(|k| format!("{} {} bytes", k.name, k.stack_bytes))
+        .collect();
+    let mut notes = Vec::new();
+    if !spilled.is_empty() {
+        notes.push(format!("ptxas spilled registers: {}", spilled.join(", ")));
+    }
+    if !local.is_empty() {
+        notes.push(format!(
+            "local memory per thread (the driver's count, spills included): {}",
+            local.join(", ")
+        ));
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 #[cfg(test)]
@@ -297,10 +314,16 @@ mod tests {
         let rule = entries(&case(Op::Spmm, "auto"), &Recipes::Case).unwrap();
         assert_eq!(rule[0].case.recipe, "gpu_rowwise");
         assert_eq!(rule[0].chosen_by.as_deref(), Some("GPU rule"));
+        // K = 32: a row's non-zeros over the lanes; wider, a warp per row.
         assert_eq!(
             names(&case(Op::Sddmm, "auto"), &Recipes::Case),
-            ["gpu_sddmm_vec"]
+            ["gpu_rowwise"]
         );
+        let wide = Case {
+            k: Some(64),
+            ..case(Op::Sddmm, "auto")
+        };
+        assert_eq!(names(&wide, &Recipes::Case), ["gpu_sddmm_vec:balance=rows"]);
         assert_eq!(names(&case(Op::Spmv, "auto"), &Recipes::Case), ["gpu_warp"]);
         let named = entries(&case(Op::Spmm, "gpu_nnz:rows=2"), &Recipes::Case).unwrap();
         assert_eq!(

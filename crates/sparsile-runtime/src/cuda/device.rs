@@ -51,7 +51,7 @@ use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
 use super::bench::NominalPeaks;
-use super::{CudaError, CudaStream};
+use super::{CudaError, CudaStream, KernelResources};
 
 /// `CUDA_ERROR_NO_DEVICE`.
 const NO_DEVICE: u32 = 100;
@@ -450,9 +450,6 @@ impl CudaDevice {
             )
         };
         self.ctx.bind()?;
-        let _serial = super::nvrtc::TOOLCHAIN
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
         // SAFETY: the pointer is to a complete ELF image that outlives the call (the
         // driver copies what it keeps).
         let module = guard("cuModuleLoadData", || unsafe {
@@ -634,6 +631,30 @@ impl CudaDevice {
         let sms = self.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
         let clock_khz = self.attribute(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
         NominalPeaks::from_attributes(self.capability, memory_khz, bus_bits, sms, clock_khz)
+    }
+}
+
+impl CudaFunction {
+    /// The kernel's resources as the driver reports them (registers, static shared
+    /// memory, local memory per thread), for when ptxas's report is missing.
+    pub fn resources(&self) -> Result<KernelResources, CudaError> {
+        use sys::CUfunction_attribute_enum as A;
+        self.module.ctx.bind()?;
+        let attribute = |a: A, call: &'static str| {
+            // SAFETY: the function belongs to a module this value keeps loaded.
+            guard(call, || unsafe {
+                result::function::get_function_attribute(self.function, a)
+            })
+            .map(|v| u32::try_from(v).unwrap_or(0))
+        };
+        Ok(KernelResources {
+            name: self.name.clone(),
+            registers: attribute(A::CU_FUNC_ATTRIBUTE_NUM_REGS, "cuFuncGetAttribute")?,
+            shared_bytes: attribute(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "cuFuncGetAttribute")?,
+            stack_bytes: attribute(A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "cuFuncGetAttribute")?,
+            from_driver: true,
+            ..KernelResources::default()
+        })
     }
 }
 

@@ -198,7 +198,13 @@ impl CudaKernel {
             .iter()
             .map(|k| module.function(&k.symbol))
             .collect::<Result<Vec<_>, _>>()?;
-        let Cubin { kernels, .. } = cubin;
+        let Cubin { mut kernels, .. } = cubin;
+        // Where ptxas's report left a kernel out (see `resources.rs`), the driver's word.
+        for (k, function) in plan.kernels.iter().zip(&functions) {
+            if !kernels.iter().any(|r| r.name == k.symbol) {
+                kernels.push(function.resources()?);
+            }
+        }
         let launches = func
             .body
             .iter()

@@ -103,6 +103,8 @@ pub struct Nvrtc {
     fns: Fns,
     version: (i32, i32),
     supported: Vec<u32>,
+    /// Serialises compiles.
+    lock: Mutex<()>,
     _lib: libloading::Library,
 }
 
@@ -114,12 +116,6 @@ impl std::fmt::Debug for Nvrtc {
             .finish_non_exhaustive()
     }
 }
-
-/// Serialises NVRTC compiles with each other and with the driver's module loads
-/// ([`CudaDevice::load_module`](super::CudaDevice::load_module)) in the process: ptxas
-/// runs inside NVRTC, and with the driver loading modules on other threads its report
-/// went missing from a compile's log on a GPU machine.
-pub(crate) static TOOLCHAIN: Mutex<()> = Mutex::new(());
 
 /// Libraries loaded in this process, by the name or path they were loaded from.
 static LOADED: Mutex<Vec<(PathBuf, Arc<Nvrtc>)>> = Mutex::new(Vec::new());
@@ -214,6 +210,7 @@ impl Nvrtc {
             fns,
             version: (0, 0),
             supported: Vec::new(),
+            lock: Mutex::new(()),
             _lib: lib,
         };
         let (mut major, mut minor) = (0, 0);
@@ -330,7 +327,7 @@ impl Nvrtc {
             .map(|o| CString::new(o).expect("options have no NUL (the arch parsed)"))
             .collect();
         let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
-        let _serial = TOOLCHAIN.lock().unwrap_or_else(|e| e.into_inner());
+        let _serial = self.lock.lock().unwrap_or_else(|e| e.into_inner());
 
         let mut handle: Program = std::ptr::null_mut();
         // SAFETY: `src` and `file` are NUL-terminated and outlive the call; no headers.

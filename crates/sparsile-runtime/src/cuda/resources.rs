@@ -1,7 +1,11 @@
 //! What ptxas reports about each kernel (`--ptxas-options=-v`): registers, spills, static
 //! shared memory and stack.
 //!
-//! The report is part of NVRTC's program log. For each kernel ptxas writes a line
+//! The report is part of NVRTC's program log. NVRTC 13.0 leaves it out for the
+//! architecture of the GPU the process has opened (seen on an H200: no report for sm_90
+//! once the CUDA driver was initialised, a full one for sm_80, and for sm_90 before the
+//! driver was up); a kernel built for that GPU then takes its resources from the driver
+//! ([`KernelResources::from_driver`]). For each kernel ptxas writes a line
 //! `Compiling entry function 'NAME' for 'sm_XX'`, then `Function properties for NAME`
 //! with the stack frame and spills, then `Used N registers, …, M bytes smem, …`.
 //! Properties of other (non-inlined device) functions that appear in between are not
@@ -33,8 +37,13 @@ pub struct KernelResources {
     pub spill_loads: u32,
     /// Static shared memory per block, in bytes.
     pub shared_bytes: u32,
-    /// Stack frame per thread, in bytes.
+    /// Stack frame per thread, in bytes (from the driver: all local memory per thread,
+    /// spills included).
     pub stack_bytes: u32,
+    /// Read from the driver's function attributes (`cuFuncGetAttribute`) because ptxas's
+    /// report was missing: `registers`, `shared_bytes` and `stack_bytes` are the driver's,
+    /// the spill counts are unknown (0; a spill shows in `stack_bytes`).
+    pub from_driver: bool,
 }
 
 /// The number written just before `what` in `line` (`"24 bytes spill stores"`).
@@ -123,7 +132,8 @@ ptxas info    : Used 255 registers, used 0 barriers, 368 bytes cmem[0]
                     spill_stores: 0,
                     spill_loads: 0,
                     shared_bytes: 1024,
-                    stack_bytes: 0
+                    stack_bytes: 0,
+                    from_driver: false,
                 },
                 KernelResources {
                     name: "b".into(),
@@ -131,7 +141,8 @@ ptxas info    : Used 255 registers, used 0 barriers, 368 bytes cmem[0]
                     spill_stores: 8,
                     spill_loads: 12,
                     shared_bytes: 0,
-                    stack_bytes: 24
+                    stack_bytes: 24,
+                    from_driver: false,
                 },
             ]
         );

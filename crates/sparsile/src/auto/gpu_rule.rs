@@ -1,13 +1,18 @@
-//! The choice for GPU targets: a static rule per operator. GPU kernels are not measured
-//! on the machines that build Sparsile, so there is no tuning database or learned model
-//! for them yet; the rule picks the recipe whose design fits the operator:
-//! - SpMM (and anything not listed, a `max`/`min` reduction included): `gpu_rowwise`, the dense width over the lanes of a
-//!   warp with each output element summed in a register;
+//! The choice for GPU targets: a static rule per operator, and for SDDMM per dense width.
+//! There is no tuning database or learned model for GPU kernels yet; the rule was set
+//! from measurements of the GPU recipes on an H200 (bench/README.md, "GPU"):
+//! - SpMM (and anything not listed, a `max`/`min` reduction included): `gpu_rowwise`, the
+//!   dense width over the lanes of a warp (as many lanes as the width, up to 256) with
+//!   each output element summed in a register;
 //! - SpMV: `gpu_warp`, a warp per row (CSR-vector), combined by a warp reduction;
-//! - SDDMM: `gpu_sddmm_vec`, a warp per non-zero (over all non-zeros, whatever the row
-//!   lengths), its lanes reading the dense rows in `float4`/`double2` vectors where the
-//!   dense width `K` (taken from the inputs) is a multiple of 4, and one element at a
-//!   time (the schedule of `gpu_warp`) otherwise, then a warp reduction;
+//! - SDDMM of width `K` at most 32: `gpu_rowwise`, a row's non-zeros over the lanes, each
+//!   lane a whole dot product; wider (or unknown) `K`: `gpu_sddmm_vec:balance=rows`, a
+//!   warp per row taking its non-zeros one after another, the lanes reading `K` in
+//!   `float4`/`double2` vectors, then a warp reduction. (The non-zero-balanced
+//!   `gpu_sddmm_vec`, a warp per non-zero, finds each non-zero's row by a binary search,
+//!   which cost it 3–10× on the suite's graphs.) Measured on the suite's 9 matrices at
+//!   K = 32 and 128 against `torch.sparse.sampled_addmm`: this rule 1.13× (geometric
+//!   mean), the non-zero-balanced recipe 0.31×, either of the other two alone 0.77–0.81×;
 //! - SpMM with the sparse operand in BSR, blocks whose rows are a multiple of 16 and
 //!   columns a multiple of 8, or in SR-BCRS, tiles of a multiple of 16 rows and groups of
 //!   a multiple of 8 columns, f16 operands (or bf16 ones) and an f32 output:
@@ -28,15 +33,51 @@ use sparsile_ir::coord::{BufferRole, Extent, Program};
 use sparsile_ir::{AxisKind, DType};
 use sparsile_tune::op::{classify, sums_only, Operator};
 
-/// The GPU recipe for `program` (see the module docs).
+/// The GPU recipe for `program` (see the module docs), for the dense width its
+/// declarations fix, if any.
 pub fn gpu_rule(program: &Program) -> &'static str {
+    gpu_rule_for(program, None)
+}
+
+/// The GPU recipe for `program` whose dense width is `width` (the inputs'); `None`: the
+/// width the program declares, if it fixes one.
+pub fn gpu_rule_for(program: &Program, width: Option<usize>) -> &'static str {
     if tensor_core_spmm(program) && sums_only(program) {
         return "gpu_bsr_mma";
     }
-    match classify(program).op {
+    let info = classify(program);
+    match info.op {
         Operator::Spmv => "gpu_warp",
-        Operator::Sddmm => "gpu_sddmm_vec",
+        Operator::Sddmm => match width.or_else(|| declared_width(program, &info)) {
+            Some(k) if k <= 32 => "gpu_rowwise",
+            _ => "gpu_sddmm_vec:balance=rows",
+        },
         _ => "gpu_rowwise",
+    }
+}
+
+/// The GPU recipe for `program` run on `inputs` (by tensor name), whose dense width
+/// decides for SDDMM.
+pub fn gpu_rule_on(
+    program: &Program,
+    inputs: &std::collections::HashMap<String, sparsile_formats::SparseTensor<'_>>,
+) -> &'static str {
+    let info = classify(program);
+    let width = info.width.as_ref().and_then(|(buffer, axis)| {
+        inputs
+            .get(buffer)
+            .and_then(|t| t.shape().get(*axis).copied())
+    });
+    gpu_rule_for(program, width)
+}
+
+/// The dense width (`info.width`'s axis) when the program's declarations fix it.
+fn declared_width(program: &Program, info: &sparsile_tune::op::OpInfo) -> Option<usize> {
+    let (buffer, axis) = info.width.as_ref()?;
+    let b = program.buffers.values().find(|b| b.name == *buffer)?;
+    match &program.axes[*b.axes.get(*axis)?].length {
+        Extent::Const(n) => usize::try_from(*n).ok(),
+        _ => None,
     }
 }
 
@@ -92,7 +133,7 @@ fn tensor_core_spmm(program: &Program) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::gpu_rule;
+    use super::{gpu_rule, gpu_rule_for};
 
     fn rule(a: &str, x: &str, y: &str, format: &str) -> &'static str {
         let text = format!(
@@ -113,6 +154,22 @@ mod tests {
         assert_eq!(rule("f16", "f16", "f32", "bsr:16x4"), "gpu_rowwise");
         assert_eq!(rule("f16", "f16", "f32", "csr"), "gpu_rowwise");
         assert_eq!(rule("f16", "f16", "f16", "bsr:16x16"), "gpu_rowwise");
+    }
+
+    #[test]
+    fn sddmm_takes_rows_by_its_width() {
+        let text = |k: &str| {
+            format!("tensor A: f32[m, n] csr\ntensor X: f32[m, {k}]\ntensor Y: f32[n, {k}]\ntensor O: f32[m, n] csr\nO[i,j] = A[i,j] * X[i,c] * Y[j,c]\n")
+        };
+        let program = |k: &str| crate::compile_notation(&text(k)).unwrap();
+        assert_eq!(gpu_rule(&program("32")), "gpu_rowwise");
+        assert_eq!(gpu_rule(&program("64")), "gpu_sddmm_vec:balance=rows");
+        assert_eq!(gpu_rule(&program("k")), "gpu_sddmm_vec:balance=rows");
+        assert_eq!(gpu_rule_for(&program("k"), Some(16)), "gpu_rowwise");
+        assert_eq!(
+            gpu_rule_for(&program("k"), Some(128)),
+            "gpu_sddmm_vec:balance=rows"
+        );
     }
 
     #[test]

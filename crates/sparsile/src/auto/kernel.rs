@@ -45,8 +45,9 @@ pub struct AutoKernel {
     explicit: Option<String>,
     /// Where the kernels run; GPU targets run GPU recipes.
     target: Target,
-    /// The GPU rule's recipe for the program (used on GPU targets).
-    gpu_recipe: &'static str,
+    /// The GPU rule's recipes for the program (used on GPU targets): for a dense width
+    /// of at most 32, and for wider ones (see [`super::gpu_rule_for`]).
+    gpu_recipes: [&'static str; 2],
     /// The outputs with f16 or bf16 values (tensor name, type).
     half_outputs: Vec<(String, sparsile_ir::DType)>,
     /// The choices, and the tuning generation ([`super::tune::generation`]) they were
@@ -68,7 +69,10 @@ impl AutoKernel {
             hash: sparsile_tune::target::fingerprint(&[program.as_bytes()]),
             explicit: None,
             target: Target::Cpu,
-            gpu_recipe: super::gpu_rule(&stage1),
+            gpu_recipes: [
+                super::gpu_rule_for(&stage1, Some(32)),
+                super::gpu_rule_for(&stage1, Some(33)),
+            ],
             half_outputs,
             choices: Mutex::new((0, HashMap::new())),
             kernels: Mutex::new(HashMap::new()),
@@ -149,7 +153,8 @@ impl AutoKernel {
                 .map(|k| (k.pattern.clone(), s.width, threads))
         };
         let (_, width) = super::select::operands(&self.info, inputs);
-        let gpu_rule = (self.explicit.is_none() && self.target.is_gpu()).then_some(self.gpu_recipe);
+        let gpu_rule = (self.explicit.is_none() && self.target.is_gpu())
+            .then_some(self.gpu_recipes[usize::from(width > 32)]);
         if let Some(spec) = self.explicit.as_deref().or(gpu_rule) {
             let (sparse, _) = super::select::operands(&self.info, inputs);
             let format = sparse.map_or_else(|| "dense".to_string(), |t| t.format().to_string());

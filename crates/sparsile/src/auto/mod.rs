@@ -18,7 +18,7 @@ pub mod select;
 pub mod tune;
 mod widened;
 
-pub use gpu_rule::gpu_rule;
+pub use gpu_rule::{gpu_rule, gpu_rule_for, gpu_rule_on};
 pub use kernel::AutoKernel;
 pub use select::{select, Context, Selection, Source};
 

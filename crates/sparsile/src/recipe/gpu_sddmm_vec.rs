@@ -1,10 +1,12 @@
 //! `gpu_sddmm_vec`: Sputnik's SDDMM (`C[i,j] = A[i,j]·Σ_k X[i,k]·Y[j,k]`) with vector
 //! loads and a two-stage reduction.
 //!
-//! The non-zeros of the whole matrix are one loop (`sparse_fuse` of the row and column
-//! axes, rows found by a binary search), `lanes` threads along `threadIdx.x` per non-zero
-//! (a warp, or with more than 32 lanes a block) and `rows` non-zeros side by side along
-//! `threadIdx.y`. Fewer than 32 lanes (several non-zeros per warp, as Sputnik runs short
+//! With `balance=nnz` (the default) the non-zeros of the whole matrix are one loop
+//! (`sparse_fuse` of the row and column axes, rows found by a binary search), `lanes`
+//! threads along `threadIdx.x` per non-zero (a warp, or with more than 32 lanes a block)
+//! and `rows` non-zeros side by side along `threadIdx.y`. With `balance=rows` a warp (a
+//! block) takes a row and its non-zeros one after another, `rows` rows side by side: no
+//! search, but a long row keeps its warp long. Fewer than 32 lanes (several non-zeros per warp, as Sputnik runs short
 //! rows) are refused: the last warp's tail guard would leave lanes out of the warp
 //! reduction. The dot product over `K` is split into vectors of
 //! `vec` consecutive elements: lane `l` takes vectors `l`, `l + lanes`, … of the rows
@@ -35,10 +37,12 @@
 use sparsile_transform::schedule::Schedule;
 
 use super::gpu_block::{
-    block_shape, lanes_param, rows_param, split, unbound_blocks, width_param, BLOCK_X, THREAD_Y,
+    block_shape, constant_extent, lanes_param, rows_param, split, unbound_blocks, width_param,
+    BLOCK_X, THREAD_Y,
 };
-use super::gpu_warp::{axes, fuse_sddmm_nonzeros, outer_and_reduction};
-use super::nest::main_iteration;
+use super::gpu_warp::{axes, fuse_sddmm_nonzeros, is_sddmm, outer_and_reduction};
+use super::nest::{main_iteration, nest};
+use super::rowwise::width;
 use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
@@ -59,7 +63,12 @@ fn info() -> RecipeInfo {
                 doc: "elements per vector load: 1, 2 or 4 (scalar loads when K is unknown or not a multiple)",
             },
             lanes_param("lanes per non-zero along threadIdx.x, a power of two from 32 to 1024: 32 a warp per non-zero; more, a block per non-zero"),
-            rows_param("non-zeros per block along threadIdx.y"),
+            rows_param("non-zeros (balance=nnz) or rows (balance=rows) per block along threadIdx.y"),
+            ParamInfo {
+                name: "balance",
+                default: "nnz",
+                doc: "nnz: all non-zeros as one loop, each finding its row by a binary search (even work whatever the row lengths); rows: a row per warp (block), its non-zeros one after another (no search)",
+            },
         ],
         source: "Sputnik SDDMM (Gale et al., SC 2020): vector loads of the dense rows, a two-stage reduction",
         gpu: true,
@@ -99,16 +108,35 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     let main = main_iteration(sch.program()).ok_or_else(|| not("the program has no iteration"))?;
     let kinds = axes(sch.program(), &main).ok_or_else(|| not("no top-level main iteration"))?;
     let s = sched(NAME);
-    match kinds.as_slice() {
-        kinds if fuse_sddmm_nonzeros(sch, args, ctx, NAME, &main, kinds)? => {}
-        _ => {
-            return Err(not(
-                "the main iteration is not SDDMM-shaped (row, sparse column, reduction)",
-            ))
-        }
+    let by_rows = args.choice("balance", &["nnz", "rows"])? == "rows";
+    if !is_sddmm(sch, &kinds) {
+        return Err(not(
+            "the main iteration is not SDDMM-shaped (row, sparse column, reduction)",
+        ));
     }
-    // The dot product: the last loop of the non-zero's body (after the row search).
-    let (outer, reduction, extent) = outer_and_reduction(sch, NAME, &main)?;
+    let (outer, reduction, extent) = if by_rows {
+        if let Some((param, value)) = width(sch, args, ctx)? {
+            sch.specialize(&param, value).map_err(&s)?;
+        }
+        // Rows, their non-zeros (serial, in the warp), the dot product.
+        let func = sch.func_or_lower().map_err(&s)?.clone();
+        match nest(&func, &main).as_slice() {
+            [(row, _), (_, _), (k, k_loop), ..] => (
+                row.clone(),
+                k.clone(),
+                constant_extent(&k_loop.lo, &k_loop.hi),
+            ),
+            _ => {
+                return Err(not(
+                    "the lowered main block is not a row, non-zero, reduction nest",
+                ))
+            }
+        }
+    } else {
+        fuse_sddmm_nonzeros(sch, args, ctx, NAME, &main, &kinds)?;
+        // The dot product: the last loop of the non-zero's body (after the row search).
+        outer_and_reduction(sch, NAME, &main)?
+    };
     // Vectors only where every row starts on a vector boundary: K known and a multiple.
     let vec = match extent {
         Some(k) if vec > 1 && k > 0 && k % vec == 0 => vec,

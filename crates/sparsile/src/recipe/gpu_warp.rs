@@ -129,6 +129,17 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     unbound_blocks(sch, NAME, lanes, rows)
 }
 
+/// Whether `kinds` is an SDDMM-shaped main iteration: row, sparse column, reduction.
+pub(super) fn is_sddmm(sch: &Schedule, kinds: &[(IterKind, String)]) -> bool {
+    let [(IterKind::Spatial, _), (IterKind::Spatial, col), (IterKind::Reduction, _)] = kinds else {
+        return false;
+    };
+    sch.program()
+        .axes
+        .iter()
+        .any(|(_, a)| a.name == *col && a.kind.is_sparse())
+}
+
 /// For an SDDMM-shaped main iteration (row, sparse column, reduction: `kinds`), fixes the
 /// dense width (`k`) and fuses the row and column axes into one loop over all non-zeros;
 /// `false` (and nothing done) for other shapes.
@@ -140,18 +151,12 @@ pub(super) fn fuse_sddmm_nonzeros(
     main: &str,
     kinds: &[(IterKind, String)],
 ) -> Result<bool, RecipeError> {
-    let [(IterKind::Spatial, row), (IterKind::Spatial, col), (IterKind::Reduction, _)] = kinds
-    else {
-        return Ok(false);
-    };
-    let sparse_col = sch
-        .program()
-        .axes
-        .iter()
-        .any(|(_, a)| a.name == *col && a.kind.is_sparse());
-    if !sparse_col {
+    if !is_sddmm(sch, kinds) {
         return Ok(false);
     }
+    let [(_, row), (_, col), _] = kinds else {
+        return Ok(false);
+    };
     let s = sched(recipe);
     if let Some((param, value)) = width(sch, args, ctx)? {
         sch.specialize(&param, value).map_err(&s)?;
