@@ -8,29 +8,31 @@ use common::harness::compiler;
 use common::kernels::spmv_csr_f32;
 use sparsile_codegen::{emit_c, CodegenError};
 use sparsile_ir::coord::{BufferRole, UnaryOp};
-use sparsile_ir::loops::{BufferKind, CmpOp, Expr, Stage};
+use sparsile_ir::loops::{BufferKind, CmpOp, Expr, Func, Stage, Stmt};
+use sparsile_ir::VarId;
 use sparsile_ir::{DType, Span};
+
+/// `for i (parallel) { for j { wrap(j, y[i] = y[i] + x[j]) } }` over `dtype` buffers.
+fn sum_over_j(dtype: DType, wrap: impl Fn(VarId, Stmt) -> Stmt) -> Func {
+    let mut b = FuncBuilder::new("h");
+    let n = b.param("n");
+    let x = b.values("x", dtype, p(n), BufferRole::Input);
+    let y = b.values("y", dtype, p(n), BufferRole::Output);
+    let (i, j) = (b.index("i"), b.index("j"));
+    let update = store(y, v(i), add(ld(y, v(i)), ld(x, v(j))));
+    b.finish(vec![parallel(
+        i,
+        int(0),
+        p(n),
+        vec![serial(j, int(0), p(n), vec![wrap(j, update)])],
+    )])
+}
 
 #[test]
 fn half_precision_sums_in_place_are_refused() {
     for dtype in [DType::F16, DType::BF16] {
         // y[i] = y[i] + x[j] over j: every partial sum rounded to half precision.
-        let mut b = FuncBuilder::new("h");
-        let n = b.param("n");
-        let x = b.values("x", dtype, p(n), BufferRole::Input);
-        let y = b.values("y", dtype, p(n), BufferRole::Output);
-        let (i, j) = (b.index("i"), b.index("j"));
-        let f = b.finish(vec![parallel(
-            i,
-            int(0),
-            p(n),
-            vec![serial(
-                j,
-                int(0),
-                p(n),
-                vec![store(y, v(i), add(ld(y, v(i)), ld(x, v(j))))],
-            )],
-        )]);
+        let f = sum_over_j(dtype, |_, store| store);
         let err = emit_c(&f).unwrap_err();
         assert!(
             matches!(err, CodegenError::HalfPrecisionSum { ref buffer, ref var, .. } if buffer == "y" && var == "j"),
@@ -119,26 +121,13 @@ fn half_precision_sums_in_place_are_refused() {
         // adding a warp's sum), so nothing is summed in half precision; under `j < 1`
         // the rule does not look into the condition and still refuses.
         for (pinned, cond) in [(true, CmpOp::Eq), (false, CmpOp::Lt)] {
-            let mut b = FuncBuilder::new("h");
-            let n = b.param("n");
-            let x = b.values("x", dtype, p(n), BufferRole::Input);
-            let y = b.values("y", dtype, p(n), BufferRole::Output);
-            let (i, j) = (b.index("i"), b.index("j"));
-            let f = b.finish(vec![parallel(
-                i,
-                int(0),
-                p(n),
-                vec![serial(
-                    j,
-                    int(0),
-                    p(n),
-                    vec![if_(
-                        cmp(cond, v(j), int(if pinned { 0 } else { 1 })),
-                        vec![store(y, v(i), add(ld(y, v(i)), ld(x, v(j))))],
-                        vec![],
-                    )],
-                )],
-            )]);
+            let f = sum_over_j(dtype, |j, store| {
+                if_(
+                    cmp(cond, v(j), int(if pinned { 0 } else { 1 })),
+                    vec![store],
+                    vec![],
+                )
+            });
             let result = emit_c(&f);
             assert_eq!(result.is_ok(), pinned, "{cond:?}: {:?}", result.err());
         }

@@ -531,27 +531,19 @@ fn measure_case(
             let bench_dir = setup.bench_dir.as_deref().expect("found with the peers");
             let name = t.record.system.clone();
             let script = peers::script_name(&name, setup.gpu);
-            let timeout = std::time::Duration::from_secs(args.peer_timeout);
+            let call = peers::PeerCall {
+                python,
+                bench_dir,
+                name: &name,
+                script: &script,
+                case_json: &case_json,
+                threads: context.threads,
+                timeout: std::time::Duration::from_secs(args.peer_timeout),
+            };
             let run = if setup.gpu {
-                setup.servers.borrow_mut().run(
-                    python,
-                    bench_dir,
-                    &name,
-                    &script,
-                    &case_json,
-                    context.threads,
-                    timeout,
-                )?
+                setup.servers.borrow_mut().run(&call)?
             } else {
-                peers::run_peer(
-                    python,
-                    bench_dir,
-                    &name,
-                    &script,
-                    &case_json,
-                    context.threads,
-                    timeout,
-                )?
+                peers::run_peer(&call)?
             };
             match run {
                 PeerRun::Ran {

@@ -15,20 +15,19 @@
 //! process's context unusable. Closing its standard input ends a peer.
 //!
 //! Used by the benchmark loop in place of [`super::peers::run_peer`] for GPU peers:
-//! `servers.run(python, bench_dir, "torch", "torch_gpu_peer.py", case_json, 1, timeout)`
-//! gives the same [`PeerRun`].
+//! `servers.run(&call)` takes the same [`PeerCall`] and gives the same [`PeerRun`].
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
-use super::peers::{last_lines, read_result, PeerRun};
+use super::peers::{last_lines, read_result, PeerCall, PeerRun};
 
 /// The prefix of the peer's answers on its standard output.
 const REPLY: &str = "sparsile-peer ";
@@ -46,21 +45,16 @@ struct Server {
 }
 
 impl Server {
-    fn start(python: &Path, script: &Path, threads: usize) -> Result<Server> {
-        let t = threads.to_string();
-        let mut child = Command::new(python)
-            .arg(script)
+    fn start(call: &PeerCall<'_>, script: &Path) -> Result<Server> {
+        let mut child = call
+            .command(script)
             .arg("--serve")
-            .env("OMP_NUM_THREADS", &t)
-            .env("MKL_NUM_THREADS", &t)
-            .env("OPENBLAS_NUM_THREADS", &t)
-            .env("NUMEXPR_NUM_THREADS", &t)
             .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .with_context(|| format!("cannot start {}", python.display()))?;
+            .with_context(|| format!("cannot start {}", call.python.display()))?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
         let stderr_pipe = child.stderr.take().expect("piped");
@@ -115,31 +109,17 @@ pub struct PeerServers {
 }
 
 impl PeerServers {
-    /// Runs peer `name` (script `peers/SCRIPT` under `bench_dir`) on the case described
-    /// by `case_json`, starting the peer if it is not running; a peer that does not
-    /// answer within `timeout` is stopped and the run reported as failed.
-    #[allow(clippy::too_many_arguments)]
-    pub fn run(
-        &mut self,
-        python: &Path,
-        bench_dir: &Path,
-        name: &str,
-        script: &str,
-        case_json: &Path,
-        threads: usize,
-        timeout: Duration,
-    ) -> Result<PeerRun> {
-        let script_path = bench_dir.join("peers").join(script);
-        if !script_path.is_file() {
-            bail!("peer script {} is missing", script_path.display());
-        }
-        let dir = case_json.parent().unwrap_or(Path::new("."));
-        let _ = std::fs::remove_file(dir.join(format!("result.{name}.json")));
-        let _ = std::fs::remove_file(dir.join(format!("out.{name}.f32")));
-        let key = (script_path.display().to_string(), threads);
+    /// Runs the peer of `call` on its case, starting the peer if it is not running; a
+    /// peer that does not answer within the call's timeout is stopped and the run
+    /// reported as failed.
+    pub fn run(&mut self, call: &PeerCall<'_>) -> Result<PeerRun> {
+        let (name, timeout) = (call.name, call.timeout);
+        let (script_path, dir) = call.prepare()?;
+        let case_json = call.case_json;
+        let key = (script_path.display().to_string(), call.threads);
         let mut server = match self.servers.remove(&key) {
             Some(server) => server,
-            None => Server::start(python, &script_path, threads)?,
+            None => Server::start(call, &script_path)?,
         };
         let case = case_json
             .to_str()
@@ -258,6 +238,25 @@ def ascontiguousarray(x): return _A(x)
 
     const LONG: Duration = Duration::from_secs(120);
 
+    fn call<'a>(
+        python: &'a Path,
+        bench: &'a Path,
+        name: &'a str,
+        script: &'a str,
+        case_json: &'a Path,
+        timeout: Duration,
+    ) -> PeerCall<'a> {
+        PeerCall {
+            python,
+            bench_dir: bench,
+            name,
+            script,
+            case_json,
+            threads: 1,
+            timeout,
+        }
+    }
+
     #[test]
     fn one_process_serves_case_after_case_and_failures_start_a_fresh_one() {
         let dir = tempfile::tempdir().unwrap();
@@ -271,7 +270,14 @@ def ascontiguousarray(x): return _A(x)
         for (i, x) in [[1.0f32, 2.0], [3.0, -4.0]].iter().enumerate() {
             let json = case(bench, &format!("c{i}"), x);
             match servers
-                .run(&python, bench, "echo", "echo_gpu_peer.py", &json, 1, LONG)
+                .run(&call(
+                    &python,
+                    bench,
+                    "echo",
+                    "echo_gpu_peer.py",
+                    &json,
+                    LONG,
+                ))
                 .unwrap()
             {
                 PeerRun::Ran {
@@ -291,7 +297,7 @@ def ascontiguousarray(x): return _A(x)
 
         let json = case(bench, "c2", &[1.0]);
         match servers
-            .run(&python, bench, "bad", "bad_gpu_peer.py", &json, 1, LONG)
+            .run(&call(&python, bench, "bad", "bad_gpu_peer.py", &json, LONG))
             .unwrap()
         {
             PeerRun::Failed { note } => {
@@ -301,22 +307,28 @@ def ascontiguousarray(x): return _A(x)
             other => panic!("{other:?}"),
         }
         match servers
-            .run(&python, bench, "gone", "gone_gpu_peer.py", &json, 1, LONG)
+            .run(&call(
+                &python,
+                bench,
+                "gone",
+                "gone_gpu_peer.py",
+                &json,
+                LONG,
+            ))
             .unwrap()
         {
             PeerRun::Failed { note } => assert!(note.starts_with("gone exited"), "{note}"),
             other => panic!("{other:?}"),
         }
         match servers
-            .run(
+            .run(&call(
                 &python,
                 bench,
                 "slow",
                 "slow_gpu_peer.py",
                 &json,
-                1,
                 Duration::from_millis(500),
-            )
+            ))
             .unwrap()
         {
             PeerRun::Failed { note } => assert!(note.contains("timed out"), "{note}"),
@@ -325,14 +337,28 @@ def ascontiguousarray(x): return _A(x)
         // The healthy peer is still running.
         let json = case(bench, "c3", &[5.0]);
         match servers
-            .run(&python, bench, "echo", "echo_gpu_peer.py", &json, 1, LONG)
+            .run(&call(
+                &python,
+                bench,
+                "echo",
+                "echo_gpu_peer.py",
+                &json,
+                LONG,
+            ))
             .unwrap()
         {
             PeerRun::Ran { version, .. } => assert_eq!(version.unwrap(), pids[0]),
             other => panic!("{other:?}"),
         }
         assert!(servers
-            .run(&python, bench, "none", "none_gpu_peer.py", &json, 1, LONG)
+            .run(&call(
+                &python,
+                bench,
+                "none",
+                "none_gpu_peer.py",
+                &json,
+                LONG
+            ))
             .is_err());
         drop(servers);
     }

@@ -273,38 +273,60 @@ pub fn write_case(dir: &Path, case: &Case, a: &Csr, runs: Runs) -> Result<PathBu
     Ok(path)
 }
 
-/// Runs peer `name` (script `peers/SCRIPT`, see [`script_name`]) on the case described
-/// by `case_json` (in the operands' folder); a peer still running after `timeout` is
-/// stopped and reported as failed.
-pub fn run_peer(
-    python: &Path,
-    bench_dir: &Path,
-    name: &str,
-    script: &str,
-    case_json: &Path,
-    threads: usize,
-    timeout: Duration,
-) -> Result<PeerRun> {
-    let script = bench_dir.join("peers").join(script);
-    if !script.is_file() {
-        bail!("peer script {} is missing", script.display());
+/// One run of a peer on a case: peer `name` (script `peers/SCRIPT` under `bench_dir`, see
+/// [`script_name`]) on the case described by `case_json` (in the operands' folder), with
+/// `threads` threads; a peer that has not answered after `timeout` is stopped and the run
+/// reported as failed.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerCall<'a> {
+    pub python: &'a Path,
+    pub bench_dir: &'a Path,
+    pub name: &'a str,
+    pub script: &'a str,
+    pub case_json: &'a Path,
+    pub threads: usize,
+    pub timeout: Duration,
+}
+
+impl PeerCall<'_> {
+    /// The script's path (an error when it is missing) and the case folder, from which
+    /// the peer's results of an earlier run are removed.
+    pub fn prepare(&self) -> Result<(PathBuf, &Path)> {
+        let script = self.bench_dir.join("peers").join(self.script);
+        if !script.is_file() {
+            bail!("peer script {} is missing", script.display());
+        }
+        let dir = self.case_json.parent().unwrap_or(Path::new("."));
+        let _ = std::fs::remove_file(dir.join(format!("result.{}.json", self.name)));
+        let _ = std::fs::remove_file(dir.join(format!("out.{}.f32", self.name)));
+        Ok((script, dir))
     }
-    let dir = case_json.parent().unwrap_or(Path::new("."));
+
+    /// `python SCRIPT` with every threading runtime's thread count set to `threads`.
+    pub fn command(&self, script: &Path) -> Command {
+        let t = self.threads.to_string();
+        let mut command = Command::new(self.python);
+        command
+            .arg(script)
+            .env("OMP_NUM_THREADS", &t)
+            .env("MKL_NUM_THREADS", &t)
+            .env("OPENBLAS_NUM_THREADS", &t)
+            .env("NUMEXPR_NUM_THREADS", &t);
+        command
+    }
+}
+
+/// Runs the peer of `call` in a process of its own for this one case.
+pub fn run_peer(call: &PeerCall<'_>) -> Result<PeerRun> {
+    let (name, python, timeout) = (call.name, call.python, call.timeout);
+    let (script, dir) = call.prepare()?;
     let result_path = dir.join(format!("result.{name}.json"));
-    let out_path = dir.join(format!("out.{name}.f32"));
-    let _ = std::fs::remove_file(&result_path);
-    let _ = std::fs::remove_file(&out_path);
-    let t = threads.to_string();
     let stderr_path = dir.join(format!("stderr.{name}.txt"));
     let stderr_file = std::fs::File::create(&stderr_path)
         .with_context(|| format!("cannot create {}", stderr_path.display()))?;
-    let mut child = Command::new(python)
-        .arg(&script)
-        .arg(case_json)
-        .env("OMP_NUM_THREADS", &t)
-        .env("MKL_NUM_THREADS", &t)
-        .env("OPENBLAS_NUM_THREADS", &t)
-        .env("NUMEXPR_NUM_THREADS", &t)
+    let mut child = call
+        .command(&script)
+        .arg(call.case_json)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr_file)
@@ -516,17 +538,16 @@ json.dump({"supported": False, "note": "mkl: no " + case["op"], "version": None}
             device: None,
         };
         let case_json = write_case(&case_dir, &case, &a, runs).unwrap();
-        match run_peer(
-            &python,
-            dir.path(),
-            "scipy",
-            "scipy_peer.py",
-            &case_json,
-            1,
-            LONG,
-        )
-        .unwrap()
-        {
+        let call = |name, script, timeout| PeerCall {
+            python: &python,
+            bench_dir: dir.path(),
+            name,
+            script,
+            case_json: &case_json,
+            threads: 1,
+            timeout,
+        };
+        match run_peer(&call("scipy", "scipy_peer.py", LONG)).unwrap() {
             PeerRun::Ran {
                 times,
                 output,
@@ -541,59 +562,21 @@ json.dump({"supported": False, "note": "mkl: no " + case["op"], "version": None}
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            run_peer(
-                &python,
-                dir.path(),
-                "mkl",
-                "mkl_peer.py",
-                &case_json,
-                1,
-                LONG
-            )
-            .unwrap(),
+            run_peer(&call("mkl", "mkl_peer.py", LONG)).unwrap(),
             PeerRun::Unsupported {
                 note: "mkl: no spmv".into()
             }
         );
-        match run_peer(
-            &python,
-            dir.path(),
-            "graphblas",
-            "graphblas_peer.py",
-            &case_json,
-            1,
-            LONG,
-        )
-        .unwrap()
-        {
+        match run_peer(&call("graphblas", "graphblas_peer.py", LONG)).unwrap() {
             PeerRun::Failed { note } => assert!(note.contains("boom"), "{note}"),
             other => panic!("{other:?}"),
         }
-        match run_peer(
-            &python,
-            dir.path(),
-            "torch",
-            "torch_peer.py",
-            &case_json,
-            1,
-            Duration::from_millis(300),
-        )
-        .unwrap()
-        {
+        match run_peer(&call("torch", "torch_peer.py", Duration::from_millis(300))).unwrap() {
             PeerRun::Failed { note } => assert!(note.contains("timed out"), "{note}"),
             other => panic!("{other:?}"),
         }
         std::fs::remove_file(dir.path().join("peers").join("torch_peer.py")).unwrap();
-        assert!(run_peer(
-            &python,
-            dir.path(),
-            "torch",
-            "torch_peer.py",
-            &case_json,
-            1,
-            LONG
-        )
-        .is_err());
+        assert!(run_peer(&call("torch", "torch_peer.py", LONG)).is_err());
     }
 
     #[test]
