@@ -31,8 +31,10 @@
 //! budget, which starts at the pool's spin time (`SPARSILE_SPIN_US`, default
 //! [`DEFAULT_SPIN`]) and adapts: it halves (down to [`MIN_SPIN`]) each time the next job
 //! comes later than the spin time, and returns to the spin time as soon as one comes
-//! within it. The caller waits for joined workers the same way, then sleeps until the
-//! last one leaves.
+//! within it. A worker also stops spinning at once when more threads are runnable than
+//! there are cores ([`SystemLoad::oversubscribed`]): beside a busy process it would take
+//! turns on a core with it, and a job it joined would wait for its turns. The caller
+//! waits for joined workers the same way, then sleeps until the last one leaves.
 //!
 //! Why this shape: the earlier pool made every call wait until every worker had run the
 //! job, and idle workers spun with a pause loop for 2 ms. The scheduler often put a woken
@@ -377,6 +379,11 @@ fn wait_for_job(shared: &Shared, seen: u64, budget: &mut SpinBudget) -> Waited {
         if waited < PAUSE_PHASE {
             std::hint::spin_loop();
             continue;
+        }
+        if shared.load.oversubscribed() {
+            // A runnable thread waits for a core: do not hold one, and do not join a
+            // job on a core this worker would soon lose.
+            break;
         }
         let before = Instant::now();
         std::thread::yield_now();

@@ -3,8 +3,11 @@
 //!
 //! The pool asks before it wakes a sleeping worker: on an oversubscribed machine a woken
 //! worker only takes a time slice from someone else (often the caller that woke it), and
-//! a worker descheduled in the middle of a chunk makes the caller wait for it. Reading the
-//! file costs a few microseconds, so the answer is cached for [`REFRESH`].
+//! a worker descheduled in the middle of a chunk makes the caller wait for it. An idle
+//! worker asks too, while it spins: when more threads are runnable than there are cores
+//! it stops spinning and sleeps, so that it neither holds a core another thread waits for
+//! nor joins a job on a core it will lose. Reading the file costs a few microseconds, so
+//! the reading is cached for [`REFRESH`].
 //!
 //! Where the file is missing (not Linux) or unreadable, every core counts as spare, and
 //! the pool behaves as if the machine were quiet.
@@ -27,14 +30,18 @@ pub fn parse_running(text: &str) -> Option<u64> {
     field.split('/').next()?.parse().ok()
 }
 
-/// A cached answer to "is a core idle?".
+/// A cached reading of the runnable-thread count, and the answers drawn from it.
 #[derive(Debug)]
 pub struct SystemLoad {
     epoch: Instant,
-    /// `(reading time in µs since epoch + 1) << 1 | spare`, 0 before the first reading.
+    /// `(reading time in µs since epoch + 1) << 24 | running`, 0 before the first
+    /// reading; `running` is [`UNKNOWN`] when the file could not be read.
     cached: AtomicU64,
     cores: u64,
 }
+
+/// The running count stored when `/proc/loadavg` cannot be read.
+const UNKNOWN: u64 = (1 << 24) - 1;
 
 impl Default for SystemLoad {
     fn default() -> Self {
@@ -60,24 +67,34 @@ impl SystemLoad {
         }
     }
 
+    /// The runnable threads now (a reading at most [`REFRESH`] old), `None` where the
+    /// count cannot be read.
+    fn running(&self) -> Option<u64> {
+        let now = self.epoch.elapsed().as_micros() as u64 + 1;
+        let c = self.cached.load(Ordering::Relaxed);
+        let running = if c != 0 && now.saturating_sub(c >> 24) < REFRESH.as_micros() as u64 {
+            c & UNKNOWN
+        } else {
+            let running = std::fs::read_to_string("/proc/loadavg")
+                .ok()
+                .as_deref()
+                .and_then(parse_running)
+                .map_or(UNKNOWN, |r| r.min(UNKNOWN - 1));
+            self.cached.store(now << 24 | running, Ordering::Relaxed);
+            running
+        };
+        (running != UNKNOWN).then_some(running)
+    }
+
     /// Whether fewer threads are runnable than there are online cores, besides the
     /// calling thread (which is runnable itself and counts in the reading).
     pub fn core_to_spare(&self) -> bool {
-        let now = self.epoch.elapsed().as_micros() as u64 + 1;
-        let c = self.cached.load(Ordering::Relaxed);
-        if c != 0 && now.saturating_sub(c >> 1) < REFRESH.as_micros() as u64 {
-            return c & 1 == 1;
-        }
-        let spare = match std::fs::read_to_string("/proc/loadavg")
-            .ok()
-            .as_deref()
-            .and_then(parse_running)
-        {
-            Some(running) => running < self.cores,
-            None => true,
-        };
-        self.cached
-            .store(now << 1 | u64::from(spare), Ordering::Relaxed);
-        spare
+        self.running().is_none_or(|running| running < self.cores)
+    }
+
+    /// Whether more threads are runnable than there are online cores (the asking
+    /// thread included): some runnable thread is waiting for a core.
+    pub fn oversubscribed(&self) -> bool {
+        self.running().is_some_and(|running| running > self.cores)
     }
 }
