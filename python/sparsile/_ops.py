@@ -273,15 +273,11 @@ def attention_forward(U: Tensor, Q: Any, K: Any, V: Any, threads: Optional[int],
     if device == "cuda" or target != "cpu":
         raise ValueError("the one-program sparse attention runs on the cpu target")
     program, args, to_torch = _args(SPARSE_ATTENTION, {"U": U}, {"Q": Q, "K": K, "V": V}, None)
-    # `rowwise` schedules every statement of the program (rows in parallel, the scores'
-    # dot products batched, V's rows summed in a local row): 3-6x the default schedule
-    # the automatic choice gives programs it does not classify.
-    try:
-        kernel = auto_kernel(program, "rowwise", target)
-        outputs = kernel.run(args, call_threads(threads))
-    except ValueError:
-        kernel = auto_kernel(program, "auto", target)
-        outputs = kernel.run(args, call_threads(threads))
+    # The automatic choice runs `rowwise` for this program (it classifies no single
+    # operator): every statement row by row, the scores' dot products batched, V's rows
+    # summed in a local row; 3-6x the default schedule.
+    kernel = auto_kernel(program, "auto", target)
+    outputs = kernel.run(args, call_threads(threads))
     _log.chose("sparse_attention", kernel, U.shape)
     return wrap_output(outputs["O"], to_torch), wrap_output(outputs["P"].values(), to_torch)
 
