@@ -25,6 +25,8 @@
 //!   ([`ScheduleError::CacheTooLarge`]);
 //! - the loop does not add to `buffer` atomically (other iterations of an enclosing
 //!   parallel loop update the same elements) ([`ScheduleError::CacheBuffer`]);
+//! - no parallel loop inside the loop stores to `buffer` (each of its threads would store
+//!   into a local copy of its own, never written back) ([`ScheduleError::CacheBuffer`]);
 //! - inside a parallel loop, no store to `buffer` is limited by a condition reading both
 //!   the body's own variables and outer ones (a split tail inside one thread's rows): the
 //!   copy back covers whole cached ranges and would overwrite elements other iterations
@@ -102,6 +104,17 @@ pub fn cache_write(
             "the loop adds to it atomically (other parallel iterations update the same elements)",
         ));
     }
+    if let Some(span) = parallel_store(&f.body, id) {
+        // A local array is private to each thread of a parallel loop: the threads'
+        // stores into it would never reach the copy back.
+        return Err(cache_buffer(
+            target,
+            buffer,
+            span,
+            "a parallel loop inside stores to it, and each thread would store into a local \
+             copy of its own that is never written back (cache inside the parallel loop)",
+        ));
+    }
     if under_parallel(&func.body, f.var, false) == Some(true) {
         let once = single_iterations(&f.body);
         let inside = Stmt::declared_vars(&f.body);
@@ -133,6 +146,25 @@ pub fn cache_write(
     f.body = new_body;
     let name = out.buffers[local].name.clone();
     Ok((out, name))
+}
+
+/// The span of a parallel loop in `stmts` (nested ones included) that stores to `buffer`.
+fn parallel_store(stmts: &[Stmt], buffer: BufferId) -> Option<Span> {
+    let mut found = None;
+    Stmt::visit_all(stmts, &mut |s| {
+        if let Stmt::For(g) = s {
+            if found.is_none() && g.kind.is_parallel() {
+                let mut stores = false;
+                Stmt::visit_all(&g.body, &mut |t| {
+                    stores |= matches!(t, Stmt::Store { buffer: b, .. } | Stmt::AtomicAdd { buffer: b, .. } if *b == buffer);
+                });
+                if stores {
+                    found = Some(g.span);
+                }
+            }
+        }
+    });
+    found
 }
 
 /// Whether the loop over `var` in `stmts` runs inside a parallel loop (`None`: not found).
