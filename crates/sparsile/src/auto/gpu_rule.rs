@@ -62,13 +62,9 @@ pub fn gpu_rule_on(
     program: &Program,
     inputs: &std::collections::HashMap<String, sparsile_formats::SparseTensor<'_>>,
 ) -> &'static str {
-    let info = classify(program);
-    let width = info.width.as_ref().and_then(|(buffer, axis)| {
-        inputs
-            .get(buffer)
-            .and_then(|t| t.shape().get(*axis).copied())
-    });
-    gpu_rule_for(program, width)
+    // The inputs' width as the automatic choice reads it (tensor or buffer names).
+    let (_, width) = super::select::operands(&classify(program), inputs);
+    gpu_rule_for(program, Some(width))
 }
 
 /// The dense width (`info.width`'s axis) when the program's declarations fix it.
