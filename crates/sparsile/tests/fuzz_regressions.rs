@@ -7,65 +7,96 @@ mod support;
 use std::collections::HashMap;
 
 use sparsile::formats::{CooTensor, Format, SparseTensor};
+use sparsile::ir::coord::Program;
 use sparsile::ir::DType;
 use sparsile::runtime::{interpret, InterpOptions};
+use sparsile::transform::schedule::Trace;
 use sparsile::transform::schedule::{LoopRef, Schedule};
+use sparsile::Lowered;
 use sparsile::RunOptions;
 use support::{close, have_compiler};
+
+/// SpMV `y[i] = A[i,j] * x[j]` with `A` stored as `format`, compiled.
+fn spmv(format: &str) -> Program {
+    let text = format!(
+        "tensor A: f64[m, n] {format}\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n"
+    );
+    sparsile::compile_notation(&text).unwrap()
+}
+
+/// `A` (the triplets, stored as `format`) and the dense vector or matrix `name`.
+fn operands(
+    a: &CooTensor,
+    format: &str,
+    name: &str,
+    shape: &[usize],
+    values: &[f64],
+) -> HashMap<String, SparseTensor<'static>> {
+    let format: Format = format.parse().unwrap();
+    HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(a, &format, DType::F64).unwrap(),
+        ),
+        (
+            name.to_string(),
+            SparseTensor::dense_from_f64(shape, values, DType::F64).unwrap(),
+        ),
+    ])
+}
+
+/// Checks the output `out` of `program` scheduled by `trace` against the interpreter:
+/// stage II and III in the flat interpreter, and compiled when `native` and a C
+/// compiler runs. Returns the lowered program.
+fn check(
+    program: &Program,
+    trace: &Trace,
+    inputs: &HashMap<String, SparseTensor<'static>>,
+    params: &HashMap<String, i64>,
+    out: &str,
+    native: bool,
+) -> Lowered {
+    let lowered = sparsile::lower_program_with(program.clone(), trace).unwrap();
+    let options = InterpOptions {
+        params: params.clone(),
+        ..InterpOptions::default()
+    };
+    let want = interpret(program, inputs, &options).unwrap()[out].to_dense_f64();
+    for func in [&lowered.stage2, &lowered.stage3] {
+        let got = sparsile::runtime::flat_interp::run(func, program, inputs, &options)
+            .unwrap_or_else(|e| panic!("{e}\n{func}"));
+        close(&got[out].to_dense_f64(), &want, 1e-12, "flat interpreter");
+    }
+    if native && have_compiler() {
+        let kernel = sparsile::compile_program_with(program.clone(), trace).unwrap();
+        let run = RunOptions {
+            params: params.clone(),
+            ..RunOptions::default()
+        };
+        let got = kernel.run(inputs, &run).unwrap();
+        close(&got[out].to_dense_f64(), &want, 1e-12, "compiled");
+    }
+    lowered
+}
 
 /// `cache_read` of `x` in an ELL SpMV copied `x[j]` for the padding sentinel `j = n` into
 /// the local array, one element past the end of `x`, outside the guard the loads had.
 #[test]
 fn cache_read_under_a_padded_index_stays_in_bounds() {
-    let text =
-        "tensor A: f64[m, n] ell\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
-    let program = sparsile::compile_notation(text).unwrap();
+    let program = spmv("ell");
     let mut sch = Schedule::new(&program);
     sch.func_or_lower().unwrap();
     sch.cache_read(&LoopRef::new("y", "j_p"), "x").unwrap();
-    let trace = sch.trace().clone();
-    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
     // Rows of different lengths: the short ones are padded with the sentinel n = 2.
     let a =
         CooTensor::from_triplets(vec![4, 2], &[(0, 0, 1.5), (0, 1, 2.0), (2, 1, -1.0)]).unwrap();
-    let ell: Format = "ell".parse().unwrap();
-    let inputs = HashMap::from([
-        (
-            "A".to_string(),
-            SparseTensor::from_coo_with(&a, &ell, DType::F64).unwrap(),
-        ),
-        (
-            "x".to_string(),
-            SparseTensor::dense_from_f64(&[2], &[3.0, 5.0], DType::F64).unwrap(),
-        ),
-    ]);
-    let options = InterpOptions::default();
-    let want = interpret(&program, &inputs, &options).unwrap();
-    for func in [&lowered.stage2, &lowered.stage3] {
-        let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
-            .unwrap_or_else(|e| panic!("{e}\n{func}"));
-        close(
-            &got["y"].to_dense_f64(),
-            &want["y"].to_dense_f64(),
-            0.0,
-            "flat interpreter",
-        );
-    }
+    let inputs = operands(&a, "ell", "x", &[2], &[3.0, 5.0]);
+    let lowered = check(&program, sch.trace(), &inputs, &HashMap::new(), "y", true);
     assert!(
         lowered.stage2.to_string().contains("j < n {"),
         "{}",
         lowered.stage2
     );
-    if have_compiler() {
-        let kernel = sparsile::compile_program_with(program, &trace).unwrap();
-        let got = kernel.run(&inputs, &RunOptions::default()).unwrap();
-        close(
-            &got["y"].to_dense_f64(),
-            &want["y"].to_dense_f64(),
-            0.0,
-            "compiled",
-        );
-    }
 }
 
 /// `cache_write` of `y` at a loop that `bound` extended past the rows (`0..6` for
@@ -73,53 +104,18 @@ fn cache_read_under_a_padded_index_stays_in_bounds() {
 /// and a write one past the end of `y`.
 #[test]
 fn cache_write_at_a_bounded_loop_stays_in_bounds() {
-    let text =
-        "tensor A: f64[m, n] ell\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
-    let program = sparsile::compile_notation(text).unwrap();
+    let program = spmv("ell");
     let mut sch = Schedule::new(&program);
     sch.func_or_lower().unwrap();
     sch.bound(&LoopRef::new("y", "i_2"), 6).unwrap();
     sch.cache_write(&LoopRef::new("y", "i_2"), "y").unwrap();
-    let trace = sch.trace().clone();
-    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
     let a = CooTensor::from_triplets(
         vec![5, 5],
         &[(0, 0, 1.5), (0, 4, 2.0), (2, 1, -1.0), (4, 3, 0.5)],
     )
     .unwrap();
-    let ell: Format = "ell".parse().unwrap();
-    let inputs = HashMap::from([
-        (
-            "A".to_string(),
-            SparseTensor::from_coo_with(&a, &ell, DType::F64).unwrap(),
-        ),
-        (
-            "x".to_string(),
-            SparseTensor::dense_from_f64(&[5], &[3.0, 5.0, 7.0, 11.0, 13.0], DType::F64).unwrap(),
-        ),
-    ]);
-    let options = InterpOptions::default();
-    let want = interpret(&program, &inputs, &options).unwrap();
-    for func in [&lowered.stage2, &lowered.stage3] {
-        let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
-            .unwrap_or_else(|e| panic!("{e}\n{func}"));
-        close(
-            &got["y"].to_dense_f64(),
-            &want["y"].to_dense_f64(),
-            0.0,
-            "flat interpreter",
-        );
-    }
-    if have_compiler() {
-        let kernel = sparsile::compile_program_with(program, &trace).unwrap();
-        let got = kernel.run(&inputs, &RunOptions::default()).unwrap();
-        close(
-            &got["y"].to_dense_f64(),
-            &want["y"].to_dense_f64(),
-            0.0,
-            "compiled",
-        );
-    }
+    let inputs = operands(&a, "ell", "x", &[5], &[3.0, 5.0, 7.0, 11.0, 13.0]);
+    check(&program, sch.trace(), &inputs, &HashMap::new(), "y", true);
 }
 
 /// A balanced parallel loop weighs iteration `v` with `indptr[v + 1] - indptr[v]`:
@@ -130,9 +126,7 @@ fn cache_write_at_a_bounded_loop_stays_in_bounds() {
 fn bound_and_balanced_partitions_do_not_combine() {
     use sparsile::transform::schedule::partition::LoopPartition;
     use sparsile::transform::ScheduleError;
-    let text =
-        "tensor A: f64[m, n] csr\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
-    let program = sparsile::compile_notation(text).unwrap();
+    let program = spmv("csr");
     let rows = LoopRef::new("y", "i_2");
     let balanced = LoopPartition::Balanced {
         indptr: "A_A_J_indptr".to_string(),
@@ -169,49 +163,14 @@ fn bound_and_balanced_partitions_do_not_combine() {
 /// diagonal starts left of the matrix, outside the guard of the loads.
 #[test]
 fn cache_read_of_a_diagonal_index_stays_in_bounds() {
-    let text =
-        "tensor A: f64[m, n] dia\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
-    let program = sparsile::compile_notation(text).unwrap();
+    let program = spmv("dia");
     let mut sch = Schedule::new(&program);
     sch.func_or_lower().unwrap();
     sch.cache_read(&LoopRef::new("y", "i_2"), "x").unwrap();
-    let trace = sch.trace().clone();
-    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
     let a =
         CooTensor::from_triplets(vec![4, 3], &[(0, 0, 1.5), (3, 0, 2.0), (1, 2, -1.0)]).unwrap();
-    let dia: Format = "dia".parse().unwrap();
-    let inputs = HashMap::from([
-        (
-            "A".to_string(),
-            SparseTensor::from_coo_with(&a, &dia, DType::F64).unwrap(),
-        ),
-        (
-            "x".to_string(),
-            SparseTensor::dense_from_f64(&[3], &[3.0, 5.0, 7.0], DType::F64).unwrap(),
-        ),
-    ]);
-    let options = InterpOptions::default();
-    let want = interpret(&program, &inputs, &options).unwrap();
-    for func in [&lowered.stage2, &lowered.stage3] {
-        let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
-            .unwrap_or_else(|e| panic!("{e}\n{func}"));
-        close(
-            &got["y"].to_dense_f64(),
-            &want["y"].to_dense_f64(),
-            0.0,
-            "flat interpreter",
-        );
-    }
-    if have_compiler() {
-        let kernel = sparsile::compile_program_with(program, &trace).unwrap();
-        let got = kernel.run(&inputs, &RunOptions::default()).unwrap();
-        close(
-            &got["y"].to_dense_f64(),
-            &want["y"].to_dense_f64(),
-            0.0,
-            "compiled",
-        );
-    }
+    let inputs = operands(&a, "dia", "x", &[3], &[3.0, 5.0, 7.0]);
+    check(&program, sch.trace(), &inputs, &HashMap::new(), "y", true);
 }
 
 /// `cache_write` of `y` under a loop made parallel with atomic adds (`parallel_reduce`)
@@ -221,9 +180,7 @@ fn cache_read_of_a_diagonal_index_stays_in_bounds() {
 fn cache_write_of_atomically_updated_elements_is_refused() {
     use sparsile::transform::schedule::reduction::ReductionStrategy;
     use sparsile::transform::ScheduleError;
-    let text =
-        "tensor A: f64[m, n] dia\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
-    let program = sparsile::compile_notation(text).unwrap();
+    let program = spmv("dia");
     let mut sch = Schedule::new(&program);
     sch.func_or_lower().unwrap();
     sch.parallel_reduce(&LoopRef::new("y", "d_p"), ReductionStrategy::Atomic)
@@ -239,9 +196,7 @@ fn cache_write_of_atomically_updated_elements_is_refused() {
 /// Such a loop no longer counts as running once, and the call is refused.
 #[test]
 fn rfactor_over_a_bounded_single_iteration_is_refused() {
-    let text =
-        "tensor A: f64[m, n] dia\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
-    let program = sparsile::compile_notation(text).unwrap();
+    let program = spmv("dia");
     let mut sch = Schedule::new(&program);
     sch.func_or_lower().unwrap();
     sch.bound(&LoopRef::new("y", "i_2"), 1).unwrap();
@@ -255,45 +210,16 @@ fn rfactor_over_a_bounded_single_iteration_is_refused() {
 /// of `y` and guarded only by the first line's bound (found by the differential fuzzer).
 #[test]
 fn prefetch_lines_past_the_axis_are_guarded() {
-    let text =
-        "tensor A: f64[m, n] dia\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
-    let program = sparsile::compile_notation(text).unwrap();
+    let program = spmv("dia");
     let mut sch = Schedule::new(&program);
     sch.func_or_lower().unwrap();
     sch.bound(&LoopRef::new("y", "i_2"), 9).unwrap();
     sch.prefetch(&LoopRef::new("y", "d_p"), "y", 6).unwrap();
-    let trace = sch.trace().clone();
-    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
     let a =
         CooTensor::from_triplets(vec![7, 8], &[(0, 0, 1.5), (6, 7, 2.0), (3, 1, -1.0)]).unwrap();
-    let dia: Format = "dia".parse().unwrap();
-    let inputs = HashMap::from([
-        (
-            "A".to_string(),
-            SparseTensor::from_coo_with(&a, &dia, DType::F64).unwrap(),
-        ),
-        (
-            "x".to_string(),
-            SparseTensor::dense_from_f64(
-                &[8],
-                &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
-                DType::F64,
-            )
-            .unwrap(),
-        ),
-    ]);
-    let options = InterpOptions::default();
-    let want = interpret(&program, &inputs, &options).unwrap();
-    for func in [&lowered.stage2, &lowered.stage3] {
-        let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
-            .unwrap_or_else(|e| panic!("{e}\n{func}"));
-        close(
-            &got["y"].to_dense_f64(),
-            &want["y"].to_dense_f64(),
-            0.0,
-            "flat interpreter",
-        );
-    }
+    let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+    let inputs = operands(&a, "dia", "x", &[8], &x);
+    check(&program, sch.trace(), &inputs, &HashMap::new(), "y", false);
 }
 
 /// `rfactor` of a BSR SpMM's block column loop added the partial sums of the padding row
@@ -308,16 +234,6 @@ fn rfactor_keeps_the_guard_of_a_padded_block_row() {
     sch.func_or_lower().unwrap();
     sch.rfactor(&LoopRef::new("C", "ji"), &LoopRef::new("C", "k2_2"))
         .unwrap();
-    let trace = sch.trace().clone();
-    let lowered = sparsile::lower_program_with(program.clone(), &trace).unwrap();
-    let stage2 = lowered.stage2.to_string();
-    // The guard of the updates, and the same guard around the combine.
-    assert_eq!(
-        stage2.matches("if io * 2 + ii < m {").count(),
-        2,
-        "{stage2}"
-    );
-    let bsr: Format = "bsr:2x2".parse().unwrap();
     for (m, n) in [(1, 1), (3, 4), (5, 3)] {
         let triplets: Vec<(usize, usize, f64)> = (0..m)
             .flat_map(|i| {
@@ -328,51 +244,21 @@ fn rfactor_keeps_the_guard_of_a_padded_block_row() {
             .collect();
         let a = CooTensor::from_triplets(vec![m, n], &triplets).unwrap();
         let b: Vec<f64> = (0..n * 5).map(|v| v as f64 * 0.5 - 3.0).collect();
-        let inputs = HashMap::from([
-            (
-                "A".to_string(),
-                SparseTensor::from_coo_with(&a, &bsr, DType::F64).unwrap(),
-            ),
-            (
-                "B".to_string(),
-                SparseTensor::dense_from_f64(&[n, 5], &b, DType::F64).unwrap(),
-            ),
-        ]);
+        let inputs = operands(&a, "bsr:2x2", "B", &[n, 5], &b);
         // m (a padded block row hides it from the shapes) and k (specialised) are given.
         let params = HashMap::from([
             ("m".to_string(), m as i64),
             ("n".to_string(), n as i64),
             ("k".to_string(), 5),
         ]);
-        let options = InterpOptions {
-            params: params.clone(),
-            ..InterpOptions::default()
-        };
-        let want = interpret(&program, &inputs, &options).unwrap();
-        for func in [&lowered.stage2, &lowered.stage3] {
-            let got = sparsile::runtime::flat_interp::run(func, &program, &inputs, &options)
-                .unwrap_or_else(|e| panic!("m = {m}: {e}\n{func}"));
-            close(
-                &got["C"].to_dense_f64(),
-                &want["C"].to_dense_f64(),
-                1e-12,
-                "flat interpreter",
-            );
-        }
-        if have_compiler() {
-            let kernel = sparsile::compile_program_with(program.clone(), &trace).unwrap();
-            let run = RunOptions {
-                params: params.clone(),
-                ..RunOptions::default()
-            };
-            let got = kernel.run(&inputs, &run).unwrap();
-            close(
-                &got["C"].to_dense_f64(),
-                &want["C"].to_dense_f64(),
-                1e-12,
-                "compiled",
-            );
-        }
+        let lowered = check(&program, sch.trace(), &inputs, &params, "C", true);
+        // The guard of the updates, and the same guard around the combine.
+        let stage2 = lowered.stage2.to_string();
+        assert_eq!(
+            stage2.matches("if io * 2 + ii < m {").count(),
+            2,
+            "{stage2}"
+        );
     }
 }
 
@@ -382,11 +268,9 @@ fn rfactor_keeps_the_guard_of_a_padded_block_row() {
 /// stage-II interpreter reported). Refused now, by name.
 #[test]
 fn cache_write_across_per_thread_ranges_is_refused() {
-    use sparsile::transform::schedule::{ScheduleError, Trace};
+    use sparsile::transform::ScheduleError;
 
-    let text =
-        "tensor A: f64[m, n] csr\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
-    let program = sparsile::compile_notation(text).unwrap();
+    let program = spmv("csr");
     let steps = r#"{"steps": [
         {"step": "lower"},
         {"step": "parallel_reduce", "target": {"block": "y.init", "var": "i"},
@@ -413,11 +297,9 @@ fn cache_write_across_per_thread_ranges_is_refused() {
 /// 170,762 runs). Refused now, by name.
 #[test]
 fn cache_write_around_a_parallel_loop_that_stores_is_refused() {
-    use sparsile::transform::schedule::{ScheduleError, Trace};
+    use sparsile::transform::ScheduleError;
 
-    let text =
-        "tensor A: f64[m, n] coo\ntensor x: f64[n]\ntensor y: f64[m]\ny[i] = A[i,j] * x[j]\n";
-    let program = sparsile::compile_notation(text).unwrap();
+    let program = spmv("coo");
     let steps = r#"{"steps": [
         {"step": "lower"},
         {"step": "bound", "target": {"block": "y_zero", "var": "i"}, "extent": 9},
