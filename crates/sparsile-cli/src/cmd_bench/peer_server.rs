@@ -238,22 +238,56 @@ def ascontiguousarray(x): return _A(x)
 
     const LONG: Duration = Duration::from_secs(120);
 
-    fn call<'a>(
-        python: &'a Path,
-        bench: &'a Path,
-        name: &'a str,
-        script: &'a str,
-        case_json: &'a Path,
+    /// Runs the fake peer `name` (script `NAME_gpu_peer.py`) on a case.
+    fn run(
+        servers: &mut PeerServers,
+        python: &Path,
+        bench: &Path,
+        name: &str,
+        case_json: &Path,
         timeout: Duration,
-    ) -> PeerCall<'a> {
-        PeerCall {
+    ) -> anyhow::Result<PeerRun> {
+        let script = format!("{name}_gpu_peer.py");
+        servers.run(&PeerCall {
             python,
             bench_dir: bench,
             name,
-            script,
+            script: &script,
             case_json,
             threads: 1,
             timeout,
+        })
+    }
+
+    /// The `echo` peer on `x`: checks its times and result, returns its process id.
+    fn echo(
+        servers: &mut PeerServers,
+        python: &Path,
+        bench: &Path,
+        case: &str,
+        x: &[f32],
+    ) -> String {
+        let json = self::case(bench, case, x);
+        match run(servers, python, bench, "echo", &json, LONG).unwrap() {
+            PeerRun::Ran {
+                times,
+                output,
+                version,
+                ..
+            } => {
+                assert_eq!(times, vec![0.001, 0.003]);
+                assert_eq!(output, x.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+                version.unwrap()
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The note of a peer run that failed.
+    fn failure(run: anyhow::Result<PeerRun>) -> String {
+        match run.unwrap() {
+            PeerRun::Failed { note } => note,
+            other => panic!("{other:?}"),
         }
     }
 
@@ -266,100 +300,22 @@ def ascontiguousarray(x): return _A(x)
         };
         let bench = dir.path();
         let mut servers = PeerServers::default();
-        let mut pids = Vec::new();
-        for (i, x) in [[1.0f32, 2.0], [3.0, -4.0]].iter().enumerate() {
-            let json = case(bench, &format!("c{i}"), x);
-            match servers
-                .run(&call(
-                    &python,
-                    bench,
-                    "echo",
-                    "echo_gpu_peer.py",
-                    &json,
-                    LONG,
-                ))
-                .unwrap()
-            {
-                PeerRun::Ran {
-                    times,
-                    output,
-                    version,
-                    ..
-                } => {
-                    assert_eq!(times, vec![0.001, 0.003]);
-                    assert_eq!(output, x.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
-                    pids.push(version.unwrap());
-                }
-                other => panic!("{other:?}"),
-            }
-        }
-        assert_eq!(pids[0], pids[1], "one process for both cases");
+        let first = echo(&mut servers, &python, bench, "c0", &[1.0, 2.0]);
+        let second = echo(&mut servers, &python, bench, "c1", &[3.0, -4.0]);
+        assert_eq!(first, second, "one process for both cases");
 
         let json = case(bench, "c2", &[1.0]);
-        match servers
-            .run(&call(&python, bench, "bad", "bad_gpu_peer.py", &json, LONG))
-            .unwrap()
-        {
-            PeerRun::Failed { note } => {
-                assert!(note.contains("bad failed: illegal memory access"), "{note}");
-                assert!(note.contains("RuntimeError"), "{note}");
-            }
-            other => panic!("{other:?}"),
-        }
-        match servers
-            .run(&call(
-                &python,
-                bench,
-                "gone",
-                "gone_gpu_peer.py",
-                &json,
-                LONG,
-            ))
-            .unwrap()
-        {
-            PeerRun::Failed { note } => assert!(note.starts_with("gone exited"), "{note}"),
-            other => panic!("{other:?}"),
-        }
-        match servers
-            .run(&call(
-                &python,
-                bench,
-                "slow",
-                "slow_gpu_peer.py",
-                &json,
-                Duration::from_millis(500),
-            ))
-            .unwrap()
-        {
-            PeerRun::Failed { note } => assert!(note.contains("timed out"), "{note}"),
-            other => panic!("{other:?}"),
-        }
+        let note = failure(run(&mut servers, &python, bench, "bad", &json, LONG));
+        assert!(note.contains("bad failed: illegal memory access"), "{note}");
+        assert!(note.contains("RuntimeError"), "{note}");
+        let note = failure(run(&mut servers, &python, bench, "gone", &json, LONG));
+        assert!(note.starts_with("gone exited"), "{note}");
+        let short = Duration::from_millis(500);
+        let note = failure(run(&mut servers, &python, bench, "slow", &json, short));
+        assert!(note.contains("timed out"), "{note}");
         // The healthy peer is still running.
-        let json = case(bench, "c3", &[5.0]);
-        match servers
-            .run(&call(
-                &python,
-                bench,
-                "echo",
-                "echo_gpu_peer.py",
-                &json,
-                LONG,
-            ))
-            .unwrap()
-        {
-            PeerRun::Ran { version, .. } => assert_eq!(version.unwrap(), pids[0]),
-            other => panic!("{other:?}"),
-        }
-        assert!(servers
-            .run(&call(
-                &python,
-                bench,
-                "none",
-                "none_gpu_peer.py",
-                &json,
-                LONG
-            ))
-            .is_err());
+        assert_eq!(echo(&mut servers, &python, bench, "c3", &[5.0]), first);
+        assert!(run(&mut servers, &python, bench, "none", &json, LONG).is_err());
         drop(servers);
     }
 }
