@@ -375,6 +375,7 @@ impl Launcher {
                 let start = Instant::now();
                 let result = call(chunk);
                 busy_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                self.pool.late_wake();
                 if let Err(e) = result {
                     failed.store(true, Ordering::Relaxed);
                     first_error

@@ -36,6 +36,11 @@
 //! turns on a core with it, and a job it joined would wait for its turns. The caller
 //! waits for joined workers the same way, then sleeps until the last one leaves.
 //!
+//! A job that finds no idle core at its start leaves the sleeping workers asleep, and
+//! its claim loop calls [`WorkerPool::late_wake`] between pieces: the caller looks again
+//! at doubling gaps and wakes them once a core is idle, so a thread that happened to be
+//! runnable at the start does not make a long call run on one thread.
+//!
 //! Why this shape: the earlier pool made every call wait until every worker had run the
 //! job, and idle workers spun with a pause loop for 2 ms. The scheduler often put a woken
 //! worker on the caller's core; the worker then finished the job and spun on, while the
@@ -90,6 +95,9 @@ const PAUSE_PHASE: Duration = Duration::from_micros(3);
 /// A `sched_yield` slower than this means another thread ran on this core.
 const CONTENDED_YIELD: Duration = Duration::from_micros(30);
 
+/// How long after a refused wake the caller first looks at the machine again.
+pub const FIRST_LOOK_US: u64 = 50;
+
 /// How long the caller waits for joined workers before it sleeps.
 const CALLER_SPIN: Duration = Duration::from_micros(50);
 
@@ -129,6 +137,13 @@ struct Shared {
     spin: Duration,
     /// Whether the machine has an idle core for a woken worker.
     load: SystemLoad,
+    /// The current job's wake was refused (no idle core when it started): the caller
+    /// looks again between its pieces ([`WorkerPool::late_wake`]).
+    refused: AtomicBool,
+    /// When the caller may look again, in µs since `epoch`, and the gap after that.
+    next_look_us: AtomicU64,
+    look_gap_us: AtomicU64,
+    epoch: Instant,
 }
 
 /// Whom a caller's job asks for help (see [`WorkerPool::run_with`]).
@@ -163,6 +178,15 @@ impl WorkerPool {
     /// whose idle workers spin for at most `spin` before sleeping. Fails when a thread
     /// cannot be started.
     pub fn new(threads: usize, spin: Duration) -> std::io::Result<WorkerPool> {
+        WorkerPool::with_load(threads, spin, SystemLoad::new())
+    }
+
+    /// [`new`](Self::new), asking `load` whether the machine has a core to spare.
+    pub fn with_load(
+        threads: usize,
+        spin: Duration,
+        load: SystemLoad,
+    ) -> std::io::Result<WorkerPool> {
         let threads = threads.max(1);
         let shared = Arc::new(Shared {
             // Generation 0, closed: nothing to join yet.
@@ -178,7 +202,11 @@ impl WorkerPool {
             shutdown: AtomicBool::new(false),
             panic: Mutex::new(None),
             spin,
-            load: SystemLoad::new(),
+            load,
+            refused: AtomicBool::new(false),
+            next_look_us: AtomicU64::new(0),
+            look_gap_us: AtomicU64::new(0),
+            epoch: Instant::now(),
         });
         let mut pool = WorkerPool {
             threads,
@@ -244,12 +272,19 @@ impl WorkerPool {
         shared
             .state
             .store(generation << GENERATION_SHIFT, Ordering::SeqCst);
-        if help == Help::All
-            && shared.sleeping.load(Ordering::SeqCst) > 0
-            && shared.load.core_to_spare()
-        {
-            let _g = shared.sleep_lock.lock().unwrap_or_else(|e| e.into_inner());
-            shared.wake.notify_all();
+        if help == Help::All && shared.sleeping.load(Ordering::SeqCst) > 0 {
+            if shared.load.core_to_spare() {
+                wake_sleepers(shared);
+            } else {
+                // Look again later in this job: a thread that was runnable at the start
+                // may be gone soon.
+                let now = shared.epoch.elapsed().as_micros() as u64;
+                shared.look_gap_us.store(FIRST_LOOK_US, Ordering::Relaxed);
+                shared
+                    .next_look_us
+                    .store(now + FIRST_LOOK_US, Ordering::Relaxed);
+                shared.refused.store(true, Ordering::Release);
+            }
         }
 
         /// Closes the job and waits for the joined workers when dropped, so that an
@@ -258,6 +293,7 @@ impl WorkerPool {
         impl Drop for Close<'_> {
             fn drop(&mut self) {
                 let shared = self.0;
+                shared.refused.store(false, Ordering::Relaxed);
                 let state = shared.state.fetch_or(CLOSED, Ordering::SeqCst) | CLOSED;
                 if state & JOINED != 0 {
                     wait_for_joined(shared);
@@ -278,6 +314,45 @@ impl WorkerPool {
             std::panic::resume_unwind(p);
         }
     }
+}
+
+impl WorkerPool {
+    /// Called by a job between its pieces of work: where the job's start found no idle
+    /// core and left the sleeping workers asleep, looks at the machine again (after
+    /// [`FIRST_LOOK_US`], then at doubling gaps, so that a busy machine costs a few
+    /// readings per call) and wakes them once a core is idle. Without this, one runnable
+    /// thread seen at the start (a kernel thread, a short process) made a long call run
+    /// on the caller alone. Cheap when nothing was refused: one atomic load.
+    pub fn late_wake(&self) {
+        let shared = &*self.shared;
+        if !shared.refused.load(Ordering::Acquire) {
+            return;
+        }
+        let now = shared.epoch.elapsed().as_micros() as u64;
+        let next = shared.next_look_us.load(Ordering::Relaxed);
+        if now < next {
+            return;
+        }
+        let gap = shared.look_gap_us.load(Ordering::Relaxed);
+        // One looker at a time: whoever moves the deadline looks.
+        if shared
+            .next_look_us
+            .compare_exchange(next, now + 2 * gap, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        shared.look_gap_us.store(2 * gap, Ordering::Relaxed);
+        if shared.load.core_to_spare() && shared.refused.swap(false, Ordering::AcqRel) {
+            wake_sleepers(shared);
+        }
+    }
+}
+
+/// Wakes every sleeping worker.
+fn wake_sleepers(shared: &Shared) {
+    let _g = shared.sleep_lock.lock().unwrap_or_else(|e| e.into_inner());
+    shared.wake.notify_all();
 }
 
 /// The caller's wait for the workers that joined its (now closed) job: spin, then yield,
@@ -609,5 +684,43 @@ mod tests {
         b.slept(Duration::from_millis(1));
         b.caught();
         assert_eq!(b.budget, max);
+    }
+
+    /// A job that starts while another thread holds the second core leaves the sleeping
+    /// worker asleep; once the core is idle, the caller's next look between pieces wakes
+    /// it and it takes part of the job.
+    #[test]
+    fn a_refused_wake_is_retried_between_pieces() {
+        static BUSY: AtomicBool = AtomicBool::new(true);
+        fn running() -> Option<u64> {
+            Some(if BUSY.load(Ordering::SeqCst) { 2 } else { 1 })
+        }
+        let pool =
+            WorkerPool::with_load(2, Duration::ZERO, SystemLoad::with_reader(2, running)).unwrap();
+        // Let the worker fall asleep.
+        while pool.shared.sleeping.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let caller = std::thread::current().id();
+        let next = AtomicUsize::new(0);
+        let by_worker = AtomicUsize::new(0);
+        pool.run(&|| loop {
+            let c = next.fetch_add(1, Ordering::Relaxed);
+            if c >= 400 {
+                return;
+            }
+            if c == 20 {
+                // The other thread is gone.
+                BUSY.store(false, Ordering::SeqCst);
+            }
+            std::thread::sleep(Duration::from_micros(200));
+            if std::thread::current().id() != caller {
+                by_worker.fetch_add(1, Ordering::Relaxed);
+            }
+            pool.late_wake();
+        });
+        let worker = by_worker.load(Ordering::Relaxed);
+        assert!(worker > 0, "the worker took no piece of 400");
+        assert!(!pool.shared.refused.load(Ordering::SeqCst));
     }
 }

@@ -7,7 +7,12 @@
 //! worker asks too, while it spins: when more threads are runnable than there are cores
 //! it stops spinning and sleeps, so that it neither holds a core another thread waits for
 //! nor joins a job on a core it will lose. Reading the file costs a few microseconds, so
-//! the reading is cached for [`REFRESH`].
+//! a spinning worker's readings are cached for [`REFRESH`]. The caller's question reads
+//! the file afresh: a cached reading may have been taken by a worker that counted itself
+//! runnable and has gone to sleep since, and that stale count made every other call of a
+//! kernel called back to back run on the caller alone (the worker read "2 runnable" on a
+//! 2-core machine while it spun after a call, slept, and the next call, within 2 ms,
+//! believed no core was free).
 //!
 //! Where the file is missing (not Linux) or unreadable, every core counts as spare, and
 //! the pool behaves as if the machine were quiet.
@@ -38,6 +43,8 @@ pub struct SystemLoad {
     /// reading; `running` is [`UNKNOWN`] when the file could not be read.
     cached: AtomicU64,
     cores: u64,
+    /// Reads the runnable-thread count (`/proc/loadavg`; replaced in tests).
+    read: fn() -> Option<u64>,
 }
 
 /// The running count stored when `/proc/loadavg` cannot be read.
@@ -64,37 +71,101 @@ impl SystemLoad {
             } else {
                 std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
             },
+            read: read_loadavg,
         }
     }
 
-    /// The runnable threads now (a reading at most [`REFRESH`] old), `None` where the
-    /// count cannot be read.
-    fn running(&self) -> Option<u64> {
+    /// A load of `cores` cores whose runnable count comes from `read` (for tests).
+    pub fn with_reader(cores: u64, read: fn() -> Option<u64>) -> SystemLoad {
+        SystemLoad {
+            epoch: Instant::now(),
+            cached: AtomicU64::new(0),
+            cores: cores.max(1),
+            read,
+        }
+    }
+
+    /// The runnable threads now (a reading at most [`REFRESH`] old unless `fresh`),
+    /// `None` where the count cannot be read.
+    fn running(&self, fresh: bool) -> Option<u64> {
         let now = self.epoch.elapsed().as_micros() as u64 + 1;
         let c = self.cached.load(Ordering::Relaxed);
-        let running = if c != 0 && now.saturating_sub(c >> 24) < REFRESH.as_micros() as u64 {
-            c & UNKNOWN
-        } else {
-            let running = std::fs::read_to_string("/proc/loadavg")
-                .ok()
-                .as_deref()
-                .and_then(parse_running)
-                .map_or(UNKNOWN, |r| r.min(UNKNOWN - 1));
-            self.cached.store(now << 24 | running, Ordering::Relaxed);
-            running
-        };
+        let running =
+            if !fresh && c != 0 && now.saturating_sub(c >> 24) < REFRESH.as_micros() as u64 {
+                c & UNKNOWN
+            } else {
+                let running = (self.read)().map_or(UNKNOWN, |r| r.min(UNKNOWN - 1));
+                self.cached.store(now << 24 | running, Ordering::Relaxed);
+                running
+            };
         (running != UNKNOWN).then_some(running)
     }
 
     /// Whether fewer threads are runnable than there are online cores, besides the
-    /// calling thread (which is runnable itself and counts in the reading).
+    /// calling thread (which is runnable itself and counts in the reading). Always
+    /// fresh readings (see the module docs): busy when two in a row say so.
     pub fn core_to_spare(&self) -> bool {
-        self.running().is_none_or(|running| running < self.cores)
+        // A thread that runs for a few microseconds (a kernel worker, a short process)
+        // is not a reason to leave a core idle for a whole call: busy means two readings
+        // in a row say so.
+        let spare = |reading: Option<u64>| reading.is_none_or(|running| running < self.cores);
+        spare(self.running(true)) || spare(self.running(true))
     }
 
     /// Whether more threads are runnable than there are online cores (the asking
     /// thread included): some runnable thread is waiting for a core.
     pub fn oversubscribed(&self) -> bool {
-        self.running().is_some_and(|running| running > self.cores)
+        self.running(false)
+            .is_some_and(|running| running > self.cores)
+    }
+}
+
+/// The runnable-thread count of `/proc/loadavg`, `None` where it cannot be read.
+fn read_loadavg() -> Option<u64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .as_deref()
+        .and_then(parse_running)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    static RUNNING: AtomicU64 = AtomicU64::new(0);
+
+    fn fake() -> Option<u64> {
+        Some(RUNNING.load(Ordering::SeqCst))
+    }
+
+    /// A spinning worker's reading counted itself; it went to sleep since. The caller's
+    /// question right after must not be answered from that reading.
+    #[test]
+    fn the_callers_question_reads_afresh() {
+        let load = SystemLoad::with_reader(2, fake);
+        RUNNING.store(3, Ordering::SeqCst);
+        assert!(load.oversubscribed(), "3 runnable on 2 cores");
+        // Within REFRESH: the worker's question keeps the cached reading...
+        RUNNING.store(1, Ordering::SeqCst);
+        assert!(load.oversubscribed(), "cached for the spinning worker");
+        // ...the caller's does not: only the caller runs now.
+        assert!(load.core_to_spare());
+        // And its fresh reading serves the next cached question.
+        assert!(!load.oversubscribed());
+        RUNNING.store(2, Ordering::SeqCst);
+        assert!(!load.core_to_spare(), "the caller and one other thread");
+        // A thread seen in one reading only leaves a core to spare.
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        fn transient() -> Option<u64> {
+            Some(if CALLS.fetch_add(1, Ordering::SeqCst) == 0 {
+                2
+            } else {
+                1
+            })
+        }
+        let load = SystemLoad::with_reader(2, transient);
+        assert!(load.core_to_spare());
+        assert_eq!(CALLS.load(Ordering::SeqCst), 2);
     }
 }
