@@ -268,25 +268,17 @@ fn rfactor_keeps_the_guard_of_a_padded_block_row() {
 /// stage-II interpreter reported). Refused now, by name.
 #[test]
 fn cache_write_across_per_thread_ranges_is_refused() {
-    use sparsile::transform::ScheduleError;
-
-    let program = spmv("csr");
     let steps = r#"{"steps": [
         {"step": "lower"},
         {"step": "parallel_reduce", "target": {"block": "y.init", "var": "i"},
          "strategy": {"kind": "per_thread", "copies": 4}},
         {"step": "split", "target": {"block": "y.init", "var": "i"}, "factor": 4, "tail": "InnerFixed"}
     ]}"#;
-    let mut sch = Trace::from_json(steps).unwrap().replay(&program).unwrap();
-    let err = sch
-        .cache_write(&LoopRef::new("y.init", "i_o"), "y")
-        .unwrap_err();
-    assert!(
-        matches!(err, ScheduleError::CacheBuffer { .. })
-            && err
-                .to_string()
-                .contains("the copy back would write elements other iterations write"),
-        "{err}"
+    assert_cache_write_refused(
+        &spmv("csr"),
+        steps,
+        "y.init",
+        "the copy back would write elements other iterations write",
     );
 }
 
@@ -297,24 +289,30 @@ fn cache_write_across_per_thread_ranges_is_refused() {
 /// 170,762 runs). Refused now, by name.
 #[test]
 fn cache_write_around_a_parallel_loop_that_stores_is_refused() {
-    use sparsile::transform::ScheduleError;
-
-    let program = spmv("coo");
     let steps = r#"{"steps": [
         {"step": "lower"},
         {"step": "bound", "target": {"block": "y_zero", "var": "i"}, "extent": 9},
         {"step": "split", "target": {"block": "y_zero", "var": "i"}, "factor": 7, "tail": "InnerFixed"},
         {"step": "parallel", "target": {"block": "y_zero", "var": "i_i"}}
     ]}"#;
-    let mut sch = Trace::from_json(steps).unwrap().replay(&program).unwrap();
+    assert_cache_write_refused(
+        &spmv("coo"),
+        steps,
+        "y_zero",
+        "a parallel loop inside stores to it",
+    );
+}
+
+/// Replays the trace `steps` on `program`, then checks that `cache_write` of `y` at the
+/// loop `i_o` of `block` is refused as a [`ScheduleError::CacheBuffer`] naming `reason`.
+fn assert_cache_write_refused(program: &Program, steps: &str, block: &str, reason: &str) {
+    use sparsile::transform::ScheduleError;
+    let mut sch = Trace::from_json(steps).unwrap().replay(program).unwrap();
     let err = sch
-        .cache_write(&LoopRef::new("y_zero", "i_o"), "y")
+        .cache_write(&LoopRef::new(block, "i_o"), "y")
         .unwrap_err();
     assert!(
-        matches!(err, ScheduleError::CacheBuffer { .. })
-            && err
-                .to_string()
-                .contains("a parallel loop inside stores to it"),
+        matches!(err, ScheduleError::CacheBuffer { .. }) && err.to_string().contains(reason),
         "{err}"
     );
 }

@@ -181,8 +181,9 @@ impl WorkerPool {
         WorkerPool::with_load(threads, spin, SystemLoad::new())
     }
 
-    /// [`new`](Self::new), asking `load` whether the machine has a core to spare.
-    pub fn with_load(
+    /// [`new`](Self::new), asking `load` whether the machine has a core to spare (tests
+    /// give it a made-up load).
+    pub(crate) fn with_load(
         threads: usize,
         spin: Duration,
         load: SystemLoad,

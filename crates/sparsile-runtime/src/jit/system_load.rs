@@ -76,7 +76,8 @@ impl SystemLoad {
     }
 
     /// A load of `cores` cores whose runnable count comes from `read` (for tests).
-    pub fn with_reader(cores: u64, read: fn() -> Option<u64>) -> SystemLoad {
+    #[cfg(test)]
+    pub(crate) fn with_reader(cores: u64, read: fn() -> Option<u64>) -> SystemLoad {
         SystemLoad {
             epoch: Instant::now(),
             cached: AtomicU64::new(0),
@@ -131,7 +132,6 @@ fn read_loadavg() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU64;
 
     static RUNNING: AtomicU64 = AtomicU64::new(0);
 
