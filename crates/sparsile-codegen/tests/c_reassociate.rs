@@ -271,3 +271,56 @@ fn contiguous_bodies_are_written_with_vectors() {
     let gather = emit_c(&parse(SPMV)).unwrap().code;
     assert!(!gather.contains("sparsile_vf32"), "{gather}");
 }
+
+#[test]
+fn masked_gathered_dots_are_masked_vector_blocks_under_a_condition() {
+    let text = SPMV.replace("vectorized(reassociate)", "vectorized(reassociate, masked)");
+    let src = emit_c(&parse(&text)).unwrap().code;
+    let expected = "            #if defined(__AVX512F__) && defined(__AVX512VL__)
+            if (p_begin < p_end) {
+                __m512 y_local_acc_m0 = _mm512_setzero_ps(), y_local_acc_m1 = _mm512_setzero_ps();
+                int64_t p_block = p_begin;
+                for (; p_block + 32 <= p_end; p_block += 32) {
+";
+    assert!(src.contains(expected), "{src}");
+    let tail = "                for (; p_block < p_end; p_block += 16) {
+                    const __mmask16 p_mask = p_end - p_block >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (p_end - p_block)) - 1u);
+                    const int64_t p = p_block;
+                    const __m512i j_m_3 = _mm512_maskz_loadu_epi32(p_mask, &J[p]);
+                    y_local_acc_m0 = _mm512_mask_add_ps(y_local_acc_m0, p_mask, y_local_acc_m0, _mm512_mul_ps(_mm512_maskz_loadu_ps(p_mask, &A[p]), _mm512_mask_i32gather_ps(_mm512_setzero_ps(), p_mask, j_m_3, x, 4)));
+                }
+                y_local_acc = y_local_acc + _mm512_reduce_add_ps(_mm512_add_ps(y_local_acc_m0, y_local_acc_m1));
+            }
+            #else
+";
+    assert!(src.contains(tail), "{src}");
+    assert!(src.contains("#include <immintrin.h>"), "{src}");
+    // The unmasked code follows for targets without AVX-512.
+    let unmasked = emit_c(&parse(SPMV)).unwrap().code;
+    assert!(!unmasked.contains("_mm512"), "{unmasked}");
+    assert!(src.contains("float y_local_acc_lanes[16];\n"), "{src}");
+    assert!(
+        src.contains("            #endif\n            y_local[0] = y_local_acc;"),
+        "{src}"
+    );
+}
+
+#[test]
+fn masked_bodies_without_a_vector_form_keep_the_unmasked_code() {
+    let with = |from: &str, to: &str| {
+        let text = SPMV
+            .replace("vectorized(reassociate)", "vectorized(reassociate, masked)")
+            .replace(from, to);
+        emit_c(&parse(&text)).unwrap().code
+    };
+    // A maximum (no masked form in the emitter), 64-bit indices (the gathers take 32-bit
+    // lanes), an index computed from the gathered one: the loop stays as before.
+    for src in [
+        with("A[p] * x[j]", "max(A[p], 0.0) * x[j]"),
+        with("J: i32[nnz]", "J: i64[nnz]"),
+        with("A[p] * x[j]", "A[p] * x[j * 2 % n]"),
+    ] {
+        assert!(!src.contains("_mm512"), "{src}");
+        assert!(src.contains("float y_local_acc_lanes[16];"), "{src}");
+    }
+}

@@ -61,6 +61,7 @@ fn generate(
     len: i64,
     with_let: bool,
     scalar_sums: u32,
+    masked: bool,
     pieces: &[Piece],
 ) -> Func {
     let mut b = FuncBuilder::new("reduce", stage);
@@ -94,7 +95,10 @@ fn generate(
         "v",
         int(1),
         Expr::Param(n),
-        ForKind::VectorizedReduction { scalar_sums },
+        ForKind::VectorizedReduction {
+            scalar_sums,
+            masked,
+        },
         |b, v| {
             let t = with_let.then(|| {
                 b.let_(
@@ -162,19 +166,22 @@ proptest! {
         double in any::<bool>(),
         with_let in any::<bool>(),
         scalar_sums in prop_oneof![Just(1u32), Just(2), Just(4), Just(16)],
+        masked in any::<bool>(),
         (len, pieces) in (1i64..4).prop_flat_map(|len| (Just(len), proptest::collection::vec(piece(len), 0..6))),
     ) {
         let stage = if flat { Stage::Flat } else { Stage::Pos };
         let dtype = if double { DType::F64 } else { DType::F32 };
-        let f = generate(stage, dtype, len, with_let, scalar_sums, &pieces);
+        let f = generate(stage, dtype, len, with_let, scalar_sums, masked, &pieces);
         let text = f.to_string();
         if let Err(errors) = verify(&f) {
             let listing: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
             panic!("generated function fails the verifier:\n{text}\n{}", listing.join("\n"));
         }
-        let kind = match scalar_sums {
-            1 => " vectorized(reassociate) {".to_string(),
-            n => format!(" vectorized(reassociate, scalar_sums={n}) {{"),
+        let kind = match (scalar_sums, masked) {
+            (1, false) => " vectorized(reassociate) {".to_string(),
+            (1, true) => " vectorized(reassociate, masked) {".to_string(),
+            (n, false) => format!(" vectorized(reassociate, scalar_sums={n}) {{"),
+            (n, true) => format!(" vectorized(reassociate, scalar_sums={n}, masked) {{"),
         };
         prop_assert!(text.contains(&kind), "{}", text);
         let mut parsed: Func = text
@@ -222,7 +229,7 @@ fn the_kind_argument_must_be_reassociate() {
     let err = sums.parse::<Func>().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "line 4, column 41: expected `scalar_sums`, found `sums`"
+        "line 4, column 41: expected `scalar_sums` or `masked`, found `sums`"
     );
     let sums = text.replace("vectorized(fast)", "vectorized(reassociate, scalar_sums=x)");
     let err = sums.parse::<Func>().unwrap_err();
@@ -235,6 +242,29 @@ fn the_kind_argument_must_be_reassociate() {
     let f: Func = sums.parse().unwrap();
     verify(&f).unwrap();
     assert_eq!(f.to_string(), sums);
+    // `masked`, in either order with `scalar_sums`, printed after it; each at most once.
+    let masked = text.replace(
+        "vectorized(fast)",
+        "vectorized(reassociate, masked, scalar_sums=4)",
+    );
+    let f: Func = masked.parse().unwrap();
+    verify(&f).unwrap();
+    assert_eq!(
+        f.to_string(),
+        text.replace(
+            "vectorized(fast)",
+            "vectorized(reassociate, scalar_sums=4, masked)"
+        )
+    );
+    let twice = text.replace(
+        "vectorized(fast)",
+        "vectorized(reassociate, masked, masked)",
+    );
+    let err = twice.parse::<Func>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 4, column 49: `masked` is given twice"
+    );
 }
 
 #[test]

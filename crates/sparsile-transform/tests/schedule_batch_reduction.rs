@@ -61,7 +61,7 @@ fn dot_product(case: &Case, k: Option<usize>) -> Schedule {
     sch.cache_write(&nonzeros, "C").unwrap();
     sch.absorb_init("C", "C").unwrap();
     sch.hoist_factor(&reduction).unwrap();
-    sch.vectorize_reduction(&reduction, 1).unwrap();
+    sch.vectorize_reduction(&reduction, 1, false).unwrap();
     sch
 }
 

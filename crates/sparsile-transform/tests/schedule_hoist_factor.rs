@@ -101,7 +101,7 @@ fn sddmm_with_the_value_hoisted_matches_the_interpreter() {
                     sch.hoist_factor(&reduction)
                         .unwrap_or_else(|e| panic!("{}: {e}", case.label));
                     if vectorized {
-                        sch.vectorize_reduction(&reduction, 1).unwrap();
+                        sch.vectorize_reduction(&reduction, 1, false).unwrap();
                     }
                     let text = sch.func().unwrap().to_string();
                     assert!(!text.contains("block C.init"), "{text}");

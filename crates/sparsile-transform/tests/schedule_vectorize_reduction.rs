@@ -63,7 +63,7 @@ fn before_and_after_files() {
         for call in &file.calls {
             let words: Vec<&str> = call.split_whitespace().collect();
             assert_eq!(words[0], "vectorize_reduction", "{}", path.display());
-            func = vectorize_reduction(&func, &at(words[1], words[2]), 1)
+            func = vectorize_reduction(&func, &at(words[1], words[2]), 1, false)
                 .unwrap_or_else(|e| panic!("{}: {call}: {e}", path.display()));
             verify(&func).unwrap_or_else(|e| panic!("{}: {e:?}\n{func}", path.display()));
         }
@@ -75,17 +75,20 @@ fn before_and_after_files() {
 
 #[test]
 fn marks_the_row_loop_of_spmv_after_cache_write() {
-    let f = vectorize_reduction(&spmv_cached(), &at("y", "j_p"), 1).unwrap();
+    let f = vectorize_reduction(&spmv_cached(), &at("y", "j_p"), 1, false).unwrap();
     assert_eq!(
         kind_of(&f, "j_p"),
-        Some(ForKind::VectorizedReduction { scalar_sums: 1 })
+        Some(ForKind::VectorizedReduction {
+            scalar_sums: 1,
+            masked: false
+        })
     );
     assert!(f.to_string().contains("vectorized(reassociate) {"), "{f}");
 }
 
 #[test]
 fn refuses_an_unknown_loop() {
-    let e = vectorize_reduction(&spmv_cached(), &at("y", "nope"), 1).unwrap_err();
+    let e = vectorize_reduction(&spmv_cached(), &at("y", "nope"), 1, false).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::UnknownLoop { primitive: "vectorize_reduction", var, .. } if var == "nope"),
         "{e:?}"
@@ -95,7 +98,7 @@ fn refuses_an_unknown_loop() {
 #[test]
 fn refuses_a_loop_that_is_not_serial() {
     let f = parallel(&spmv_cached(), &at("y.init", "i")).unwrap();
-    let e = vectorize_reduction(&f, &at("y.init", "i"), 1).unwrap_err();
+    let e = vectorize_reduction(&f, &at("y.init", "i"), 1, false).unwrap_err();
     assert!(
         matches!(
             &e,
@@ -108,8 +111,8 @@ fn refuses_a_loop_that_is_not_serial() {
         "{e:?}"
     );
     // Marking twice is refused the same way.
-    let once = vectorize_reduction(&spmv_cached(), &at("y", "j_p"), 1).unwrap();
-    let e = vectorize_reduction(&once, &at("y", "j_p"), 1).unwrap_err();
+    let once = vectorize_reduction(&spmv_cached(), &at("y", "j_p"), 1, false).unwrap();
+    let e = vectorize_reduction(&once, &at("y", "j_p"), 1, false).unwrap_err();
     assert!(
         matches!(
             &e,
@@ -124,7 +127,7 @@ fn refuses_a_loop_that_is_not_serial() {
 
 #[test]
 fn refuses_an_outer_loop() {
-    let e = vectorize_reduction(&spmv_cached(), &at("y", "i_2"), 1).unwrap_err();
+    let e = vectorize_reduction(&spmv_cached(), &at("y", "i_2"), 1, false).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::ReductionNotInnermost { inner, .. } if inner == "j_p"),
         "{e:?}"
@@ -135,7 +138,7 @@ fn refuses_an_outer_loop() {
 #[test]
 fn refuses_a_reduction_into_memory() {
     // Without cache_write the row sums go straight into `y[i_2]`.
-    let e = vectorize_reduction(&stage2(SPMV), &at("y", "j_p"), 1).unwrap_err();
+    let e = vectorize_reduction(&stage2(SPMV), &at("y", "j_p"), 1, false).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::LoopCarriedAccess(a) if a.primitive == "vectorize_reduction" && a.buffer == "y"),
         "{e:?}"
@@ -146,7 +149,7 @@ fn refuses_a_reduction_into_memory() {
 fn refuses_a_store_to_a_local_that_is_not_a_sum() {
     let f =
         parsed("    for i in 0..n {\n      acc[0] = acc[0] * x[i]\n    }\n    out[0] = acc[0]\n");
-    let e = vectorize_reduction(&f, &at("b", "i"), 1).unwrap_err();
+    let e = vectorize_reduction(&f, &at("b", "i"), 1, false).unwrap_err();
     match &e {
         ScheduleError::NotReassociable { reason, span, .. } => {
             assert_eq!(span.line, 7, "{e}");
@@ -161,7 +164,7 @@ fn refuses_a_sum_whose_element_is_read_in_the_loop() {
     let f = parsed(
         "    for i in 0..n {\n      acc[0] = acc[0] + x[i]\n      acc[1] = acc[1] + acc[0]\n    }\n    out[0] = acc[1]\n",
     );
-    let e = vectorize_reduction(&f, &at("b", "i"), 1).unwrap_err();
+    let e = vectorize_reduction(&f, &at("b", "i"), 1, false).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::NotReassociable { reason, span, .. }
             if span.line == 8 && reason.contains("`acc` is reduced in the loop")),
@@ -174,7 +177,7 @@ fn refuses_a_sum_into_a_scalar_local() {
     let f = parsed(
         "    let s: f64 = 0.0\n    for i in 0..n {\n      s = s + x[i]\n    }\n    out[0] = s\n",
     );
-    let e = vectorize_reduction(&f, &at("b", "i"), 1).unwrap_err();
+    let e = vectorize_reduction(&f, &at("b", "i"), 1, false).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::NotReassociable { reason, .. } if reason.contains("assignment to `s`")),
         "{e:?}"
@@ -184,13 +187,13 @@ fn refuses_a_sum_into_a_scalar_local() {
 #[test]
 fn refuses_a_loop_without_a_local_sum() {
     // `y.init`'s loop stores `y[i] = 0.0`: nothing to reassociate.
-    let e = vectorize_reduction(&spmv_cached(), &at("y.init", "i"), 1).unwrap_err();
+    let e = vectorize_reduction(&spmv_cached(), &at("y.init", "i"), 1, false).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::NoLocalReduction { var, block, .. } if var == "i" && block == "y.init"),
         "{e:?}"
     );
     // SpMM's innermost loop writes a different element of `C` per iteration.
-    let e = vectorize_reduction(&stage2(SPMM), &at("C", "k2_2"), 1).unwrap_err();
+    let e = vectorize_reduction(&stage2(SPMM), &at("C", "k2_2"), 1, false).unwrap_err();
     assert!(
         matches!(&e, ScheduleError::NoLocalReduction { .. }),
         "{e:?}"
@@ -203,14 +206,15 @@ fn the_schedule_records_a_step_that_replays() {
     let mut sch = Schedule::new(&program);
     sch.cache_write(&at("y", "i_2"), "y").unwrap();
     // A failing call records nothing.
-    assert!(sch.vectorize_reduction(&at("y", "i_2"), 1).is_err());
-    sch.vectorize_reduction(&at("y", "j_p"), 1).unwrap();
+    assert!(sch.vectorize_reduction(&at("y", "i_2"), 1, false).is_err());
+    sch.vectorize_reduction(&at("y", "j_p"), 1, false).unwrap();
     let last = sch.trace().steps.last().unwrap().clone();
     assert_eq!(
         last,
         Step::VectorizeReduction {
             target: at("y", "j_p"),
-            scalar_sums: 1
+            scalar_sums: 1,
+            masked: false
         }
     );
     assert_eq!(last.primitive(), "vectorize_reduction");
@@ -239,14 +243,16 @@ fn scalar_sums_are_recorded_printed_and_checked() {
     let mut sch = Schedule::new(&program);
     sch.cache_write(&at("y", "i_2"), "y").unwrap();
     for bad in [0, 17] {
-        let e = sch.vectorize_reduction(&at("y", "j_p"), bad).unwrap_err();
+        let e = sch
+            .vectorize_reduction(&at("y", "j_p"), bad, false)
+            .unwrap_err();
         assert!(
             matches!(&e, ScheduleError::BadScalarSums { scalar_sums, .. } if *scalar_sums == bad),
             "{e:?}"
         );
         assert!(e.to_string().contains("it must be 1 to 16"), "{e}");
     }
-    sch.vectorize_reduction(&at("y", "j_p"), 4).unwrap();
+    sch.vectorize_reduction(&at("y", "j_p"), 4, false).unwrap();
     let text = sch.func().unwrap().to_string();
     assert!(
         text.contains("vectorized(reassociate, scalar_sums=4) {"),
@@ -268,4 +274,30 @@ fn scalar_sums_are_recorded_printed_and_checked() {
     let lowered = sch.finish().unwrap();
     verify(&lowered.stage3).unwrap();
     assert!(lowered.stage3.to_string().contains("scalar_sums=4"));
+}
+
+#[test]
+fn masked_is_recorded_printed_and_replayed() {
+    let program = sparsile::compile_notation(SPMV).unwrap();
+    let mut sch = Schedule::new(&program);
+    sch.cache_write(&at("y", "i_2"), "y").unwrap();
+    sch.vectorize_reduction(&at("y", "j_p"), 4, true).unwrap();
+    let text = sch.func().unwrap().to_string();
+    assert!(
+        text.contains("vectorized(reassociate, scalar_sums=4, masked) {"),
+        "{text}"
+    );
+    let json = sch.trace().to_json();
+    assert!(json.contains("\"masked\": true"), "{json}");
+    let replayed = Trace::from_json(&json).unwrap().replay(&program).unwrap();
+    assert_eq!(replayed.func().unwrap().to_string(), text);
+    // A trace written before the flag existed replays unmasked.
+    let old = json.replace(",\n      \"masked\": true", "");
+    assert_ne!(old, json);
+    let replayed = Trace::from_json(&old).unwrap().replay(&program).unwrap();
+    assert!(replayed
+        .func()
+        .unwrap()
+        .to_string()
+        .contains("vectorized(reassociate, scalar_sums=4) {"));
 }

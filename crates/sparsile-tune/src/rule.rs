@@ -1,7 +1,9 @@
 //! The static rule: the choice when neither the tuning database nor the selector has
 //! one. It encodes what measurements on the project's benchmark suite showed: `rowwise`
-//! wins on CPUs for SpMM, SDDMM and SpMV; four scalar partial sums pay on rows that are
-//! short and even; attention masks whose rows are runs of 32 columns run SpMV fastest
+//! wins on CPUs for SpMM, SDDMM and SpMV; in SpMV its masked vector blocks (the default)
+//! pay on rows whose lengths vary, the in-order loop on nearly constant short rows
+//! (stencils, bands: coefficient of variation below 0.1), where four scalar partial sums
+//! pay when the rows are not too short (4 or more non-zeros); attention masks whose rows are runs of 32 columns run SpMV fastest
 //! from one-row blocks of 32 (when formats may change). Programs the selector does not
 //! classify ([`Operator::Other`]) run `rowwise` too, which schedules every statement row by
 //! row: on pubmed (2 threads, one run) it matched the default schedule on an SDDMM-like
@@ -34,10 +36,14 @@ pub fn rule(op: Operator, features: &Features, format: &str, other_formats: bool
                 return Candidate::new("bsr:1x32", "rowwise");
             }
             let even = get("row_length_cv") < 0.5 && get("row_length_mean") < 32.0;
-            if even && get("row_length_mean") >= 4.0 {
-                Candidate::new(format, "rowwise:scalar_sums=4")
-            } else {
-                Candidate::new(format, "rowwise")
+            // Nearly constant short rows (stencils, bands): the in-order loop's exit is
+            // predicted, and it beats masked blocks.
+            let constant = get("row_length_cv") < 0.1 && get("row_length_mean") < 32.0;
+            match (constant, even && get("row_length_mean") >= 4.0) {
+                (true, true) => Candidate::new(format, "rowwise:masked=off,scalar_sums=4"),
+                (true, false) => Candidate::new(format, "rowwise:masked=off"),
+                (false, true) => Candidate::new(format, "rowwise:scalar_sums=4"),
+                (false, false) => Candidate::new(format, "rowwise"),
             }
         }
         Operator::Spmm | Operator::Sddmm => Candidate::new(format, "rowwise"),

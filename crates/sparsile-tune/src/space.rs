@@ -28,8 +28,9 @@ use crate::op::Operator;
 
 /// The version of the candidate spaces; bump it when candidates or their meaning change.
 /// 2: `rowwise` batches SDDMM's dot products (`batch=on`), and `rowwise:batch=off` is an
-/// SDDMM candidate.
-pub const SPACE_VERSION: u32 = 2;
+/// SDDMM candidate. 3: SpMV's `rowwise` runs rows as masked vector blocks on AVX-512
+/// hosts (`masked=on`), and `rowwise:masked=off` is an SpMV candidate.
+pub const SPACE_VERSION: u32 = 3;
 
 /// The smallest block fill at which a block format is a candidate.
 pub const MIN_BLOCK_FILL: f64 = 0.35;
@@ -129,6 +130,8 @@ pub fn space(
         }
         Operator::Spmv => {
             push("rowwise");
+            push("rowwise:masked=off");
+            push("rowwise:masked=off,scalar_sums=4");
             push("rowwise:scalar_sums=4");
             push("rowwise:partition=static");
             push("rowwise:partition=dynamic");

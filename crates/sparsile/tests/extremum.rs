@@ -433,7 +433,7 @@ fn sum_only_transformations_refuse_a_max_reduction_by_name() {
     let mut sch = schedule(ROW_MAX);
     sch.cache_write(&LoopRef::new("M", "i_2"), "M").unwrap();
     let nonzeros = LoopRef::new("M", "j_p");
-    let err = sch.vectorize_reduction(&nonzeros, 1).unwrap_err();
+    let err = sch.vectorize_reduction(&nonzeros, 1, false).unwrap_err();
     assert!(
         matches!(err, ScheduleError::NotReassociable { .. }),
         "{err}"

@@ -3,8 +3,11 @@
 //! relative tolerance (the partial sums change the rounding) on seeded random matrices —
 //! empty rows, an empty matrix, one row holding most non-zeros (1000+), row lengths
 //! that are not multiples of 8 or 16 — in f32 and f64, with 1 and 2 threads, with the
-//! scalar part in order or split into 3 or 4 partial sums (`scalar_sums`). The
-//! generated C sums long rows in lanes, and `reassociate=off` leaves them out.
+//! scalar part in order or split into 3 or 4 partial sums (`scalar_sums`), and with the
+//! whole row in masked vector blocks (`masked`, the default; on AVX-512 hosts) or not.
+//! The generated C sums long rows in lanes, `reassociate=off` leaves them out, and the
+//! masked blocks sit under a preprocessor condition beside the unmasked code, which
+//! `reassociate_without_avx512.rs` runs.
 //! Without a C compiler the compiled checks print that they skipped.
 
 mod support;
@@ -104,13 +107,14 @@ fn rowwise_spmv_matches_the_interpreter() {
         for (s, (kind, m, n)) in SHAPES.into_iter().enumerate() {
             let inputs = inputs(kind, m, n, dtype, 40 + s as u64);
             for (recipe, kind_text) in [
-                ("rowwise", "vectorized(reassociate) {"),
+                ("rowwise", "vectorized(reassociate, masked) {"),
+                ("rowwise:masked=off", "vectorized(reassociate) {"),
                 (
                     "rowwise:scalar_sums=4",
-                    "vectorized(reassociate, scalar_sums=4) {",
+                    "vectorized(reassociate, scalar_sums=4, masked) {",
                 ),
                 (
-                    "rowwise:scalar_sums=3",
+                    "rowwise:scalar_sums=3,masked=off",
                     "vectorized(reassociate, scalar_sums=3) {",
                 ),
             ] {
@@ -132,8 +136,9 @@ fn the_c_sums_long_rows_in_register_lanes() {
     }
     let program = spmv(DType::F32);
     let inputs = inputs("random", 29, 53, DType::F32, 7);
-    let kernel = compile_recipe(&program, &inputs, "rowwise").unwrap();
+    let kernel = compile_recipe(&program, &inputs, "rowwise:masked=off").unwrap();
     let c = kernel.ir(Stage::C);
+    assert!(!c.contains("_mm512"), "{c}");
     assert!(c.contains("float y_local_acc_lanes[16];"), "{c}");
     assert!(c.contains("float y_local_acc = y_local[0];"), "{c}");
     assert!(
@@ -151,5 +156,46 @@ fn the_c_sums_long_rows_in_register_lanes() {
         &inputs,
         DType::F32,
         "rowwise:reassociate=off",
+    );
+}
+
+#[test]
+fn masked_rows_are_vector_blocks_beside_the_unmasked_code() {
+    if !have_compiler() {
+        return;
+    }
+    let program = spmv(DType::F64);
+    let inputs = inputs("ragged", 19, 211, DType::F64, 8);
+    let kernel = compile_recipe(&program, &inputs, "rowwise").unwrap();
+    let c = kernel.ir(Stage::C);
+    // Eight f64 lanes per block, the gather's indices loaded as 32-bit lanes; the
+    // unmasked code stays for targets without AVX-512.
+    assert!(
+        c.contains("#if defined(__AVX512F__) && defined(__AVX512VL__)"),
+        "{c}"
+    );
+    assert!(c.contains("_mm512_mask_i32gather_pd("), "{c}");
+    assert!(c.contains("_mm256_maskz_loadu_epi32("), "{c}");
+    assert!(c.contains("#else"), "{c}");
+    assert!(c.contains("double y_local_acc_lanes[16];"), "{c}");
+    check_kernel(&kernel, &program, &inputs, DType::F64, "rowwise masked f64");
+}
+
+#[test]
+fn a_compound_row_expression_is_masked_too() {
+    if !have_compiler() {
+        return;
+    }
+    // Every load is contiguous or gathered, so the whole addend runs in masked lanes.
+    let program = "tensor A: f32[m, n] csr\ntensor x: f32[n]\ntensor y: f32[m]\ny[i] = A[i,j] * A[i,j] * x[j] + x[j]\n";
+    let inputs = inputs("random", 29, 53, DType::F32, 9);
+    let kernel = compile_recipe(program, &inputs, "rowwise").unwrap();
+    assert!(kernel.ir(Stage::C).contains("_mm512_mask_add_ps"));
+    check_kernel(
+        &kernel,
+        program,
+        &inputs,
+        DType::F32,
+        "rowwise masked A*A*x + x",
     );
 }

@@ -63,6 +63,7 @@ pub(crate) mod ctx;
 pub(crate) mod expr;
 pub(crate) mod half_sums;
 mod literal;
+mod masked;
 pub(crate) mod names;
 pub(crate) mod phases;
 pub(crate) mod prelude;

@@ -33,6 +33,8 @@ pub(crate) enum Helper {
     AtomicAddF64,
     NoOuterVectorizeMacro,
     ScalarLoopMacro,
+    /// The x86 intrinsics header, where the target has AVX-512 (masked lanes).
+    Intrinsics,
     VectorTypes,
     /// Needs [`Helper::VectorTypes`] before it (the enum order is the emission order).
     TransposedSums,
@@ -73,6 +75,7 @@ impl Helper {
             | Helper::AtomicAddF64
             | Helper::NoOuterVectorizeMacro
             | Helper::ScalarLoopMacro
+            | Helper::Intrinsics
             | Helper::VectorTypes
             | Helper::TransposedSums => None,
             Helper::F16ToF32
@@ -288,6 +291,13 @@ static inline int64_t sparsile_search_i64(const int64_t *a, int64_t lo, int64_t 
 #define SPARSILE_SCALAR_LOOP __asm__ volatile(\"\");
 #else
 #define SPARSILE_SCALAR_LOOP
+#endif
+"
+            }
+            Helper::Intrinsics => {
+                "/* Masked vector lanes (AVX-512 intrinsics) where the target has them. */
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+#include <immintrin.h>
 #endif
 "
             }

@@ -67,6 +67,7 @@ use super::ctx::Ctx;
 use super::expr::{
     emit_as, emit_offset, narrow_element, widen_element, Code, PREC_ADD, PREC_PRIMARY,
 };
+use super::masked;
 use super::prelude::Helper;
 use super::stmt::{assigned_vars, bound_is_plain, emit_stmts, loop_comment, Writer};
 use super::types::Ty;
@@ -152,6 +153,19 @@ pub(crate) fn emit_reassociated_loop(
     } else {
         let begin = ctx.names.fresh(&format!("{v}_begin"));
         w.line(&format!("const int64_t {begin} = {};", lo.text));
+        let masked_shape = match f.kind {
+            ForKind::VectorizedReduction { masked: true, .. } => masked::shape(ctx, f, &accs),
+            _ => None,
+        };
+        let masked_written = match &masked_shape {
+            Some(shape) => {
+                w.line(masked::CONDITION);
+                let written = masked::emit(ctx, w, shape, &accs[0].name, &v, (&begin, &bound));
+                w.line("#else");
+                Some(written)
+            }
+            None => None,
+        };
         let (rest, blocks) = if vectorizable(ctx, f, &accs) {
             let rest = ctx.names.fresh(&format!("{v}_block"));
             w.line(&format!("int64_t {rest} = {begin};"));
@@ -162,7 +176,7 @@ pub(crate) fn emit_reassociated_loop(
         };
         ctx.helpers.insert(Helper::ScalarLoopMacro);
         let sums = match f.kind {
-            ForKind::VectorizedReduction { scalar_sums } => scalar_sums.max(1),
+            ForKind::VectorizedReduction { scalar_sums, .. } => scalar_sums.max(1),
             _ => 1,
         };
         blocks
@@ -173,6 +187,13 @@ pub(crate) fn emit_reassociated_loop(
             .and_then(|()| {
                 ctx.accumulators = accs.clone();
                 emit_body(ctx, w, &header(&rest), f, block, true)
+            })
+            .and_then(|()| match masked_written {
+                Some(written) => {
+                    w.line("#endif");
+                    written
+                }
+                None => Ok(()),
             })
     };
     ctx.accumulators = outer;

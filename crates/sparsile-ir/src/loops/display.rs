@@ -170,11 +170,18 @@ fn write_stmt(f: &mut Formatter<'_>, names: Names<'_>, stmt: &Stmt, depth: usize
             match l.kind {
                 ForKind::Serial => {}
                 ForKind::ParallelDynamic => f.write_str(" parallel(dynamic)")?,
-                ForKind::VectorizedReduction { scalar_sums: 1 } => {
-                    f.write_str(" vectorized(reassociate)")?
-                }
-                ForKind::VectorizedReduction { scalar_sums } => {
-                    write!(f, " vectorized(reassociate, scalar_sums={scalar_sums})")?
+                ForKind::VectorizedReduction {
+                    scalar_sums,
+                    masked,
+                } => {
+                    f.write_str(" vectorized(reassociate")?;
+                    if scalar_sums != 1 {
+                        write!(f, ", scalar_sums={scalar_sums}")?;
+                    }
+                    if masked {
+                        f.write_str(", masked")?;
+                    }
+                    f.write_str(")")?
                 }
                 ForKind::ParallelBalanced { indptr } => {
                     write!(f, " parallel(balanced {})", names.buffer(indptr))?

@@ -26,7 +26,12 @@ use crate::Span;
 /// it only by floating-point rounding. Its `scalar_sums` (text
 /// `vectorized(reassociate, scalar_sums=N)`, omitted when 1) is how many independent
 /// partial sums the part of the loop that runs scalar keeps (the iterations after the
-/// vector blocks, and short loops): 1 adds them in order.
+/// vector blocks, and short loops): 1 adds them in order. Its `masked` (text
+/// `vectorized(reassociate, masked)`) lets the backend run the whole loop, short trip
+/// counts included, as vector blocks whose last block masks the lanes past the end (on
+/// targets with masked vector loads and gathers; elsewhere the flag changes nothing): no
+/// loop exit depends on the trip count, so rows of varying short lengths cost no branch
+/// mispredictions.
 ///
 /// [`ForKind::Batched`] (text `batched`) is a serial loop whose body ends its iterations
 /// in one `vectorized(reassociate)` reduction (SDDMM's dot product per non-zero): the
@@ -46,11 +51,13 @@ pub enum ForKind {
     ParallelBalanced {
         indptr: BufferId,
     },
-    /// Text `vectorized(reassociate)` (or `vectorized(reassociate, scalar_sums=N)`):
-    /// vectorized, with local `+` reductions that may be reassociated across vector lanes
-    /// and, in the scalar part, across `scalar_sums` partial sums.
+    /// Text `vectorized(reassociate)` (or `vectorized(reassociate, scalar_sums=N)`,
+    /// `vectorized(reassociate, masked)`): vectorized, with local `+` reductions that may
+    /// be reassociated across vector lanes and, in the scalar part, across `scalar_sums`
+    /// partial sums; `masked`: the short part may run as masked vector blocks.
     VectorizedReduction {
         scalar_sums: u32,
+        masked: bool,
     },
     /// Text `batched` (see above).
     Batched,

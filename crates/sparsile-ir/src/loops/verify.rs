@@ -836,7 +836,7 @@ impl<'a> Verifier<'a> {
                         );
                     }
                 }
-                if let ForKind::VectorizedReduction { scalar_sums } = l.kind {
+                if let ForKind::VectorizedReduction { scalar_sums, .. } = l.kind {
                     if !(1..=ForKind::MAX_SCALAR_SUMS).contains(&scalar_sums) {
                         self.error(
                             l.span,

@@ -201,7 +201,8 @@ impl Schedule {
             Step::VectorizeReduction {
                 target,
                 scalar_sums,
-            } => self.vectorize_reduction(target, *scalar_sums),
+                masked,
+            } => self.vectorize_reduction(target, *scalar_sums, *masked),
             Step::AbsorbInit { block, buffer } => self.absorb_init(block, buffer),
             Step::HoistFactor { target } => self.hoist_factor(target),
             Step::BatchReduction { target } => self.batch_reduction(target),
@@ -426,18 +427,21 @@ impl Schedule {
 
     /// [`vectorize_reduction()`]: marks the loop vectorized with its local `+`
     /// reductions reassociated (`vectorized(reassociate)`), `scalar_sums` partial sums
-    /// in its scalar part (1: in order).
+    /// in its scalar part (1: in order); `masked`: the short part may run as masked
+    /// vector blocks.
     pub fn vectorize_reduction(
         &mut self,
         target: &LoopRef,
         scalar_sums: u32,
+        masked: bool,
     ) -> Result<(), ScheduleError> {
         let step = Step::VectorizeReduction {
             target: target.clone(),
             scalar_sums,
+            masked,
         };
         self.stage2(step, |f| {
-            vectorize_reduction(f, target, scalar_sums).map(|f| (f, ()))
+            vectorize_reduction(f, target, scalar_sums, masked).map(|f| (f, ()))
         })
     }
 

@@ -162,6 +162,10 @@ pub enum Step {
         target: LoopRef,
         #[serde(default = "one", skip_serializing_if = "is_one")]
         scalar_sums: u32,
+        /// Masked vector blocks for the short part (absent: false, as in traces written
+        /// before it existed).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        masked: bool,
     },
     /// Stage II: start `buffer`'s cache_write local in `block` at its init constant and
     /// drop the init block.

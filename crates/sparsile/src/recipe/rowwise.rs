@@ -12,7 +12,9 @@
 //! array (`cache_write`, unless `cache=off`) that starts at the init constant when the
 //! rows store every element (`absorb_init`), so the output is written once. An innermost
 //! loop that sums into a local after `cache_write` (SpMV) is vectorised with its sums
-//! reassociated (`vectorize_reduction`, parameters `reassociate` and `scalar_sums`).
+//! reassociated (`vectorize_reduction`, parameters `reassociate`, `scalar_sums` and
+//! `masked`: on AVX-512 targets a gathered dot product runs as masked vector blocks, so
+//! rows of varying short lengths cost no mispredicted loop exits).
 //!
 //! SDDMM's dot products of a row run in groups of a vector's lanes whose partial sums are
 //! added together (`batch_reduction`; `batch=off` sums each on its own).
@@ -85,6 +87,11 @@ fn info() -> RecipeInfo {
                 default: "1",
                 doc: "partial sums in the scalar part of a reassociated loop (rows shorter than 32, the last iterations of longer ones): 4 pays on short, even rows (cage11, delaunay), 1 on rows whose lengths vary widely (power-law graphs)",
             },
+            ParamInfo {
+                name: "masked",
+                default: "on",
+                doc: "`on`: a reassociated loop whose body is a gathered dot product (SpMV's row) runs as vector blocks, the last one masked, on targets with AVX-512 (no loop exit per short row to mispredict); `off`: vector blocks from 32 iterations, the rest scalar",
+            },
         ],
         source: "DA-SpMM (row balance, row-major, sequential reduction) with CPU levers",
         gpu: false,
@@ -133,7 +140,8 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     }
     if args.choice("reassociate", &["on", "off"])? == "on" {
         let sums = args.int("scalar_sums", 1, i64::from(ForKind::MAX_SCALAR_SUMS))?;
-        vectorize_local_sums(sch, name, sums as u32)?;
+        let masked = args.choice("masked", &["on", "off"])? == "on";
+        vectorize_local_sums(sch, name, sums as u32, masked)?;
     }
     Ok(())
 }
@@ -146,6 +154,7 @@ fn vectorize_local_sums(
     sch: &mut Schedule,
     recipe: &str,
     scalar_sums: u32,
+    masked: bool,
 ) -> Result<(), RecipeError> {
     let Some(main) = main_iteration(sch.program()) else {
         return Ok(());
@@ -154,7 +163,7 @@ fn vectorize_local_sums(
     let Some((inner, _)) = nest(&func, &main).pop() else {
         return Ok(());
     };
-    match sch.vectorize_reduction(&inner, scalar_sums) {
+    match sch.vectorize_reduction(&inner, scalar_sums, masked) {
         Ok(())
         | Err(
             ScheduleError::NotSerial { .. }
@@ -295,7 +304,7 @@ fn dot_reduction(sch: &mut Schedule, recipe: &str, batch: bool) -> Result<bool, 
         Ok(()) | Err(ScheduleError::HoistNothing { .. }) => {}
         Err(_) => return Ok(false),
     }
-    if trial.vectorize_reduction(inner, 1).is_err() {
+    if trial.vectorize_reduction(inner, 1, false).is_err() {
         return Ok(false);
     }
     if batch {

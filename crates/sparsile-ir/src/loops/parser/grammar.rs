@@ -749,27 +749,42 @@ impl Parser {
         }))
     }
 
-    /// `scalar_sums=N` of `vectorized(reassociate, scalar_sums=N)` (the verifier checks
-    /// the range).
-    fn scalar_sums(&mut self) -> PResult<u32> {
-        let expected = "`scalar_sums`";
-        let (word, span) = self.expect_word(expected)?;
-        if word != "scalar_sums" {
-            return Err(ParseError::new(
-                span,
-                format!("expected {expected}, found `{word}`"),
-            ));
-        }
-        self.expect_punct("=")?;
-        match self.peek().tok.clone() {
-            Tok::Int(d) => {
-                let span = self.bump().span;
-                d.parse::<u32>().map_err(|_| {
-                    ParseError::new(span, format!("`{d}` is too large for `scalar_sums`"))
-                })
+    /// The options after `reassociate` in `vectorized(reassociate, scalar_sums=N, masked)`,
+    /// each at most once, in any order (the verifier checks the range of `scalar_sums`).
+    fn reassociate_options(&mut self) -> PResult<(u32, bool)> {
+        let expected = "`scalar_sums` or `masked`";
+        let (mut scalar_sums, mut masked) = (None, false);
+        while self.eat_punct(",") {
+            let (word, span) = self.expect_word(expected)?;
+            match word.as_str() {
+                "scalar_sums" if scalar_sums.is_none() => {
+                    self.expect_punct("=")?;
+                    scalar_sums = Some(match self.peek().tok.clone() {
+                        Tok::Int(d) => {
+                            let span = self.bump().span;
+                            d.parse::<u32>().map_err(|_| {
+                                ParseError::new(
+                                    span,
+                                    format!("`{d}` is too large for `scalar_sums`"),
+                                )
+                            })?
+                        }
+                        _ => return Err(self.error_expected("the number of scalar partial sums")),
+                    });
+                }
+                "masked" if !masked => masked = true,
+                "scalar_sums" | "masked" => {
+                    return Err(ParseError::new(span, format!("`{word}` is given twice")))
+                }
+                _ => {
+                    return Err(ParseError::new(
+                        span,
+                        format!("expected {expected}, found `{word}`"),
+                    ))
+                }
             }
-            _ => Err(self.error_expected("the number of scalar partial sums")),
         }
+        Ok((scalar_sums.unwrap_or(1), masked))
     }
 
     fn for_loop(&mut self) -> PResult<Stmt> {
@@ -808,11 +823,11 @@ impl Parser {
                         format!("expected {expected}, found `{word}`"),
                     ));
                 }
-                let mut scalar_sums = 1;
-                if self.eat_punct(",") {
-                    scalar_sums = self.scalar_sums()?;
-                }
-                kind = ForKind::VectorizedReduction { scalar_sums };
+                let (scalar_sums, masked) = self.reassociate_options()?;
+                kind = ForKind::VectorizedReduction {
+                    scalar_sums,
+                    masked,
+                };
                 self.expect_punct(")")?;
             }
         }
