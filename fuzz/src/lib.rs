@@ -350,7 +350,10 @@ fn schedule_call(
             };
             sch.parallel_reduce(&target, strategy)
         }
-        12 => sch.vectorize_reduction(&target, u.int_in_range(1u32..=4)?),
+        12 => {
+            let sums = u.int_in_range(1u32..=4)?;
+            sch.vectorize_reduction(&target, sums, u.arbitrary()?)
+        }
         13 => sch.prefetch(&target, &buffer, i64::from(u.int_in_range(1u8..=16)?)),
         _ => sch.absorb_init(&target.block, &buffer),
     };

@@ -444,6 +444,7 @@ fn measure_case(
         target: context.target.map(|t| t.name().to_string()),
         device: context.device.clone(),
         preprocess_ms: None,
+        times_ms: Vec::new(),
     };
     let dense = Dense::random(case.op, csr.m, csr.n, k, args.seed);
     let expected = reference(case.op, csr, &dense, k);

@@ -74,6 +74,10 @@ pub struct Record {
     /// (cuSPARSE's SpMM/SpMV preprocessing); not part of the timed runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preprocess_ms: Option<f64>,
+    /// Every timed run in milliseconds, in the order they ran (round after round): what
+    /// the median, minimum and maximum summarise, for a closer look at slow runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub times_ms: Vec<f64>,
 }
 
 impl Record {

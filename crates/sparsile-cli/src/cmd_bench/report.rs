@@ -221,6 +221,7 @@ mod tests {
             target: None,
             device: None,
             preprocess_ms: None,
+            times_ms: Vec::new(),
         }
     }
 

@@ -68,6 +68,7 @@ impl Tally {
         if !self.times.is_empty() {
             let (med, min, max) = summarize(&self.times);
             self.record.set_times(med, min, max, cost);
+            self.record.times_ms = self.times.iter().map(|t| t * 1e3).collect();
         }
         // Notes that not every round gave (MKL's faster variant) say in how many.
         let text: Vec<String> = match self.notes.as_slice() {
@@ -165,6 +166,8 @@ pub(crate) mod tests {
         assert_eq!((r.min_ms, r.max_ms), (Some(1.0), Some(6.0)));
         assert_eq!((r.correct, r.max_abs_err), (Some(true), Some(2e-6)));
         assert_eq!(r.note.as_deref(), Some("out= (2 rounds); fresh (1 round)"));
+        // Every run, in the order it ran.
+        assert_eq!(r.times_ms, vec![3.0, 1.0, 2.0, 5.0, 4.0, 6.0]);
     }
 
     #[test]
@@ -256,6 +259,7 @@ pub(crate) mod tests {
             target: None,
             device: None,
             preprocess_ms: None,
+            times_ms: Vec::new(),
         }
     }
 
