@@ -283,13 +283,22 @@ fn masked_gathered_dots_are_masked_vector_blocks_under_a_condition() {
                 for (; p_block + 32 <= p_end; p_block += 32) {
 ";
     assert!(src.contains(expected), "{src}");
-    let tail = "                for (; p_block < p_end; p_block += 16) {
-                    const __mmask16 p_mask = p_end - p_block >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (p_end - p_block)) - 1u);
+    let tail = "                const int64_t p_left = p_end - p_block;
+                y_local_acc_m0 = _mm512_add_ps(y_local_acc_m0, y_local_acc_m1);
+                if (p_left > 8) {
+                    const __mmask16 p_mask = (__mmask16)((1u << p_left) - 1u);
                     const int64_t p = p_block;
-                    const __m512i j_m_3 = _mm512_maskz_loadu_epi32(p_mask, &J[p]);
-                    y_local_acc_m0 = _mm512_mask_add_ps(y_local_acc_m0, p_mask, y_local_acc_m0, _mm512_mul_ps(_mm512_maskz_loadu_ps(p_mask, &A[p]), _mm512_mask_i32gather_ps(_mm512_setzero_ps(), p_mask, j_m_3, x, 4)));
+                    const __m512i j_m_4 = _mm512_maskz_loadu_epi32(p_mask, &J[p]);
+                    y_local_acc_m0 = _mm512_mask_add_ps(y_local_acc_m0, p_mask, y_local_acc_m0, _mm512_mul_ps(_mm512_maskz_loadu_ps(p_mask, &A[p]), _mm512_mask_i32gather_ps(_mm512_setzero_ps(), p_mask, j_m_4, x, 4)));
+                    y_local_acc = y_local_acc + _mm512_reduce_add_ps(y_local_acc_m0);
+                } else {
+                    __m256 y_local_acc_h = sparsile_fold_ps(y_local_acc_m0);
+                    const __mmask8 p_mask_2 = (__mmask8)((1u << p_left) - 1u);
+                    const int64_t p = p_block;
+                    const __m256i j_m_5 = _mm256_maskz_loadu_epi32(p_mask_2, &J[p]);
+                    y_local_acc_h = _mm256_mask_add_ps(y_local_acc_h, p_mask_2, y_local_acc_h, _mm256_mul_ps(_mm256_maskz_loadu_ps(p_mask_2, &A[p]), _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), p_mask_2, j_m_5, x, 4)));
+                    y_local_acc = y_local_acc + sparsile_hsum256_ps(y_local_acc_h);
                 }
-                y_local_acc = y_local_acc + _mm512_reduce_add_ps(_mm512_add_ps(y_local_acc_m0, y_local_acc_m1));
             }
             #else
 ";

@@ -168,14 +168,16 @@ fn masked_rows_are_vector_blocks_beside_the_unmasked_code() {
     let inputs = inputs("ragged", 19, 211, DType::F64, 8);
     let kernel = compile_recipe(&program, &inputs, "rowwise").unwrap();
     let c = kernel.ir(Stage::C);
-    // Eight f64 lanes per block, the gather's indices loaded as 32-bit lanes; the
-    // unmasked code stays for targets without AVX-512.
+    // Eight f64 lanes per block (four in the last one of a short row), the gather's
+    // indices loaded as 32-bit lanes; the unmasked code stays for targets without AVX-512.
     assert!(
         c.contains("#if defined(__AVX512F__) && defined(__AVX512VL__)"),
         "{c}"
     );
     assert!(c.contains("_mm512_mask_i32gather_pd("), "{c}");
     assert!(c.contains("_mm256_maskz_loadu_epi32("), "{c}");
+    assert!(c.contains("_mm256_mmask_i32gather_pd("), "{c}");
+    assert!(c.contains("_mm_maskz_loadu_epi32("), "{c}");
     assert!(c.contains("#else"), "{c}");
     assert!(c.contains("double y_local_acc_lanes[16];"), "{c}");
     check_kernel(&kernel, &program, &inputs, DType::F64, "rowwise masked f64");

@@ -295,9 +295,31 @@ static inline int64_t sparsile_search_i64(const int64_t *a, int64_t lo, int64_t 
 "
             }
             Helper::Intrinsics => {
-                "/* Masked vector lanes (AVX-512 intrinsics) where the target has them. */
+                "/* Masked vector lanes (AVX-512 intrinsics) where the target has them: a full
+ * vector folded to its two halves added, and the horizontal sum of a half. */
 #if defined(__AVX512F__) && defined(__AVX512VL__)
 #include <immintrin.h>
+static inline __m256 sparsile_fold_ps(__m512 v)
+{
+    return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+static inline __m256d sparsile_fold_pd(__m512d v)
+{
+    return _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1));
+}
+static inline float sparsile_hsum256_ps(__m256 v)
+{
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+static inline double sparsile_hsum256_pd(__m256d v)
+{
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    h = _mm_add_sd(h, _mm_unpackhi_pd(h, h));
+    return _mm_cvtsd_f64(h);
+}
 #endif
 "
             }
