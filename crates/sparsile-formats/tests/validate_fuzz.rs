@@ -257,3 +257,38 @@ proptest! {
         }
     }
 }
+
+/// The per-run check the descent count in `runs_increasing` stands for.
+fn naive_runs_increasing(indptr: &[i64], indices: &[i64], strict: bool) -> bool {
+    indptr.windows(2).all(|w| {
+        indices[w[0] as usize..w[1] as usize].windows(2).all(|x| {
+            if strict {
+                x[0] < x[1]
+            } else {
+                x[0] <= x[1]
+            }
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    /// Runs of random lengths (empty ones included) over small indices, so that ties,
+    /// descents inside runs and descents at run starts all occur.
+    #[test]
+    fn runs_increasing_matches_the_per_run_check(
+        lengths in prop::collection::vec(0usize..5, 0..12),
+        values in prop::collection::vec(0i64..6, 60),
+        strict in any::<bool>(),
+    ) {
+        let mut indptr = vec![0i64];
+        for l in &lengths {
+            indptr.push(indptr.last().unwrap() + *l as i64);
+        }
+        let indices = values[..*indptr.last().unwrap() as usize].to_vec();
+        prop_assert_eq!(
+            sparsile_formats::validate::runs_increasing(&indptr, &indices, strict),
+            naive_runs_increasing(&indptr, &indices, strict)
+        );
+    }
+}

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use sparsile_ir::AxisKind;
 
-use super::check::{check_fits, check_indices, check_indptr, indptr_ranges};
+use super::check::{check_compressed_indices, check_fits, check_indptr, indptr_ranges};
 use super::CheckOptions;
 use crate::{AxisStorage, Format, FormatError, IndexArray, SparseTensor, Structure, Values};
 
@@ -39,7 +39,7 @@ fn check_compressed<'a>(
         check_fits(dim, size, c.indices.index_type())?;
     }
     check_indptr(AXIS, &c.indptr, outer, c.indices.len())?;
-    let order = check_indices(AXIS, &c.indices, inner, false, indptr_ranges(&c.indptr))?;
+    let order = check_compressed_indices(AXIS, &c.indices, inner, false, &c.indptr)?;
     let expected = c
         .indices
         .len()

@@ -26,6 +26,9 @@ mod check;
 mod compressed;
 mod coo_arrays;
 mod parts;
+mod runs;
+
+pub use runs::runs_increasing;
 
 /// What the checked constructors may fix instead of reporting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

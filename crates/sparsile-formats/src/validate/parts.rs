@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use sparsile_ir::AxisKind;
 
-use super::check::{check_fits, check_indices, check_indptr, indptr_ranges};
+use super::check::{
+    check_compressed_indices, check_fits, check_indices, check_indptr, indptr_ranges,
+};
 use crate::convert::walk_stored;
 use crate::layout::{Layout, SizeSpec};
 use crate::{AxisSpec, AxisStorage, Format, FormatError, SparseTensor, Structure, Values};
@@ -149,7 +151,7 @@ fn check_storage(
         }
         let order = match (&a.indptr, a.parent, a.nnz_per_parent) {
             (Some(indptr), _, _) => {
-                check_indices(i, indices, a.length, format.pads(), indptr_ranges(indptr))?
+                check_compressed_indices(i, indices, a.length, format.pads(), indptr)?
             }
             (None, None, _) => check_indices(
                 i,

@@ -57,7 +57,10 @@ fn runs_ok<P: Copy + Into<i64>>(
     if first.into() != 0 || indptr[indptr.len() - 1].into() != npos as i64 {
         return false;
     }
-    if indptr.windows(2).any(|w| w[1].into() < w[0].into()) {
+    if !indptr
+        .windows(2)
+        .fold(true, |ok, w| ok & (w[0].into() <= w[1].into()))
+    {
         return false;
     }
     match indices {
@@ -72,21 +75,24 @@ fn sorted_runs<P: Copy + Into<i64>, C: Copy + Into<i64>>(
     length: i64,
     unique: bool,
 ) -> bool {
-    if indices.iter().any(|&c| c.into() < 0 || c.into() >= length) {
+    // Branch-free folds (they vectorise); the caller checked that `indptr` runs from 0
+    // to `indices.len()` without decreasing.
+    if !in_range(indices, length) || indptr.last().map(|&e| e.into()) != Some(indices.len() as i64)
+    {
         return false;
     }
-    indptr.windows(2).all(|w| {
-        let run = &indices[w[0].into() as usize..w[1].into() as usize];
-        if unique {
-            run.windows(2).all(|x| x[0].into() < x[1].into())
-        } else {
-            run.windows(2).all(|x| x[0].into() <= x[1].into())
-        }
-    })
+    sparsile_formats::validate::runs_increasing(indptr, indices, unique)
+}
+
+/// Whether every index is in `0..length`.
+fn in_range<C: Copy + Into<i64>>(indices: &[C], length: i64) -> bool {
+    indices
+        .iter()
+        .fold(true, |ok, &c| ok & ((c.into() as u64) < length as u64))
 }
 
 fn chunks_ok<C: Copy + Into<i64>>(indices: &[C], per: usize, length: i64, unique: bool) -> bool {
-    if indices.iter().any(|&c| c.into() < 0 || c.into() >= length) {
+    if !in_range(indices, length) {
         return false;
     }
     indices.chunks(per).all(|run| {
