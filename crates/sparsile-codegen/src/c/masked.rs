@@ -478,18 +478,13 @@ fn vector_expr(ctx: &mut Ctx, e: &Expr, lanes: &Lanes<'_>) -> Result<String, Cod
                 BinaryOp::Sub => "sub",
                 BinaryOp::Mul => "mul",
                 BinaryOp::Div => "div",
-                _ => return Err(unexpected(e)),
+                _ => unreachable!("masked lanes: {e:?} passed `shape` but has no vector form"),
             };
             let (a, b) = (vector_expr(ctx, lhs, lanes)?, vector_expr(ctx, rhs, lanes)?);
             format!("{pre}_{f}_{sfx}({a}, {b})")
         }
-        _ => return Err(unexpected(e)),
+        _ => unreachable!("masked lanes: {e:?} passed `shape` but has no vector form"),
     })
-}
-
-/// An addend that [`shape`] accepted but [`vector_expr`] cannot write: a compiler bug.
-fn unexpected(e: &Expr) -> CodegenError {
-    panic!("masked lanes: {e:?} passed `shape` but has no vector form")
 }
 
 /// What [`vector_expr`] needs about the block being written.
