@@ -3,8 +3,9 @@
 //! wins on CPUs for SpMM, SDDMM and SpMV; in SpMV its masked vector blocks (the default)
 //! pay on rows whose lengths vary, the in-order loop on nearly constant short rows
 //! (stencils, bands: coefficient of variation below 0.1), where four scalar partial sums
-//! pay when the rows are not too short (4 or more non-zeros); attention masks whose rows are runs of 32 columns run SpMV fastest
-//! from one-row blocks of 32 (when formats may change). Programs the selector does not
+//! pay when the rows are not too short (4 or more non-zeros); attention masks whose rows
+//! are runs of 32 columns run SpMV fastest from one-row blocks of 32 (when formats may
+//! change). Programs the selector does not
 //! classify ([`Operator::Other`]) run `rowwise` too, which schedules every statement row by
 //! row: on pubmed (2 threads, one run) it matched the default schedule on an SDDMM-like
 //! score, a masked product, row sums and a scaled SpMV (within 5 %), was 2.3x faster on

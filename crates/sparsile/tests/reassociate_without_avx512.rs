@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use sparsile::formats::{CooTensor, Format, SparseTensor};
 use sparsile::ir::DType;
+use sparsile::ir::settings::Settings;
 use sparsile::{compile_recipe, Stage};
 use support::{check_kernel, dense, have_compiler, rng};
 
@@ -21,6 +22,13 @@ fn masked_loops_compile_and_match_without_avx512() {
     }
     // The only test of this binary: no other thread reads the environment.
     std::env::set_var("CC", "cc -mno-avx512f");
+    // The kernels compile with the masked blocks' condition false.
+    let compiler = sparsile::runtime::jit::Compiler::detect(&Settings::from_env()).unwrap();
+    assert!(
+        !compiler.target().contains("#define __AVX512F__ "),
+        "{}",
+        compiler.target()
+    );
     for dtype in [DType::F32, DType::F64] {
         let t = if dtype == DType::F32 { "f32" } else { "f64" };
         let program = format!(

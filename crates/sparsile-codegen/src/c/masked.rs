@@ -52,7 +52,7 @@
 //!       }
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sparsile_ir::coord::{BinaryOp, UnaryOp};
 use sparsile_ir::loops::{reduction_addend, Expr, For, Stmt, VarType};
@@ -69,40 +69,40 @@ use crate::CodegenError;
 /// The preprocessor condition under which the masked code is compiled.
 pub(crate) const CONDITION: &str = "#if defined(__AVX512F__) && defined(__AVX512VL__)";
 
-/// What [`shape`] found: the index locals the gathers use (local → the index buffer and
-/// the offset expression of its load) and the addend.
+/// What [`shape`] found: the index locals the gathers use (local, the index buffer and
+/// the offset expression of its load; `locals` holds the same locals, for look-ups) and
+/// the addend.
 pub(crate) struct Shape<'f> {
     v: VarId,
     ty: Ty,
     index_lets: Vec<(VarId, BufferId, &'f Expr)>,
+    locals: HashSet<VarId>,
     addend: &'f Expr,
 }
 
 /// Whether `e` mentions `v` or one of `locals`.
-fn mentions(e: &Expr, v: VarId, locals: &HashMap<VarId, usize>) -> bool {
+fn mentions(e: &Expr, v: VarId, locals: &HashSet<VarId>) -> bool {
     let mut found = false;
     e.visit(&mut |x| {
         if let Expr::Var(y) = x {
-            found |= *y == v || locals.contains_key(y);
+            found |= *y == v || locals.contains(y);
         }
     });
     found
 }
 
-/// `Some(c)` when `e` is `v + c` or `c + v` (or `v` itself, `c` = `None`) with `c` free of
-/// `v` and of the body's locals.
-fn contiguous(e: &Expr, v: VarId, locals: &HashMap<VarId, usize>) -> Option<()> {
+/// Whether `e` is `v`, `v + c` or `c + v` with `c` free of `v` and of the body's locals
+/// (a contiguous load).
+fn contiguous(e: &Expr, v: VarId, locals: &HashSet<VarId>) -> bool {
     match e {
-        Expr::Var(x) if *x == v => Some(()),
+        Expr::Var(x) => *x == v,
         Expr::Binary {
             op: BinaryOp::Add,
             lhs,
             rhs,
-        } => match (&**lhs, &**rhs) {
-            (Expr::Var(x), c) | (c, Expr::Var(x)) if *x == v && !mentions(c, v, locals) => Some(()),
-            _ => None,
-        },
-        _ => None,
+        } => matches!((&**lhs, &**rhs),
+            (Expr::Var(x), c) | (c, Expr::Var(x)) if *x == v && !mentions(c, v, locals)),
+        _ => false,
     }
 }
 
@@ -111,17 +111,17 @@ fn contiguous(e: &Expr, v: VarId, locals: &HashMap<VarId, usize>) -> Option<()> 
 fn gathered<'e>(
     e: &'e Expr,
     v: VarId,
-    locals: &HashMap<VarId, usize>,
+    locals: &HashSet<VarId>,
 ) -> Option<(VarId, Option<&'e Expr>)> {
     match e {
-        Expr::Var(j) if locals.contains_key(j) => Some((*j, None)),
+        Expr::Var(j) if locals.contains(j) => Some((*j, None)),
         Expr::Binary {
             op: BinaryOp::Add,
             lhs,
             rhs,
         } => match (&**lhs, &**rhs) {
             (Expr::Var(j), c) | (c, Expr::Var(j))
-                if locals.contains_key(j) && !mentions(c, v, locals) =>
+                if locals.contains(j) && !mentions(c, v, locals) =>
             {
                 Some((*j, Some(c)))
             }
@@ -132,7 +132,7 @@ fn gathered<'e>(
 }
 
 /// Whether the addend `e` can be computed in masked lanes (see the module docs).
-fn addend_ok(ctx: &Ctx, e: &Expr, v: VarId, dtype: DType, locals: &HashMap<VarId, usize>) -> bool {
+fn addend_ok(ctx: &Ctx, e: &Expr, v: VarId, dtype: DType, locals: &HashSet<VarId>) -> bool {
     if !mentions(e, v, locals) {
         return true;
     }
@@ -140,7 +140,7 @@ fn addend_ok(ctx: &Ctx, e: &Expr, v: VarId, dtype: DType, locals: &HashMap<VarId
         Expr::Load { buffer, indices } => {
             ctx.buffer(*buffer).is_ok_and(|b| b.dtype == dtype)
                 && indices.len() == 1
-                && (contiguous(&indices[0], v, locals).is_some()
+                && (contiguous(&indices[0], v, locals)
                     || gathered(&indices[0], v, locals).is_some())
         }
         Expr::Unary {
@@ -167,7 +167,7 @@ pub(crate) fn shape<'f>(ctx: &Ctx, f: &'f For, accs: &[Accumulator]) -> Option<S
         _ => return None,
     };
     let v = f.var;
-    let mut locals: HashMap<VarId, usize> = HashMap::new();
+    let mut locals = HashSet::new();
     let mut index_lets = Vec::new();
     let mut addend = None;
     for s in &f.body {
@@ -182,11 +182,11 @@ pub(crate) fn shape<'f>(ctx: &Ctx, f: &'f For, accs: &[Accumulator]) -> Option<S
                 };
                 if ctx.buffer(*buffer).ok()?.dtype != DType::I32
                     || indices.len() != 1
-                    || contiguous(&indices[0], v, &locals).is_none()
+                    || !contiguous(&indices[0], v, &locals)
                 {
                     return None;
                 }
-                locals.insert(*var, index_lets.len());
+                locals.insert(*var);
                 index_lets.push((*var, *buffer, &indices[0]));
             }
             Stmt::Store {
@@ -206,6 +206,7 @@ pub(crate) fn shape<'f>(ctx: &Ctx, f: &'f For, accs: &[Accumulator]) -> Option<S
         v,
         ty: acc.ty,
         index_lets,
+        locals,
         addend: addend?,
     })
 }
@@ -353,11 +354,7 @@ pub(crate) fn emit(
     ));
     w.line(&format!("if ({left} > {}) {{", narrow.lanes));
     w.indent += 1;
-    let mask = ctx.names.fresh(&format!("{v}_mask"));
-    w.line(&format!(
-        "const {} {mask} = ({})((1u << {left}) - 1u);",
-        wide.mask, wide.mask
-    ));
+    let mask = tail_mask(ctx, w, &wide, v, &left);
     emit_block(ctx, w, shape, &wide, &sums[0], v, &block, &mask)?;
     w.line(&format!(
         "{acc} = {acc} + _mm512_reduce_add_{sfx}({});",
@@ -371,11 +368,7 @@ pub(crate) fn emit(
         "{} {folded} = sparsile_fold_{sfx}({});",
         narrow.vty, sums[0]
     ));
-    let mask = ctx.names.fresh(&format!("{v}_mask"));
-    w.line(&format!(
-        "const {} {mask} = ({})((1u << {left}) - 1u);",
-        narrow.mask, narrow.mask
-    ));
+    let mask = tail_mask(ctx, w, &narrow, v, &left);
     emit_block(ctx, w, shape, &narrow, &folded, v, &block, &mask)?;
     w.line(&format!(
         "{acc} = {acc} + sparsile_hsum256_{sfx}({folded});"
@@ -385,6 +378,17 @@ pub(crate) fn emit(
     w.indent -= 1;
     w.line("}");
     Ok(())
+}
+
+/// Declares the mask of the last `left` iterations (a C variable, fewer than `isa`'s
+/// lanes) and returns its name.
+fn tail_mask(ctx: &mut Ctx, w: &mut Writer, isa: &Isa, v: &str, left: &str) -> String {
+    let mask = ctx.names.fresh(&format!("{v}_mask"));
+    w.line(&format!(
+        "const {0} {mask} = ({0})((1u << {left}) - 1u);",
+        isa.mask
+    ));
+    mask
 }
 
 /// One block of lanes starting at iteration `at` under `mask`, added into `sum`.
@@ -412,18 +416,12 @@ fn emit_block(
         ));
         index_vectors.insert(*var, name);
     }
-    let locals: HashMap<VarId, usize> = shape
-        .index_lets
-        .iter()
-        .enumerate()
-        .map(|(i, (var, _, _))| (*var, i))
-        .collect();
     let lanes = Lanes {
         v: shape.v,
         ty: shape.ty,
         isa,
         mask,
-        locals: &locals,
+        locals: &shape.locals,
         index_vectors: &index_vectors,
     };
     let value = vector_expr(ctx, shape.addend, &lanes)?;
@@ -494,6 +492,6 @@ struct Lanes<'a> {
     ty: Ty,
     isa: &'a Isa,
     mask: &'a str,
-    locals: &'a HashMap<VarId, usize>,
+    locals: &'a HashSet<VarId>,
     index_vectors: &'a HashMap<VarId, String>,
 }

@@ -188,12 +188,11 @@ pub(crate) fn emit_reassociated_loop(
                 ctx.accumulators = accs.clone();
                 emit_body(ctx, w, &header(&rest), f, block, true)
             })
-            .and_then(|()| match masked_written {
-                Some(written) => {
+            .and_then(|()| {
+                if masked_written.is_some() {
                     w.line("#endif");
-                    written
                 }
-                None => Ok(()),
+                masked_written.unwrap_or(Ok(()))
             })
     };
     ctx.accumulators = outer;

@@ -107,104 +107,56 @@ pub(crate) fn check_indices(
 ) -> Result<Order, FormatError> {
     let mut order = Order::default();
     for (parent, range) in ranges {
-        // The common case first: a run strictly increasing from a first index of at
-        // least 0 to a last one below `length` has every property checked below, read
-        // in one branch-free pass. Anything else is read again one index at a time.
-        let clean = match indices {
-            IndexArray::I32(c) => c
-                .get(range.clone())
-                .is_some_and(|r| increasing_within(r, length)),
-            IndexArray::I64(c) => c
-                .get(range.clone())
-                .is_some_and(|r| increasing_within(r, length)),
-        };
-        if !clean {
-            check_run(
-                axis,
-                indices,
-                length,
-                allow_padding,
-                parent,
-                range,
-                &mut order,
-            )?;
+        let mut prev: Option<i64> = None;
+        let mut in_padding = false;
+        for position in range {
+            let value = indices.get_i64(position);
+            if value < 0 {
+                return Err(FormatError::NegativeIndex {
+                    axis,
+                    position,
+                    value,
+                });
+            }
+            let is_sentinel = allow_padding && value as u64 == length as u64;
+            if value as u64 >= length as u64 && !is_sentinel {
+                return Err(FormatError::IndexOutOfRange {
+                    axis,
+                    parent,
+                    position,
+                    value,
+                    dim: length,
+                });
+            }
+            if is_sentinel {
+                in_padding = true;
+                continue;
+            }
+            if in_padding {
+                return Err(FormatError::PaddingNotTrailing {
+                    axis,
+                    parent,
+                    position,
+                });
+            }
+            if let Some(p) = prev {
+                if value < p && order.unsorted.is_none() {
+                    order.unsorted = Some((parent, position));
+                }
+                if value == p && order.duplicate.is_none() {
+                    order.duplicate = Some((parent, position, value as usize));
+                }
+            }
+            prev = Some(value);
         }
     }
     Ok(order)
 }
 
-/// Whether `run` is strictly increasing with its first index at least 0 and its last
-/// below `length` (so every index is in `0..length`).
-fn increasing_within<C: Copy + Into<i64>>(run: &[C], length: usize) -> bool {
-    let (Some(&first), Some(&last)) = (run.first(), run.last()) else {
-        return true;
-    };
-    first.into() >= 0
-        && (last.into() as u64) < length as u64
-        && run
-            .windows(2)
-            .fold(true, |ok, w| ok & (w[0].into() < w[1].into()))
-}
-
-/// [`check_indices`] for the positions of one parent, one index at a time.
-fn check_run(
-    axis: usize,
-    indices: &IndexArray<'_>,
-    length: usize,
-    allow_padding: bool,
-    parent: usize,
-    range: std::ops::Range<usize>,
-    order: &mut Order,
-) -> Result<(), FormatError> {
-    let mut prev: Option<i64> = None;
-    let mut in_padding = false;
-    for position in range {
-        let value = indices.get_i64(position);
-        if value < 0 {
-            return Err(FormatError::NegativeIndex {
-                axis,
-                position,
-                value,
-            });
-        }
-        let is_sentinel = allow_padding && value as u64 == length as u64;
-        if value as u64 >= length as u64 && !is_sentinel {
-            return Err(FormatError::IndexOutOfRange {
-                axis,
-                parent,
-                position,
-                value,
-                dim: length,
-            });
-        }
-        if is_sentinel {
-            in_padding = true;
-            continue;
-        }
-        if in_padding {
-            return Err(FormatError::PaddingNotTrailing {
-                axis,
-                parent,
-                position,
-            });
-        }
-        if let Some(p) = prev {
-            if value < p && order.unsorted.is_none() {
-                order.unsorted = Some((parent, position));
-            }
-            if value == p && order.duplicate.is_none() {
-                order.duplicate = Some((parent, position, value as usize));
-            }
-        }
-        prev = Some(value);
-    }
-    Ok(())
-}
-
 /// [`check_indices`] over the runs of a validated `indptr`, with a fast path: when every
-/// index is in `0..length` and every run strictly increases ([`super::runs_increasing`],
-/// two branch-free passes) there is nothing to report; otherwise the runs are read one by
-/// one to say where the problem is.
+/// index is in `0..length` and every run strictly increases ([`super::indices_within`],
+/// [`super::runs_increasing`]: branch-free passes) there is nothing to report; otherwise
+/// the runs are read one by one to say where the problem is.
 pub(crate) fn check_compressed_indices(
     axis: usize,
     indices: &IndexArray<'_>,
@@ -213,11 +165,8 @@ pub(crate) fn check_compressed_indices(
     indptr: &IndexArray<'_>,
 ) -> Result<Order, FormatError> {
     fn clean<P: Copy + Into<i64>, C: Copy + Into<i64>>(p: &[P], c: &[C], length: usize) -> bool {
-        let in_range = c
-            .iter()
-            .fold(true, |ok, &x| ok & ((x.into() as u64) < length as u64));
         p.last().is_some_and(|&e| e.into() as usize == c.len())
-            && in_range
+            && super::indices_within(c, length as u64)
             && super::runs_increasing(p, c, true)
     }
     let fast = !allow_padding

@@ -28,7 +28,7 @@ mod coo_arrays;
 mod parts;
 mod runs;
 
-pub use runs::runs_increasing;
+pub use runs::{indices_within, runs_increasing};
 
 /// What the checked constructors may fix instead of reporting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -6,6 +6,7 @@
 //! arguments on every call: the full check's per-element error bookkeeping costs about
 //! as much as an SpMM on a large graph, this pass a few percent of it.
 
+use sparsile_formats::validate::{indices_within, runs_increasing};
 use sparsile_formats::{AxisStorage, IndexArray};
 use sparsile_ir::AxisKind;
 
@@ -77,22 +78,16 @@ fn sorted_runs<P: Copy + Into<i64>, C: Copy + Into<i64>>(
 ) -> bool {
     // Branch-free folds (they vectorise); the caller checked that `indptr` runs from 0
     // to `indices.len()` without decreasing.
-    if !in_range(indices, length) || indptr.last().map(|&e| e.into()) != Some(indices.len() as i64)
+    if !indices_within(indices, length as u64)
+        || indptr.last().map(|&e| e.into()) != Some(indices.len() as i64)
     {
         return false;
     }
-    sparsile_formats::validate::runs_increasing(indptr, indices, unique)
-}
-
-/// Whether every index is in `0..length`.
-fn in_range<C: Copy + Into<i64>>(indices: &[C], length: i64) -> bool {
-    indices
-        .iter()
-        .fold(true, |ok, &c| ok & ((c.into() as u64) < length as u64))
+    runs_increasing(indptr, indices, unique)
 }
 
 fn chunks_ok<C: Copy + Into<i64>>(indices: &[C], per: usize, length: i64, unique: bool) -> bool {
-    if !in_range(indices, length) {
+    if !indices_within(indices, length as u64) {
         return false;
     }
     indices.chunks(per).all(|run| {
