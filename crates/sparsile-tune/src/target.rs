@@ -47,11 +47,11 @@ pub fn host() -> String {
 }
 
 /// A 128-bit hash (hex) of `parts`: XXH3-128 over the parts, each followed by its length
-/// so that boundaries count. It reads about 20 bytes a nanosecond: a pattern of 100,000
-/// non-zeros hashes in about 30 µs (the byte-at-a-time FNV-1a it replaced took 0.6 ms, a
-/// third of a Python call on a fresh SciPy matrix). Fingerprints are keys of the tuning
-/// database; records written with the old hash are not found (they are of space version
-/// 2, which is not read either).
+/// so that boundaries count. On pubmed's pattern (88,648 non-zeros) `perf` put the
+/// byte-at-a-time FNV-1a it replaced at 28 % of a 1.6 ms Python call on a fresh SciPy
+/// matrix (about 0.45 ms), and XXH3 at 2.5 % of the 0.64 ms call after it (about 16 µs).
+/// Fingerprints are keys of the tuning database; records written with the old hash are
+/// not found (they are of space version 2, which is not read either).
 pub fn fingerprint(parts: &[&[u8]]) -> String {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     for p in parts {
