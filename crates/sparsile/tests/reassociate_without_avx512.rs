@@ -10,8 +10,8 @@ mod support;
 use std::collections::HashMap;
 
 use sparsile::formats::{CooTensor, Format, SparseTensor};
-use sparsile::ir::DType;
 use sparsile::ir::settings::Settings;
+use sparsile::ir::DType;
 use sparsile::{compile_recipe, Stage};
 use support::{check_kernel, dense, have_compiler, rng};
 
