@@ -45,7 +45,7 @@ fn statement_errors() {
         ("  for i in 0 n {\n  }\n", "line 3, column 14: expected `..`, found `n`"),
         (
             "  for i in 0..n sequential {\n  }\n",
-            "line 3, column 17: expected `{` or a loop kind (`parallel`, `vectorized`, `unrolled`, `batched` or `bind`), found `sequential`",
+            "line 3, column 17: expected `{` or a loop kind (`parallel`, `vectorized`, `unrolled`, `batched`, `register_tiled` or `bind`), found `sequential`",
         ),
         ("  for n in 0..n {\n  }\n", "line 3, column 7: variable `n` has the name of a parameter"),
         (

@@ -68,6 +68,7 @@ pub(crate) mod names;
 pub(crate) mod phases;
 pub(crate) mod prelude;
 mod reduction;
+mod register_tiled;
 pub(crate) mod stmt;
 pub(crate) mod types;
 mod vector;

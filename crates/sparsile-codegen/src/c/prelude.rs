@@ -38,6 +38,9 @@ pub(crate) enum Helper {
     VectorTypes,
     /// Needs [`Helper::VectorTypes`] before it (the enum order is the emission order).
     TransposedSums,
+    /// Loads and stores of the register tiles' vectors (64 bytes with AVX-512, 32
+    /// without). Needs [`Helper::VectorTypes`] before it.
+    TileVectors,
     /// Conversions between f32 and the raw 16 bits of f16/bf16 elements (portable C, or
     /// inline PTX in CUDA), and f32 to tf32 (CUDA only).
     F16ToF32,
@@ -77,7 +80,8 @@ impl Helper {
             | Helper::ScalarLoopMacro
             | Helper::Intrinsics
             | Helper::VectorTypes
-            | Helper::TransposedSums => None,
+            | Helper::TransposedSums
+            | Helper::TileVectors => None,
             Helper::F16ToF32
             | Helper::F32ToF16
             | Helper::Bf16ToF32
@@ -408,6 +412,43 @@ static inline sparsile_vf64 sparsile_tsum_f64(sparsile_vf64 v0, sparsile_vf64 v1
     return t;
 }
 #endif
+"
+            }
+            Helper::TileVectors => {
+                "/* Register tiles: vectors of 64 bytes where the target has AVX-512, loaded from
+ * and stored to any alignment; stores of the 32-byte vectors. */
+#if defined(__AVX512F__)
+typedef float sparsile_zf32 __attribute__((vector_size(64)));
+typedef double sparsile_zf64 __attribute__((vector_size(64)));
+static inline sparsile_zf32 sparsile_zload_f32(const float *p)
+{
+    sparsile_zf32 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline sparsile_zf64 sparsile_zload_f64(const double *p)
+{
+    sparsile_zf64 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void sparsile_zstore_f32(float *p, sparsile_zf32 v)
+{
+    __builtin_memcpy(p, &v, sizeof v);
+}
+static inline void sparsile_zstore_f64(double *p, sparsile_zf64 v)
+{
+    __builtin_memcpy(p, &v, sizeof v);
+}
+#endif
+static inline void sparsile_vstore_f32(float *p, sparsile_vf32 v)
+{
+    __builtin_memcpy(p, &v, sizeof v);
+}
+static inline void sparsile_vstore_f64(double *p, sparsile_vf64 v)
+{
+    __builtin_memcpy(p, &v, sizeof v);
+}
 "
             }
             Helper::AtomicAddF32 => {

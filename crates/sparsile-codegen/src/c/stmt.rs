@@ -24,6 +24,7 @@ use super::ctx::Ctx;
 use super::expr::{emit_as, emit_offset, emit_truth};
 use super::prelude::Helper;
 use super::reduction::{accumulate, emit_reassociated_loop};
+use super::register_tiled::emit_register_tiled_loop;
 use super::types::{var_ty, Ty};
 use crate::CodegenError;
 
@@ -69,6 +70,8 @@ fn emit_stmt(
             emit_reassociated_loop(ctx, w, f, block)?;
         }
         Stmt::For(f) if f.kind == ForKind::Batched && emit_batched_loop(ctx, w, f, block)? => {}
+        Stmt::For(f)
+            if f.kind == ForKind::RegisterTiled && emit_register_tiled_loop(ctx, w, f, block)? => {}
         Stmt::For(f) => {
             ctx.span = f.span;
             let header = for_header(ctx, f)?;
@@ -86,7 +89,8 @@ fn emit_stmt(
                 | ForKind::ParallelDynamic
                 | ForKind::ParallelBalanced { .. }
                 | ForKind::VectorizedReduction { .. }
-                | ForKind::Batched => {}
+                | ForKind::Batched
+                | ForKind::RegisterTiled => {}
                 ForKind::Bound(axis) => {
                     return Err(CodegenError::GpuNode {
                         what: format!("a loop bound to `{axis}`"),
@@ -352,6 +356,7 @@ pub(crate) fn loop_comment(block: Option<&str>, kind: ForKind) -> String {
         ForKind::VectorizedReduction { .. } => ", vectorized(reassociate)",
         ForKind::Unrolled => ", unrolled",
         ForKind::Batched => ", batched",
+        ForKind::RegisterTiled => ", register_tiled",
         ForKind::Bound(_) => ", bound",
     };
     match block {

@@ -37,6 +37,7 @@ pub mod gpu;
 mod local_reduction;
 pub mod mma;
 pub mod parser;
+mod register_tiled;
 mod stmt;
 mod substitute;
 mod vector_load;
@@ -60,6 +61,7 @@ pub use local_reduction::{
 };
 pub use mma::{fragment_element, fragment_len, fragment_owner, Mma, MmaOperand, MmaShape, MmaType};
 pub use parser::ParseError;
+pub use register_tiled::{register_tiled_shape, RegisterTiledShape};
 pub use stmt::{For, ForKind, Partition, Stmt};
 pub use vector_load::{coefficient, multiple_of, vector_loads, VectorLoad, VECTOR_EXTENTS};
 pub use verify::{expr_type, verify, verify_stage, ScalarKind, TypeError, VerifyError};

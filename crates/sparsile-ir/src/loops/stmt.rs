@@ -38,6 +38,13 @@ use crate::Span;
 /// backend may run a group of iterations' reductions side by side and add their vector
 /// lanes together ([`crate::loops::batched_shape`] states the rules that make it the same
 /// computation). Its serial meaning is that of a plain loop.
+///
+/// [`ForKind::RegisterTiled`] (text `register_tiled`) is a serial loop over the blocks of
+/// a block row whose body adds a dense tile product into output elements that stay the
+/// same across the loop (BSR SpMM): the backend may hold a tile of the output in
+/// registers across all its iterations ([`crate::loops::register_tiled_shape`] states
+/// the rules that make it the same computation). Its serial meaning is that of a plain
+/// loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ForKind {
     Serial,
@@ -61,6 +68,8 @@ pub enum ForKind {
     },
     /// Text `batched` (see above).
     Batched,
+    /// Text `register_tiled` (see above).
+    RegisterTiled,
     /// Text `bind(blockIdx.x)`, `bind(threadIdx.y)`, …: a loop of a GPU launch whose
     /// iterations are spread over the blocks of the grid or the threads of a block
     /// (see [`crate::loops::gpu`]).
@@ -94,6 +103,7 @@ impl ForKind {
             ForKind::Vectorized | ForKind::VectorizedReduction { .. } => "vectorized",
             ForKind::Unrolled => "unrolled",
             ForKind::Batched => "batched",
+            ForKind::RegisterTiled => "register_tiled",
             ForKind::Bound(_) => "bound",
             ForKind::ParallelDynamic | ForKind::ParallelBalanced { .. } => "parallel",
         }
@@ -115,6 +125,7 @@ impl ForKind {
             | ForKind::VectorizedReduction { .. }
             | ForKind::Unrolled
             | ForKind::Batched
+            | ForKind::RegisterTiled
             | ForKind::Bound(_) => None,
         }
     }

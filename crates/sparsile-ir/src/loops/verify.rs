@@ -30,7 +30,9 @@
 //!   reductions follow the rules of [`local_reductions`](crate::loops::local_reductions)
 //!   (stores not depending on the loop variable are `L[e] = L[e] + …` into
 //!   local buffers); a `batched` loop has the shape of
-//!   [`batched_shape`](crate::loops::batched_shape); a balanced partition names a flat integer buffer; atomic
+//!   [`batched_shape`](crate::loops::batched_shape), a `register_tiled` loop that of
+//!   [`register_tiled_shape`](crate::loops::register_tiled_shape); a balanced partition
+//!   names a flat integer buffer; atomic
 //!   adds go to float buffers; accesses give one index per axis (`Axes`) or exactly one
 //!   (`Flat`); indices are integers; stored values match the buffer's element type
 //!   (integer or float); no stores to `input` buffers.
@@ -63,6 +65,7 @@ use super::func::{BufferKind, BufferLayout, Func, Stage, VarType};
 use super::local_reduction::local_reductions;
 use super::mma::Mma;
 use super::parser::{is_valid_block_name, is_valid_name};
+use super::register_tiled::register_tiled_shape;
 use super::stmt::{For, ForKind, Stmt};
 use crate::coord::{BinaryOp, BufferRole, Program};
 pub use crate::coord::{ScalarKind, TypeError, VerifyError};
@@ -851,6 +854,14 @@ impl<'a> Verifier<'a> {
                 if l.kind == ForKind::Batched {
                     if let Err(e) = batched_shape(self.func, l) {
                         self.error(e.span, format!("{ctx}: a `batched` loop: {}", e.message));
+                    }
+                }
+                if l.kind == ForKind::RegisterTiled {
+                    if let Err(e) = register_tiled_shape(self.func, l) {
+                        self.error(
+                            e.span,
+                            format!("{ctx}: a `register_tiled` loop: {}", e.message),
+                        );
                     }
                 }
                 self.stmts(&l.body, scope, in_parallel || l.kind.is_parallel());

@@ -513,6 +513,18 @@ pub enum ScheduleError {
         loop_span: Span,
     },
     // ---- end of batch_reduction ----
+    // ---- register_tile (also UnknownLoop, NotSerial) ----
+    /// The loop's body does not have the shape of a register-tiled loop.
+    #[error("register_tile: loop `{var}` in block `{block}` ({loop_span}): statement at {span}: {reason}")]
+    NotRegisterTileable {
+        block: String,
+        var: String,
+        reason: String,
+        /// The offending statement.
+        span: Span,
+        loop_span: Span,
+    },
+    // ---- end of register_tile ----
     // ---- tensorize (also UnknownLoop, NotSerial) ----
     /// The nest under the loop is not three loops around one update `C[e] = C[e] + a * b`
     /// (with `let`s and conditions between them).

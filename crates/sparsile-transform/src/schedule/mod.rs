@@ -50,6 +50,7 @@ pub mod parallelize;
 pub mod partition;
 pub mod prefetch;
 pub mod reduction;
+pub mod register_tile;
 pub mod reorder;
 pub mod rfactor;
 mod single_iteration;
@@ -87,6 +88,7 @@ pub use parallelize::{parallelize, ParallelUnit, RaceStrategy};
 pub use partition::{parallel_with, LoopPartition};
 pub use prefetch::prefetch;
 pub use reduction::{parallel_reduce, ReductionStrategy};
+pub use register_tile::register_tile;
 pub use reorder::reorder;
 pub use rfactor::rfactor;
 pub use sparse_fuse::sparse_fuse;
@@ -206,6 +208,7 @@ impl Schedule {
             Step::AbsorbInit { block, buffer } => self.absorb_init(block, buffer),
             Step::HoistFactor { target } => self.hoist_factor(target),
             Step::BatchReduction { target } => self.batch_reduction(target),
+            Step::RegisterTile { target } => self.register_tile(target),
             Step::HoistLoop { target, above } => self.hoist_loop(target, above),
         }
     }
@@ -452,6 +455,15 @@ impl Schedule {
             target: target.clone(),
         };
         self.stage2(step, |f| batch_reduction(f, target).map(|f| (f, ())))
+    }
+
+    /// [`register_tile()`]: marks the loop `register_tiled` (a tile of the output held in
+    /// registers across the blocks of a block row).
+    pub fn register_tile(&mut self, target: &LoopRef) -> Result<(), ScheduleError> {
+        let step = Step::RegisterTile {
+            target: target.clone(),
+        };
+        self.stage2(step, |f| register_tile(f, target).map(|f| (f, ())))
     }
 
     /// [`hoist_loop()`]: moves the loop (the panel loop of a split dense range) up its

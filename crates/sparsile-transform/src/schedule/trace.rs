@@ -188,6 +188,10 @@ pub enum Step {
         target: LoopRef,
         above: LoopRef,
     },
+    /// Stage II: hold a tile of the output in registers across the loop (a block row).
+    RegisterTile {
+        target: LoopRef,
+    },
 }
 
 impl Step {
@@ -226,6 +230,7 @@ impl Step {
             Step::HoistFactor { .. } => "hoist_factor",
             Step::BatchReduction { .. } => "batch_reduction",
             Step::HoistLoop { .. } => "hoist_loop",
+            Step::RegisterTile { .. } => "register_tile",
         }
     }
 }

@@ -13,7 +13,7 @@ pub(crate) fn blocks(func: &Func) -> Vec<String> {
 }
 
 /// The top-level blocks (those directly in a launch included) with their bodies.
-fn top_blocks(func: &Func) -> impl Iterator<Item = (&str, &[Stmt])> {
+pub(crate) fn top_blocks(func: &Func) -> impl Iterator<Item = (&str, &[Stmt])> {
     func.body
         .iter()
         .flat_map(|s| match s {

@@ -19,6 +19,11 @@
 //! SDDMM's dot products of a row run in groups of a vector's lanes whose partial sums are
 //! added together (`batch_reduction`; `batch=off` sums each on its own).
 //!
+//! In SpMM over a block format (`bsr`, `dbsr`), the loop over a block row's blocks holds
+//! a tile of the output rows in vector registers across the whole row (`register_tile`,
+//! unless `tile=off`): the register-blocked micro-kernel of dense products, where each
+//! vector of the dense operand is loaded once for all the tile's rows.
+//!
 //! In SpMV over a `bsr:1xC` matrix, the `C` columns of a block keep one partial sum each
 //! across all the blocks of a row (`rfactor` over the row's blocks), vectorised: with
 //! `C = 32` the index array shrinks 32-fold and the gathers of `x` become contiguous
@@ -30,7 +35,7 @@ use sparsile_transform::lower_iterations;
 use sparsile_transform::schedule::{LoopPartition, LoopRef, Schedule, ScheduleError, SplitTail};
 
 use super::default::parallel_outer;
-use super::nest::{blocks, gathered_rows, main_iteration, nest};
+use super::nest::{blocks, gathered_rows, main_iteration, nest, top_blocks};
 use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
@@ -88,6 +93,11 @@ fn info() -> RecipeInfo {
                 doc: "partial sums in the scalar part of a reassociated loop (rows shorter than 32, the last iterations of longer ones): 4 pays on short, even rows (cage11, delaunay), 1 on rows whose lengths vary widely (power-law graphs)",
             },
             ParamInfo {
+                name: "tile",
+                default: "on",
+                doc: "`on`: a loop over the blocks of a block row whose body adds a dense tile product into the row's outputs (SpMM over `bsr`/`dbsr`) holds a tile of the output in vector registers across the row (register_tile): each vector of the dense operand is loaded once for all the tile's rows; `off`: every multiply-add loads and stores its output element",
+            },
+            ParamInfo {
                 name: "masked",
                 default: "on",
                 doc: "`on`: a reassociated loop whose body is a gathered dot product (SpMV's row) runs as vector blocks, the last one masked, on targets with AVX-512 (no loop exit per short row to mispredict); `off`: vector blocks from 32 iterations, the rest scalar",
@@ -138,10 +148,46 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
             }
         }
     }
+    if args.choice("tile", &["on", "off"])? == "on" {
+        register_tile_blocks(sch, name)?;
+    }
     if args.choice("reassociate", &["on", "off"])? == "on" {
         let sums = args.int("scalar_sums", 1, i64::from(ForKind::MAX_SCALAR_SUMS))?;
         let masked = args.choice("masked", &["on", "off"])? == "on";
         vectorize_local_sums(sch, name, sums as u32, masked)?;
+    }
+    Ok(())
+}
+
+/// Marks the loop over the blocks of a block row `register_tiled` (`register_tile`) when
+/// its body is a dense tile product into outputs fixed across the row (SpMM over a
+/// block format): the innermost serial loop with variable bounds for which
+/// `register_tile` holds. Nothing happens (and nothing is recorded) when it does not apply.
+fn register_tile_blocks(sch: &mut Schedule, recipe: &str) -> Result<(), RecipeError> {
+    let Some(main) = main_iteration(sch.program()) else {
+        return Ok(());
+    };
+    let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
+    let Some((_, body)) = top_blocks(&func).find(|(name, _)| *name == main) else {
+        return Ok(());
+    };
+    // Every serial loop with variable bounds in the block (a cached output row puts
+    // its copy loops before the loop over the row's blocks), innermost last.
+    let mut candidates = Vec::new();
+    Stmt::visit_all(body, &mut |s| {
+        if let Stmt::For(g) = s {
+            if g.kind == ForKind::Serial && !matches!((&g.lo, &g.hi), (Expr::Int(_), Expr::Int(_)))
+            {
+                candidates.push(LoopRef::new(&main, func.vars[g.var].name.clone()));
+            }
+        }
+    });
+    for blocks_loop in candidates.iter().rev() {
+        match sch.register_tile(blocks_loop) {
+            Ok(()) => return Ok(()),
+            Err(ScheduleError::NotRegisterTileable { .. }) => {}
+            Err(e) => return Err(sched(recipe)(e)),
+        }
     }
     Ok(())
 }

@@ -802,9 +802,10 @@ impl Parser {
                     "vectorized" => ForKind::Vectorized,
                     "unrolled" => ForKind::Unrolled,
                     "batched" => ForKind::Batched,
+                    "register_tiled" => ForKind::RegisterTiled,
                     "bind" => ForKind::Bound(GpuAxis::Block(GpuDim::X)),
                     _ => return Err(self.error_expected(
-                        "`{` or a loop kind (`parallel`, `vectorized`, `unrolled`, `batched` or `bind`)",
+                        "`{` or a loop kind (`parallel`, `vectorized`, `unrolled`, `batched`, `register_tiled` or `bind`)",
                     )),
                 };
             self.bump();

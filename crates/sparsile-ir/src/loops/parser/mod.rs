@@ -23,7 +23,7 @@
 //! for       = "for" IDENT "in" expr ".." expr [ FORKIND ] "{" { stmt } "}" ;
 //! FORKIND   = "parallel" [ "(" PARTITION ")" ]
 //!           | "vectorized" [ "(" "reassociate" [ "," "scalar_sums" "=" INT ] ")" ]
-//!           | "unrolled" | "batched"
+//!           | "unrolled" | "batched" | "register_tiled"
 //!           | "bind" "(" ( "blockIdx" | "threadIdx" ) "." ( "x" | "y" | "z" ) ")" ;
 //!             (* none: serial *)
 //! PARTITION = "dynamic" | "balanced" IDENT ;   (* IDENT: a flat integer buffer *)

@@ -1,0 +1,412 @@
+//! C for a `register_tiled` loop: a tile of the output held in vector registers across
+//! the blocks of a block row (the register-blocked micro-kernel of BSR SpMM).
+//!
+//! A loop of the shape [`register_tiled_shape`] checks,
+//! ```text
+//! for jp in P[io]..P[io + 1] register_tiled {
+//!   let j: idx = J[jp]
+//!   for r in 0..R { for c in 0..S { for k in 0..K vectorized {
+//!     if G(r) { C[row(r) + k] = C[row(r) + k] + a(jp, r, c) * b(j, c, k) }
+//!   } } }
+//! }
+//! ```
+//! runs, when the loop has an iteration and `G` holds for every row, as
+//! ```text
+//! for each group of g rows, for each chunk of U vectors of k:
+//!     acc[r][u] = C[row(r) + k .. + W]                (g · U vector registers)
+//!     for jp in P[io]..P[io + 1]:
+//!         let j = J[jp]
+//!         for c in 0..S:
+//!             bv[u] = b(j, c, k + u·W ..)             (U vector loads of B, once for all rows)
+//!             for r in the group: acc[r][u] += a(jp, r, c) · bv[u]   (one broadcast per row)
+//!     C[row(r) + k .. + W] = acc[r][u]
+//! ```
+//! and otherwise as the plain loop. A width that chunks do not cover ends in the plain
+//! loop restricted to the rest of `k`. Every element receives its terms in the plain
+//! loop's order, so results are the plain loop's.
+//!
+//! The code holds two versions: with AVX-512 (`#if defined(__AVX512F__)`), vectors of
+//! 64 bytes, groups of up to 8 rows and up to 24 accumulators (of 32 registers); without
+//! it, vectors of 32 bytes, groups of up to 4 rows and up to 12 accumulators (of 16). In
+//! both, `U` is the largest power of two (at most 4) that keeps the accumulators within
+//! that budget and whose `U` vectors the width fills. Measured on BSR SpMM of the BigBird mask (4,096², 8×8 blocks, K = 128,
+//! two threads): see `bench/README.md`.
+//!
+//! Written only when the accumulated buffer is f32 or f64 (not f16/bf16 bits) with one
+//! flat index, consecutive in `k`, and `b` is built from loads consecutive in `k` of that
+//! type, values that do not vary with `k`, `+ - * /`, negation and `select`s whose
+//! condition does not read `k`; otherwise the loop is written as a plain loop (its serial
+//! meaning).
+
+use sparsile_ir::coord::{BinaryOp, UnaryOp};
+use sparsile_ir::loops::{
+    coefficient as vector_coefficient, register_tiled_shape, Expr, For, ForKind,
+    RegisterTiledShape, Stmt,
+};
+use sparsile_ir::VarId;
+
+use super::ctx::Ctx;
+use super::expr::{emit_as, emit_offset, emit_truth};
+use super::prelude::Helper;
+use super::stmt::{emit_stmts, loop_comment, Writer};
+use super::types::Ty;
+use crate::CodegenError;
+
+/// The condition of the AVX-512 version.
+const WIDE: &str = "#if defined(__AVX512F__)";
+
+/// One version of the tile: vector bytes, the most rows per group, the most accumulators.
+struct Isa {
+    bytes: i64,
+    group: i64,
+    budget: i64,
+    /// `z` (64 bytes) or `v` (32 bytes): the prefix of the helpers' names.
+    prefix: &'static str,
+}
+
+const AVX512: Isa = Isa {
+    bytes: 64,
+    group: 8,
+    budget: 24,
+    prefix: "z",
+};
+
+const AVX2: Isa = Isa {
+    bytes: 32,
+    group: 4,
+    budget: 12,
+    prefix: "v",
+};
+
+fn reads_var(e: &Expr, v: VarId) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| found |= *x == Expr::Var(v));
+    found
+}
+
+/// Whether `e` (the factor `b`) can be written as a vector over `k` (see the module docs).
+fn vector_ok(ctx: &Ctx, e: &Expr, k: VarId, ty: Ty) -> bool {
+    if !reads_var(e, k) {
+        return true;
+    }
+    match e {
+        Expr::Load { buffer, indices } => {
+            indices.len() == 1
+                && vector_coefficient(&indices[0], k) == Some(1)
+                && ctx.buffer_ty(*buffer).is_ok_and(|t| t == ty)
+                && ctx.buffer(*buffer).is_ok_and(|b| !b.dtype.is_half())
+        }
+        Expr::Unary {
+            op: UnaryOp::Neg,
+            arg,
+        } => vector_ok(ctx, arg, k, ty),
+        Expr::Binary { op, lhs, rhs } => {
+            matches!(
+                op,
+                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
+            ) && vector_ok(ctx, lhs, k, ty)
+                && vector_ok(ctx, rhs, k, ty)
+        }
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => !reads_var(cond, k) && vector_ok(ctx, then, k, ty) && vector_ok(ctx, otherwise, k, ty),
+        _ => false,
+    }
+}
+
+/// `e` as C text: a vector of `isa` over the lanes starting at `k`'s C variable, or a
+/// scalar when `e` does not read `k` (`.1` says which).
+fn vector_text(
+    ctx: &mut Ctx,
+    e: &Expr,
+    k: VarId,
+    ty: Ty,
+    isa: &Isa,
+) -> Result<(String, bool), CodegenError> {
+    let (vty, sfx) = vector_names(ty, isa);
+    if !reads_var(e, k) {
+        return Ok((format!("({})", emit_as(ctx, e, ty)?.text), false));
+    }
+    let as_vector = |(text, vector): (String, bool)| {
+        if vector {
+            text
+        } else {
+            format!("(({vty}){{0}} + {text})")
+        }
+    };
+    Ok(match e {
+        Expr::Load { buffer, indices } => {
+            let offset = emit_offset(ctx, *buffer, indices)?;
+            (
+                format!(
+                    "sparsile_{}load_{sfx}(&{}[{}])",
+                    isa.prefix,
+                    ctx.buffer_name(*buffer)?,
+                    offset.text
+                ),
+                true,
+            )
+        }
+        Expr::Unary { arg, .. } => {
+            let (a, v) = vector_text(ctx, arg, k, ty, isa)?;
+            (format!("(-{a})"), v)
+        }
+        Expr::Binary { op, lhs, rhs } => {
+            let (a, va) = vector_text(ctx, lhs, k, ty, isa)?;
+            let (b, vb) = vector_text(ctx, rhs, k, ty, isa)?;
+            let sym = match op {
+                BinaryOp::Add => "+",
+                BinaryOp::Sub => "-",
+                BinaryOp::Mul => "*",
+                _ => "/",
+            };
+            (format!("({a} {sym} {b})"), va || vb)
+        }
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            let c = emit_truth(ctx, cond)?.text;
+            let t = as_vector(vector_text(ctx, then, k, ty, isa)?);
+            let o = as_vector(vector_text(ctx, otherwise, k, ty, isa)?);
+            (format!("(({c}) ? {t} : {o})"), true)
+        }
+        _ => unreachable!("checked by vector_ok"),
+    })
+}
+
+/// The vector type and helper suffix of `ty` in `isa`.
+fn vector_names(ty: Ty, isa: &Isa) -> (String, &'static str) {
+    let sfx = if ty == Ty::F32 { "f32" } else { "f64" };
+    (format!("sparsile_{}{sfx}", isa.prefix), sfx)
+}
+
+/// The loop nest `f` with its width loop starting at `from` and its kind serial: the
+/// plain loop over the rest of the width.
+fn plain_from(f: &For, from: Option<i64>) -> Stmt {
+    let mut g = f.clone();
+    g.kind = ForKind::Serial;
+    if let Some(from) = from {
+        if let Some(Stmt::For(outer)) = g.body.last_mut() {
+            if let Some(Stmt::For(mid)) = outer.body.first_mut() {
+                if let Some(Stmt::For(width)) = mid.body.first_mut() {
+                    width.lo = Expr::Int(from);
+                }
+            }
+        }
+    }
+    Stmt::For(g)
+}
+
+/// Writes the register-tiled loop `f` (see the module docs) and returns `true`, or
+/// returns `false` having written nothing when the tile does not apply.
+pub(crate) fn emit_register_tiled_loop(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    f: &For,
+    block: Option<&str>,
+) -> Result<bool, CodegenError> {
+    let Ok(shape) = register_tiled_shape(ctx.func, f) else {
+        return Ok(false);
+    };
+    let ty = ctx.buffer_ty(shape.c)?;
+    if !ty.is_float() || ctx.buffer(shape.c)?.dtype.is_half() {
+        return Ok(false);
+    }
+    let k = shape.width.0;
+    if shape.indices.len() != 1
+        || vector_coefficient(&shape.indices[0], k) != Some(1)
+        || !vector_ok(ctx, &shape.b, k, ty)
+    {
+        return Ok(false);
+    }
+    ctx.span = f.span;
+    ctx.helpers.insert(Helper::VectorTypes);
+    ctx.helpers.insert(Helper::TileVectors);
+    let v = ctx.var_name(f.var)?;
+    let lo = emit_as(ctx, &f.lo, Ty::I64)?.text;
+    let hi = emit_as(ctx, &f.hi, Ty::I64)?.text;
+    let (lo_name, hi_name) = (
+        ctx.names.fresh(&format!("{v}_lo")),
+        ctx.names.fresh(&format!("{v}_hi")),
+    );
+    w.line(&format!("{{{}", loop_comment(block, f.kind)));
+    w.indent += 1;
+    w.line(&format!(
+        "const int64_t {lo_name} = {lo}, {hi_name} = {hi};"
+    ));
+    w.line(&format!("if ({lo_name} < {hi_name}) {{"));
+    w.indent += 1;
+    let guarded = match &shape.guard {
+        Some(g) => {
+            let ok = ctx.names.fresh("tile_rows_ok");
+            w.line(&format!("int {ok} = 1;"));
+            let r = ctx.var_name(shape.rows.0)?;
+            for row in shape.rows.1.clone() {
+                w.line("{");
+                w.indent += 1;
+                w.line(&format!("const int64_t {r} = {row};"));
+                let cond = emit_truth(ctx, g)?.text;
+                w.line(&format!("{ok} = {ok} && ({cond});"));
+                w.indent -= 1;
+                w.line("}");
+            }
+            w.line(&format!("if ({ok}) {{"));
+            w.indent += 1;
+            true
+        }
+        None => false,
+    };
+    w.line(WIDE);
+    emit_tiles(ctx, w, f, &shape, ty, &AVX512, block, (&lo_name, &hi_name))?;
+    w.line("#else");
+    emit_tiles(ctx, w, f, &shape, ty, &AVX2, block, (&lo_name, &hi_name))?;
+    w.line("#endif");
+    if guarded {
+        w.indent -= 1;
+        w.line("} else {");
+        w.indent += 1;
+        emit_stmts(ctx, w, &[plain_from(f, None)], block)?;
+        w.indent -= 1;
+        w.line("}");
+    }
+    w.indent -= 1;
+    w.line("}");
+    w.indent -= 1;
+    w.line("}");
+    Ok(true)
+}
+
+/// The tiles of one version: every group of rows, every chunk of the width, then the
+/// plain loop over the width the chunks leave.
+#[allow(clippy::too_many_arguments)]
+fn emit_tiles(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    f: &For,
+    shape: &RegisterTiledShape,
+    ty: Ty,
+    isa: &Isa,
+    block: Option<&str>,
+    (lo, hi): (&str, &str),
+) -> Result<(), CodegenError> {
+    let lanes = isa.bytes / if ty == Ty::F32 { 4 } else { 8 };
+    let (vty, sfx) = vector_names(ty, isa);
+    let rows = shape.rows.1.clone();
+    let group = isa.group.min(rows.end - rows.start);
+    let width = shape.width.1.clone();
+    // The most vectors per row that the budget allows and the width fills.
+    let mut unroll = 4;
+    while unroll > 1 && (group * unroll > isa.budget || lanes * unroll > width.end - width.start) {
+        unroll /= 2;
+    }
+    let chunk = lanes * unroll;
+    let chunks_end = width.start + (width.end - width.start) / chunk * chunk;
+    let (r, c, k) = (
+        ctx.var_name(shape.rows.0)?,
+        ctx.var_name(shape.cols.0)?,
+        ctx.var_name(shape.width.0)?,
+    );
+    let v = ctx.var_name(f.var)?;
+    let c_name = ctx.buffer_name(shape.c)?.to_string();
+    let kc = ctx.names.fresh(&format!("{k}_chunk"));
+    if chunks_end > width.start {
+        let mut first = rows.start;
+        while first < rows.end {
+            let last = (first + group).min(rows.end);
+            let acc = |row: i64, u: i64| format!("tile_{}_{u}", row - first);
+            w.line(&format!(
+                "for (int64_t {kc} = {}; {kc} < {chunks_end}; {kc} += {chunk}) {{",
+                width.start
+            ));
+            w.indent += 1;
+            // Load the tile.
+            for row in first..last {
+                for u in 0..unroll {
+                    let t = acc(row, u);
+                    w.line(&format!("{vty} {t};"));
+                    w.line("{");
+                    w.indent += 1;
+                    w.line(&format!("const int64_t {r} = {row};"));
+                    w.line(&format!("const int64_t {k} = {kc} + {};", u * lanes));
+                    let offset = emit_offset(ctx, shape.c, &shape.indices)?.text;
+                    w.line(&format!(
+                        "{t} = sparsile_{}load_{sfx}(&{c_name}[{offset}]);",
+                        isa.prefix
+                    ));
+                    w.indent -= 1;
+                    w.line("}");
+                }
+            }
+            // The loop over the blocks: `pre`, then the columns of the tile.
+            w.line(&format!(
+                "for (int64_t {v} = {lo}; {v} < {hi}; ++{v}) {{{}",
+                loop_comment(block, f.kind)
+            ));
+            w.indent += 1;
+            emit_stmts(ctx, w, &f.body[..shape.pre], block)?;
+            w.line(&format!(
+                "for (int64_t {c} = {}; {c} < {}; ++{c}) {{",
+                shape.cols.1.start, shape.cols.1.end
+            ));
+            w.indent += 1;
+            let bv: Vec<String> = (0..unroll)
+                .map(|u| ctx.names.fresh(&format!("tile_b{u}")))
+                .collect();
+            for (u, name) in bv.iter().enumerate() {
+                w.line(&format!("{vty} {name};"));
+                w.line("{");
+                w.indent += 1;
+                w.line(&format!("const int64_t {k} = {kc} + {};", u as i64 * lanes));
+                let (text, _) = vector_text(ctx, &shape.b, shape.width.0, ty, isa)?;
+                w.line(&format!("{name} = {text};"));
+                w.indent -= 1;
+                w.line("}");
+            }
+            for row in first..last {
+                w.line("{");
+                w.indent += 1;
+                w.line(&format!("const int64_t {r} = {row};"));
+                let a = emit_as(ctx, &shape.a, ty)?.text;
+                w.line(&format!("const {} tile_a = {a};", ty.c_name()));
+                for (u, name) in bv.iter().enumerate() {
+                    let t = acc(row, u as i64);
+                    w.line(&format!("{t} = {t} + tile_a * {name};"));
+                }
+                w.indent -= 1;
+                w.line("}");
+            }
+            w.indent -= 1;
+            w.line("}");
+            w.indent -= 1;
+            w.line("}");
+            // Store the tile.
+            for row in first..last {
+                for u in 0..unroll {
+                    w.line("{");
+                    w.indent += 1;
+                    w.line(&format!("const int64_t {r} = {row};"));
+                    w.line(&format!("const int64_t {k} = {kc} + {};", u * lanes));
+                    let offset = emit_offset(ctx, shape.c, &shape.indices)?.text;
+                    w.line(&format!(
+                        "sparsile_{}store_{sfx}(&{c_name}[{offset}], {});",
+                        isa.prefix,
+                        acc(row, u)
+                    ));
+                    w.indent -= 1;
+                    w.line("}");
+                }
+            }
+            w.indent -= 1;
+            w.line("}");
+            first = last;
+        }
+    }
+    if chunks_end < width.end {
+        emit_stmts(ctx, w, &[plain_from(f, Some(chunks_end))], block)?;
+    }
+    Ok(())
+}

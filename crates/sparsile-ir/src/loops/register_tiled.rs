@@ -1,0 +1,357 @@
+//! The shape of a `register_tiled` loop: a loop over the blocks of a block row whose body
+//! adds a dense tile product into output rows that stay the same across the loop.
+//!
+//! Purpose: a BSR SpMM block row is `for each block { for r { for c { for k { C[row(r),
+//! k] += A[block, r, c] * B[col(c), k] } } } }`. Written as it stands, every
+//! multiply-add loads and stores its element of `C`, which caps it at about one vector
+//! multiply-add per cycle. A loop marked [`ForKind::RegisterTiled`] (text
+//! `register_tiled`) lets the backend hold a tile of `C` (a few rows by a few vectors of
+//! `k`) in registers across every block of the row: each step of `c` loads a vector of
+//! `B` once for all the tile's rows and broadcasts each `A` value once for all its
+//! vectors, the register-blocked micro-kernel of dense matrix products.
+//!
+//! [`register_tiled_shape`] checks the rules that make that reordering the same
+//! computation. The loop `L`'s body is `pre ; N` where
+//! - `pre` holds only `let`s, prefetches and `if`s (without `else`) around prefetches
+//!   (or around such `if`s): it
+//!   stores nothing, so the backend may run it again (once per tile of `C`);
+//! - `N` is three nested loops with integer literal bounds, each the only statement of
+//!   the one above: two of them, in either order, are the tile's rows `r` and columns `c`
+//!   (at least one iteration each), the innermost is the dense width `k`; the innermost's
+//!   body is one update `C[idx] = C[idx] + a * b` (either order of the sum and of the
+//!   product), alone or under one `if G` without `else`;
+//! - `idx` reads `r` (unless `r` runs once: a one-row block whose output row is cached)
+//!   and `k` and none of `c`, `L`'s variable or `pre`'s `let`s, and gives distinct
+//!   elements for distinct `(r, k)`: every index is `α·r + β·k + rest` (`rest` free of
+//!   both); either one index has `β = 1`, `α = 0` and another `α ≠ 0`, `β = 0`, or a
+//!   single index has `β = 1` and `|α|` at least `k`'s extent, or `r` runs once and one
+//!   index has `β = 1`, the others `β = 0`;
+//! - `b` reads `k` and not `r`; `a` does not read `k`; `G` reads none of `k`, `c`,
+//!   `L`'s variable and `pre`'s `let`s;
+//! - `C` is read by nothing in `L` but the update's own load (not by `pre`, `a`, `b` or
+//!   `G`), and no statement in `L` assigns a local.
+//!
+//! Every element `(r, k)` then receives the terms `a · b` of every `(L, c)` in the same
+//! order as in the plain loop, whatever the order of the `r` and `c` loops, so holding a
+//! tile in registers (loaded before the first iteration of `L`, stored after the last)
+//! changes no result, provided `L` runs at least once and `G` holds for every row of the
+//! tile (the backend checks both at run time and otherwise runs the plain loop). The
+//! serial meaning of a `register_tiled` loop is that of a plain loop.
+//!
+//! ```
+//! use sparsile_ir::loops::{register_tiled_shape, Func, Stmt};
+//! let f: Func = "flat func f(n, m) {\n  buffer P: i32[2] input values\n  \
+//!     buffer J: i32[n] input values\n  buffer A: f32[n * 4] input values\n  \
+//!     buffer B: f32[m * 32] input values\n  buffer C: f32[64] output values\n  \
+//!     for jp in P[0]..P[1] {\n    let j: idx = J[jp]\n    \
+//!     for r in 0..2 {\n      for c in 0..2 {\n        for k in 0..32 vectorized {\n          \
+//!     C[r * 32 + k] = C[r * 32 + k] + A[jp * 4 + r * 2 + c] * B[(j * 2 + c) * 32 + k]\n        \
+//!     }\n      }\n    }\n  }\n}\n".parse().unwrap();
+//! let Stmt::For(l) = &f.body[0] else { unreachable!() };
+//! let shape = register_tiled_shape(&f, l).unwrap();
+//! assert_eq!((shape.rows.1, shape.cols.1, shape.width.1), (0..2, 0..2, 0..32));
+//! ```
+
+use std::collections::HashSet;
+use std::ops::Range;
+
+use super::expr::Expr;
+use super::func::Func;
+use super::local_reduction::{update_addend, ReductionError};
+use super::stmt::{For, Stmt};
+use super::vector_load::coefficient;
+use crate::coord::BinaryOp;
+use crate::id::{BufferId, VarId};
+use crate::Span;
+
+/// The parts of a `register_tiled` loop's body (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegisterTiledShape {
+    /// The statements before the tile nest (`let`s and prefetches).
+    pub pre: usize,
+    /// The row loop's variable and range.
+    pub rows: (VarId, Range<i64>),
+    /// The column loop's variable and range.
+    pub cols: (VarId, Range<i64>),
+    /// The dense width loop's variable and range.
+    pub width: (VarId, Range<i64>),
+    /// Whether the row loop encloses the column loop.
+    pub rows_outer: bool,
+    /// The guard `G` (`None`: no `if`).
+    pub guard: Option<Expr>,
+    /// The accumulated buffer and its indices.
+    pub c: BufferId,
+    pub indices: Vec<Expr>,
+    /// The factor that does not read `k` (`a`) and the one that does (`b`).
+    pub a: Expr,
+    pub b: Expr,
+    /// The update statement.
+    pub span: Span,
+}
+
+fn reads(e: &Expr, vars: &HashSet<VarId>) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| found |= matches!(x, Expr::Var(v) if vars.contains(v)));
+    found
+}
+
+fn reads_var(e: &Expr, var: VarId) -> bool {
+    reads(e, &HashSet::from([var]))
+}
+
+fn loads(e: &Expr, buffer: BufferId) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| {
+        found |= matches!(x, Expr::Load { buffer: b, .. } | Expr::Search { buffer: b, .. } if *b == buffer)
+    });
+    found
+}
+
+/// Whether `stmts` are prefetches and `if`s without `else` around such statements.
+fn only_prefetches(stmts: &[Stmt]) -> bool {
+    stmts.iter().all(|s| match s {
+        Stmt::Prefetch { .. } => true,
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => else_body.is_empty() && only_prefetches(then_body),
+        _ => false,
+    })
+}
+
+fn literal_range(f: &For) -> Option<Range<i64>> {
+    match (&f.lo, &f.hi) {
+        (Expr::Int(lo), Expr::Int(hi)) => Some(*lo..*hi),
+        _ => None,
+    }
+}
+
+/// Checks the rules of the module docs for the body of `f` (its own kind is not looked
+/// at) and returns its shape, or the first statement that breaks a rule.
+pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, ReductionError> {
+    let err = |span, message: &str| {
+        Err(ReductionError {
+            span,
+            message: message.to_string(),
+        })
+    };
+    let name = |b: BufferId| {
+        func.buffers
+            .get(b)
+            .map_or_else(|| b.to_string(), |x| x.name.clone())
+    };
+    let Some((Stmt::For(outer), pre)) = f.body.split_last() else {
+        return err(f.span, "the body does not end in the tile's loop nest");
+    };
+    // `pre`: lets, prefetches, ifs around prefetches.
+    let mut inside: HashSet<VarId> = HashSet::from([f.var]);
+    for s in pre {
+        match s {
+            Stmt::Let { var, .. } => {
+                inside.insert(*var);
+            }
+            Stmt::Prefetch { .. } => {}
+            Stmt::If { .. } if only_prefetches(std::slice::from_ref(s)) => {}
+            other => {
+                return err(
+                    other.span(),
+                    "before the tile's loop nest only `let`s and prefetches may stand",
+                )
+            }
+        }
+    }
+    let [Stmt::For(mid)] = outer.body.as_slice() else {
+        return err(
+            outer.span,
+            "the tile's outer loop must hold exactly one loop",
+        );
+    };
+    let [Stmt::For(width)] = mid.body.as_slice() else {
+        return err(
+            mid.span,
+            "the tile's middle loop must hold exactly one loop",
+        );
+    };
+    let (Some(outer_range), Some(mid_range), Some(width_range)) = (
+        literal_range(outer),
+        literal_range(mid),
+        literal_range(width),
+    ) else {
+        return err(
+            outer.span,
+            "the tile's three loops must have integer literal bounds",
+        );
+    };
+    if outer_range.is_empty() || mid_range.is_empty() || width_range.is_empty() {
+        return err(
+            outer.span,
+            "each of the tile's loops must run at least once",
+        );
+    }
+    let (guard, update) = match width.body.as_slice() {
+        [s @ Stmt::Store { .. }] => (None, s),
+        [Stmt::If {
+            cond,
+            then_body,
+            else_body,
+            ..
+        }] if else_body.is_empty() => match then_body.as_slice() {
+            [s @ Stmt::Store { .. }] => (Some(cond.clone()), s),
+            _ => {
+                return err(
+                    width.span,
+                    "the `if` in the width loop must hold only the update",
+                )
+            }
+        },
+        _ => {
+            return err(
+                width.span,
+                "the width loop must hold only the update (or one `if` around it)",
+            )
+        }
+    };
+    let Stmt::Store {
+        buffer: c,
+        indices,
+        value,
+        span,
+    } = update
+    else {
+        unreachable!("matched a store above");
+    };
+    let not_update = || {
+        err(
+            *span,
+            &format!(
+                "the store to `{}` is not an update `C[e] = C[e] + a * b`",
+                name(*c)
+            ),
+        )
+    };
+    let Some(addend) = update_addend(*c, indices, value) else {
+        return not_update();
+    };
+    let Expr::Binary {
+        op: BinaryOp::Mul,
+        lhs,
+        rhs,
+    } = addend
+    else {
+        return not_update();
+    };
+    let k = width.var;
+    let (a, b) = match (reads_var(lhs, k), reads_var(rhs, k)) {
+        (false, true) => ((**lhs).clone(), (**rhs).clone()),
+        (true, false) => ((**rhs).clone(), (**lhs).clone()),
+        _ => {
+            return err(
+                *span,
+                "exactly one factor of the product must read the width loop's variable",
+            )
+        }
+    };
+    // Which of the two outer loops is the row loop: the one the index reads.
+    let idx_reads = |v: VarId| indices.iter().any(|e| reads_var(e, v));
+    let (rows_outer, r, cl) = match (idx_reads(outer.var), idx_reads(mid.var)) {
+        (true, false) => (true, outer, mid),
+        (false, true) => (false, mid, outer),
+        // A single row (a `bsr:1xC` block row whose output row is cached).
+        (false, false) if outer_range.end - outer_range.start == 1 => (true, outer, mid),
+        (false, false) if mid_range.end - mid_range.start == 1 => (false, mid, outer),
+        _ => {
+            return err(
+                *span,
+                "the accumulated element must read exactly one of the tile's two outer loops (its rows)",
+            )
+        }
+    };
+    let rows = literal_range(r).expect("checked above");
+    let cols = literal_range(cl).expect("checked above");
+    let mut fixed = inside.clone();
+    fixed.insert(cl.var);
+    if indices.iter().any(|e| reads(e, &fixed)) {
+        return err(
+            *span,
+            "the accumulated element must not change across the blocks and the tile's columns",
+        );
+    }
+    if !distinct(
+        indices,
+        (r.var, rows.end - rows.start),
+        k,
+        width_range.end - width_range.start,
+    ) {
+        return err(
+            *span,
+            "the accumulated element must be distinct for distinct rows and widths (α·r + β·k with β = 1)",
+        );
+    }
+    if reads_var(&b, r.var) {
+        return err(
+            *span,
+            "the factor that reads the width must not read the tile's rows",
+        );
+    }
+    if let Some(g) = &guard {
+        let mut moving = inside.clone();
+        moving.extend([cl.var, k]);
+        if reads(g, &moving) {
+            return err(
+                width.span,
+                "the guard may read only the tile's rows and what is fixed across the blocks",
+            );
+        }
+    }
+    // `C` is read only by the update itself (`pre` stores nothing and assigns nothing:
+    // it holds only lets and prefetches).
+    if Stmt::loaded_buffers(pre).contains(c) || indices.iter().any(|e| loads(e, *c)) {
+        return err(
+            *span,
+            &format!("nothing but the update may read `{}`", name(*c)),
+        );
+    }
+    if loads(&a, *c) || loads(&b, *c) || guard.as_ref().is_some_and(|g| loads(g, *c)) {
+        return err(
+            *span,
+            &format!("the factors and the guard must not read `{}`", name(*c)),
+        );
+    }
+    Ok(RegisterTiledShape {
+        pre: pre.len(),
+        rows: (r.var, rows),
+        cols: (cl.var, cols),
+        width: (k, width_range),
+        rows_outer,
+        guard,
+        c: *c,
+        indices: indices.clone(),
+        a,
+        b,
+        span: *span,
+    })
+}
+
+/// Whether `indices` name distinct elements for distinct `(r, k)`, `r` over `rows`
+/// values and `k` over `extent` consecutive values (see the module docs).
+fn distinct(indices: &[Expr], (r, rows): (VarId, i64), k: VarId, extent: i64) -> bool {
+    let coefs: Option<Vec<(i64, i64)>> = indices
+        .iter()
+        .map(|e| Some((coefficient(e, r)?, coefficient(e, k)?)))
+        .collect();
+    let Some(coefs) = coefs else {
+        return false;
+    };
+    if rows == 1 {
+        return coefs.iter().filter(|c| c.1 != 0).count() == 1 && coefs.iter().any(|c| c.1 == 1);
+    }
+    match coefs.as_slice() {
+        [(alpha, 1)] => alpha.unsigned_abs() >= extent.unsigned_abs(),
+        _ => {
+            coefs.iter().filter(|c| c.1 != 0).count() == 1
+                && coefs.contains(&(0, 1))
+                && coefs.iter().any(|&(alpha, beta)| alpha != 0 && beta == 0)
+        }
+    }
+}
