@@ -5,7 +5,9 @@
 //! (stencils, bands: coefficient of variation below 0.1), where four scalar partial sums
 //! pay when the rows are not too short (4 or more non-zeros); attention masks whose rows
 //! are runs of 32 columns run SpMV fastest from one-row blocks of 32 (when formats may
-//! change). Programs the selector does not
+//! change). An SpMM operand whose aligned 8 × 8 (or 4 × 4) blocks are at least 75 % full
+//! is stored in blocks when it may change format ([`block_format`], consulted before the
+//! selector). Programs the selector does not
 //! classify ([`Operator::Other`]) run `rowwise` too, which schedules every statement row by
 //! row: on pubmed (2 threads, one run) it matched the default schedule on an SDDMM-like
 //! score, a masked product, row sums and a scaled SpMV (within 5 %), was 2.3x faster on
@@ -27,6 +29,38 @@
 use crate::features::Features;
 use crate::op::Operator;
 use crate::space::Candidate;
+
+/// The smallest aligned-block fill at which [`block_format`] stores an SpMM operand in
+/// blocks.
+pub const BLOCK_RULE_FILL: f64 = 0.75;
+
+/// A block format for the sparse operand of an SpMM whose aligned blocks are nearly full
+/// (attention masks of bands, windows and global blocks; block-pruned weights), when the
+/// operand may change format: `bsr:8x8` where 8 × 8 blocks are at least
+/// [`BLOCK_RULE_FILL`] full, else `bsr:4x4` where 4 × 4 blocks are; `None` otherwise.
+///
+/// It is consulted before the selector, whose training labels hold CSR candidates only
+/// (it has no model for a block format). Measured with `rowwise` (register tiles over
+/// the block rows), two threads, K = 32 / 128, time against CSR's: BigBird (fill 100 %)
+/// 0.34 / 0.40, Longformer (96 %) 0.48 / 0.46, a causal window (97 %) 0.31 / 0.38, the
+/// fixed sparse transformer (98 %) 0.35 / 0.46; below the threshold blocks stop paying:
+/// the strided sparse transformer (4 × 4 fill 50 %) 0.58 / 0.89, 50 %-pruned DLMC
+/// weights 0.64–1.11, 70 %-pruned 1.08–1.44, 80 %-pruned 1.39–2.0 (`bench/README.md`).
+pub fn block_format(
+    op: Operator,
+    features: &Features,
+    format: &str,
+    other_formats: bool,
+) -> Option<Candidate> {
+    if op != Operator::Spmm || !other_formats || format != "csr" {
+        return None;
+    }
+    let get = |name: &str| features.get(name).unwrap_or(0.0);
+    [("fill_8x8", "bsr:8x8"), ("fill_4x4", "bsr:4x4")]
+        .into_iter()
+        .find(|(f, _)| get(f) >= BLOCK_RULE_FILL)
+        .map(|(_, b)| Candidate::new(b, "rowwise"))
+}
 
 /// The rule's candidate for `op` on an input in `format` (see the module docs).
 pub fn rule(op: Operator, features: &Features, format: &str, other_formats: bool) -> Candidate {
@@ -51,5 +85,67 @@ pub fn rule(op: Operator, features: &Features, format: &str, other_formats: bool
         Operator::Rgms => Candidate::new(format, "rgms_hyb"),
         Operator::Other => Candidate::new(format, "rowwise"),
         _ => Candidate::new(format, "default"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{block_format, BLOCK_RULE_FILL};
+    use crate::features::{Csr, Features};
+    use crate::op::Operator;
+
+    /// An `n x n` matrix of full `b x b` blocks on the diagonal, plus `extra` scattered
+    /// non-zeros per row (outside the blocks).
+    fn blocks(n: usize, b: usize, extra: usize) -> (Vec<i64>, Vec<i64>) {
+        let (mut indptr, mut indices) = (vec![0i64], Vec::new());
+        for i in 0..n {
+            let start = i / b * b;
+            let mut row: Vec<i64> = (start..start + b).map(|j| j as i64).collect();
+            for e in 0..extra {
+                row.push(((start + b + 7 * e + 3) % n) as i64);
+            }
+            row.sort_unstable();
+            row.dedup();
+            indices.extend(row);
+            indptr.push(indices.len() as i64);
+        }
+        (indptr, indices)
+    }
+
+    fn features(op: Operator, indptr: &[i64], indices: &[i64], n: usize) -> Features {
+        let csr = Csr {
+            rows: n,
+            cols: n,
+            indptr,
+            indices,
+        };
+        Features::of(&csr, op, 32, 2, 4)
+    }
+
+    #[test]
+    fn full_blocks_take_a_block_format_for_spmm_only() {
+        let (p, j) = blocks(256, 16, 0);
+        let f = features(Operator::Spmm, &p, &j, 256);
+        assert_eq!(
+            block_format(Operator::Spmm, &f, "csr", true).map(|c| c.id()),
+            Some("bsr:8x8/rowwise".to_string())
+        );
+        // The operand keeps its format, or is not CSR, or the operator is not SpMM.
+        assert!(block_format(Operator::Spmm, &f, "csr", false).is_none());
+        assert!(block_format(Operator::Spmm, &f, "bsr:4x4", true).is_none());
+        let g = features(Operator::Sddmm, &p, &j, 256);
+        assert!(block_format(Operator::Sddmm, &g, "csr", true).is_none());
+        // 4 x 4 blocks full, 8 x 8 blocks a quarter full: the smaller block.
+        let (p, j) = blocks(256, 4, 0);
+        let f = features(Operator::Spmm, &p, &j, 256);
+        assert!(f.get("fill_8x8").unwrap() < BLOCK_RULE_FILL);
+        assert_eq!(
+            block_format(Operator::Spmm, &f, "csr", true).map(|c| c.format),
+            Some("bsr:4x4".to_string())
+        );
+        // Scattered non-zeros beside the blocks bring the fill below the threshold.
+        let (p, j) = blocks(256, 4, 8);
+        let f = features(Operator::Spmm, &p, &j, 256);
+        assert!(block_format(Operator::Spmm, &f, "csr", true).is_none());
     }
 }

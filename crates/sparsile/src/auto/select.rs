@@ -10,7 +10,7 @@ use sparsile_ir::settings::Settings;
 use sparsile_tune::db::{Db, Key};
 use sparsile_tune::features::Features;
 use sparsile_tune::op::{OpInfo, Operator};
-use sparsile_tune::rule::rule;
+use sparsile_tune::rule::{block_format, rule};
 use sparsile_tune::selector::Selector;
 use sparsile_tune::space::{space, Candidate, SPACE_VERSION};
 
@@ -241,6 +241,19 @@ pub fn select(
             Ok(_) => {}
             Err(e) => note = Some(e.to_string()),
         }
+    }
+    // The selector's labels hold CSR candidates only: a nearly full block structure
+    // decides the format first.
+    if let Some(c) = block_format(op, &features, &p.format, ctx.other_formats) {
+        return Selection {
+            op,
+            candidate: c,
+            source: Source::Rule,
+            features: Some(features),
+            key,
+            note: Some("aligned blocks nearly full: a block format".into()),
+            width,
+        };
     }
     let candidates = space(op, &features, &p.format, ctx.other_formats);
     match selector(settings) {
