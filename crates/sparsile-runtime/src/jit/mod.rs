@@ -39,6 +39,7 @@ mod cache_contents;
 pub(crate) mod cache_dir;
 mod calibration;
 mod compiler;
+pub mod cpu_placement;
 mod error;
 mod host_target;
 mod launcher;
