@@ -17,7 +17,7 @@
 //!   SpMM, SDDMM), a format, sizes, the stored entries, whether to `specialize` K, and a
 //!   sequence of schedule calls (split, fuse, reorder, parallel, parallel_with, vectorize,
 //!   vectorize_reduction, unroll, bound with true extents, cache_write, cache_read,
-//!   rfactor, parallel_reduce, prefetch, absorb_init) on the loops and buffers the
+//!   rfactor, parallel_reduce, prefetch, register_tile, absorb_init) on the loops and buffers the
 //!   program has at that point; every accepted schedule is lowered to
 //!   stage III and run by the flat interpreter (and, with `native`, compiled to C and run
 //!   on one and three threads), and the results must equal the stage-I interpreter's.
@@ -301,7 +301,7 @@ fn schedule_call(
         .filter(|b| b.ends_with("indptr"))
         .cloned()
         .collect();
-    let _ = match u.int_in_range(0u8..=14)? {
+    let _ = match u.int_in_range(0u8..=15)? {
         0 => sch.parallel(&target),
         1 => sch.vectorize(&target),
         2 => sch.unroll(&target),
@@ -355,6 +355,7 @@ fn schedule_call(
             sch.vectorize_reduction(&target, sums, u.arbitrary()?)
         }
         13 => sch.prefetch(&target, &buffer, i64::from(u.int_in_range(1u8..=16)?)),
+        14 => sch.register_tile(&target),
         _ => sch.absorb_init(&target.block, &buffer),
     };
     Ok(())

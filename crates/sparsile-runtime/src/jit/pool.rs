@@ -44,9 +44,9 @@
 //! pool's cores minus that one); a new pool waits (at most [`STARTUP_WAIT`]) until each
 //! worker has run once and said where it is. Measured on the project's 2-core virtual
 //! machine, SpMM K = 32 on a 2,048-row pruned weight, 2 threads, 20 calls per process, 24
-//! processes each: without either, 13 processes ran at 0.15 ms (the one-thread time)
-//! against 0.08 ms in the others; with the placement alone, 16 of 24 were slow still
-//! (the first jobs came before the worker had said where it ran); with both, 1 of 24.
+//! processes each, medians above 0.1 ms (0.08 ms when both threads work, 0.15 ms on
+//! one): without either, 16 processes; with the placement alone, 19 (the first jobs came
+//! before the worker had said where it ran); with both, 2.
 //!
 //! A job that finds no idle core at its start leaves the sleeping workers asleep, and
 //! its claim loop calls [`WorkerPool::late_wake`] between pieces: the caller looks again
