@@ -129,3 +129,33 @@ fn csr_and_sddmm_are_left_untiled() {
     assert!(!kernel.ir(Stage::Stage2).contains("register_tiled"));
     check_kernel(&kernel, sddmm, &inputs, DType::F32, "sddmm bsr:4x4");
 }
+
+#[test]
+fn nearly_full_blocks_choose_a_block_format_or_say_so() {
+    // 64 x 64 in full 16 x 16 blocks on the diagonal.
+    let mut triplets = Vec::new();
+    for i in 0..64 {
+        for j in (i / 16 * 16)..(i / 16 * 16 + 16) {
+            triplets.push((i, j, 1.0 + (i * 7 + j) as f64 % 3.0));
+        }
+    }
+    let coo = sparsile::formats::CooTensor::from_triplets(vec![64, 64], &triplets).unwrap();
+    let mut g = rng(6);
+    let inputs = HashMap::from([
+        (
+            "A".to_string(),
+            SparseTensor::from_coo_with(&coo, &Format::Csr, DType::F32).unwrap(),
+        ),
+        ("B".to_string(), dense(&[64, 32], DType::F32, &mut g)),
+    ]);
+    let program = spmm(DType::F32, "csr");
+    // Formats may change: the block format, chosen by the rule before the selector.
+    let s = sparsile::auto::choose(&program, &inputs, 2, true).unwrap();
+    assert_eq!(s.candidate.id(), "bsr:8x8/rowwise");
+    assert_eq!(s.source, sparsile::auto::Source::Rule);
+    // The operand keeps its format: CSR runs, and the note says how to get blocks.
+    let s = sparsile::auto::choose(&program, &inputs, 2, false).unwrap();
+    assert_eq!(s.candidate.format, "csr");
+    let note = s.note.unwrap_or_default();
+    assert!(note.contains("format=\"bsr:8x8\""), "{note}");
+}

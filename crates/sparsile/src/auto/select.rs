@@ -255,6 +255,19 @@ pub fn select(
             width,
         };
     }
+    // The operand keeps its format, but blocks would pay: say how to get them.
+    if !ctx.other_formats {
+        if let Some(c) = block_format(op, &features, &p.format, true) {
+            let hint = format!(
+                "its aligned blocks are nearly full: stored as `{0}` (Python: `sparsile.from_scipy(A, format=\"{0}\")`) it runs a register-tiled kernel",
+                c.format
+            );
+            note = Some(match note {
+                Some(n) => format!("{n}; {hint}"),
+                None => hint,
+            });
+        }
+    }
     let candidates = space(op, &features, &p.format, ctx.other_formats);
     match selector(settings) {
         Ok(s) => {
