@@ -29,8 +29,10 @@ use crate::op::Operator;
 /// The version of the candidate spaces; bump it when candidates or their meaning change.
 /// 2: `rowwise` batches SDDMM's dot products (`batch=on`), and `rowwise:batch=off` is an
 /// SDDMM candidate. 3: SpMV's `rowwise` runs rows as masked vector blocks on AVX-512
-/// hosts (`masked=on`), and `rowwise:masked=off` is an SpMV candidate.
-pub const SPACE_VERSION: u32 = 3;
+/// hosts (`masked=on`), and `rowwise:masked=off` is an SpMV candidate. 4: `rowwise` on a
+/// block format holds SpMM's output tile in registers across a block row (`register_tile`),
+/// so the block candidates of SpMM are another kernel (CSR candidates are unchanged).
+pub const SPACE_VERSION: u32 = 4;
 
 /// The smallest block fill at which a block format is a candidate.
 pub const MIN_BLOCK_FILL: f64 = 0.35;

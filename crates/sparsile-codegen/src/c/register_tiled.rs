@@ -280,6 +280,23 @@ pub(crate) fn emit_register_tiled_loop(
     Ok(true)
 }
 
+/// Opens a C block that declares the row variable `r` as `row` and the width variable `k`
+/// as the C expression `at`, and returns the offset of the accumulated element there (the
+/// caller writes the access and closes the block).
+fn tile_element(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    shape: &RegisterTiledShape,
+    (r, k): (&str, &str),
+    (row, at): (i64, String),
+) -> Result<String, CodegenError> {
+    w.line("{");
+    w.indent += 1;
+    w.line(&format!("const int64_t {r} = {row};"));
+    w.line(&format!("const int64_t {k} = {at};"));
+    Ok(emit_offset(ctx, shape.c, &shape.indices)?.text)
+}
+
 /// The tiles of one version: every group of rows, every chunk of the width, then the
 /// plain loop over the width the chunks leave.
 #[allow(clippy::too_many_arguments)]
@@ -328,11 +345,8 @@ fn emit_tiles(
                 for u in 0..unroll {
                     let t = acc(row, u);
                     w.line(&format!("{vty} {t};"));
-                    w.line("{");
-                    w.indent += 1;
-                    w.line(&format!("const int64_t {r} = {row};"));
-                    w.line(&format!("const int64_t {k} = {kc} + {};", u * lanes));
-                    let offset = emit_offset(ctx, shape.c, &shape.indices)?.text;
+                    let at = (row, format!("{kc} + {}", u * lanes));
+                    let offset = tile_element(ctx, w, shape, (&r, &k), at)?;
                     w.line(&format!(
                         "{t} = sparsile_{}load_{sfx}(&{c_name}[{offset}]);",
                         isa.prefix
@@ -386,11 +400,8 @@ fn emit_tiles(
             // Store the tile.
             for row in first..last {
                 for u in 0..unroll {
-                    w.line("{");
-                    w.indent += 1;
-                    w.line(&format!("const int64_t {r} = {row};"));
-                    w.line(&format!("const int64_t {k} = {kc} + {};", u * lanes));
-                    let offset = emit_offset(ctx, shape.c, &shape.indices)?.text;
+                    let at = (row, format!("{kc} + {}", u * lanes));
+                    let offset = tile_element(ctx, w, shape, (&r, &k), at)?;
                     w.line(&format!(
                         "sparsile_{}store_{sfx}(&{c_name}[{offset}], {});",
                         isa.prefix,
