@@ -45,6 +45,22 @@ def test_explain_names_a_source_without_running(rng, own_db):
     assert info["features"]["log2_rows"] == pytest.approx(np.log2(300), abs=0.01)
 
 
+def test_nearly_full_blocks_are_named_and_run_tiled_from_bsr(rng, own_db):
+    # 96 x 96 in full 16 x 16 blocks on the diagonal: CSR keeps its format and the note
+    # names the block format; stored as bsr:8x8 the product runs register-tiled.
+    import scipy.sparse as sp
+
+    blocks = [rng.standard_normal((16, 16)) for _ in range(6)]
+    A = sp.block_diag(blocks, format="csr").astype(np.float32)
+    info = sparsile.explain(sparsile.from_scipy(A), op="spmm", k=32, threads=2)
+    assert info["format"] == "csr"
+    assert 'format="bsr:8x8"' in info["note"]
+    B = sparsile.from_scipy(A, format="bsr:8x8")
+    assert sparsile.explain(B, op="spmm", k=32, threads=2)["recipe"] == "rowwise"
+    X = rng.standard_normal((96, 40)).astype(np.float32)
+    np.testing.assert_allclose(sparsile.spmm(B, X), A @ X, rtol=1e-4, atol=1e-4)
+
+
 def test_explain_refuses_a_bad_op(rng):
     A = sparsile.from_scipy(random_csr(rng, 8, 8, 0.3))
     with pytest.raises(ValueError, match="op must be one of"):
