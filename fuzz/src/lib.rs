@@ -198,6 +198,7 @@ const FORMATS: &[&str] = &[
     "dcsr",
     "bsr:2x2",
     "bsr:1x3",
+    "dbsr:2x2",
     "ell",
     "dia",
     "srbcrs:2x2",

@@ -237,3 +237,35 @@ fn the_step_round_trips_through_json_and_replays() {
         sch.func().unwrap().to_string()
     );
 }
+
+/// `parallel` over a `dbsr` matrix's block rows: each iteration writes the rows
+/// `io * 4 + ii` (`ii` in 0..4) of its block-row coordinate `io = I[io_p]`, distinct per
+/// iteration; with a stride smaller than the block (`io * 2 + ii`) rows overlap and the
+/// loop is refused.
+#[test]
+fn parallel_owns_the_rows_of_a_compressed_block_row() {
+    let text = "tensor A: f64[m, n] dbsr:4x4\ntensor B: f64[n, k]\ntensor C: f64[m, k]\nC[i,k] = A[i,j] * B[j,k]\n";
+    let program = sparsile::compile_notation(text).unwrap();
+    let func = lower_iterations(&program).unwrap();
+    let rows = at("C", "io_p");
+    parallel(&func, &rows).unwrap_or_else(|e| panic!("{e}\n{func}"));
+    let overlapping: Func = func
+        .to_string()
+        .replace("io * 4 + ii", "io * 2 + ii")
+        .parse()
+        .unwrap();
+    assert!(matches!(
+        parallel(&overlapping, &rows),
+        Err(ScheduleError::LoopCarriedAccess(_))
+    ));
+    // The coordinate mixed with the position itself is not a function of `io` alone.
+    let mixed: Func = func
+        .to_string()
+        .replace(
+            "C[io * 4 + ii, k2_2] = C[io * 4 + ii, k2_2]",
+            "C[io * 4 + ii + io_p, k2_2] = C[io * 4 + ii + io_p, k2_2]",
+        )
+        .parse()
+        .unwrap();
+    assert!(parallel(&mixed, &rows).is_err(), "{mixed}");
+}

@@ -1,4 +1,4 @@
-//! SpMM through the `rowwise` recipe on block formats (`bsr:RxC`), whose
+//! SpMM through the `rowwise` recipe on block formats (`bsr:RxC`, `dbsr:RxC`), whose
 //! loop over a block row's blocks is `register_tiled`: a tile of the output held in
 //! vector registers across the row. Compiled kernels are compared with the reference
 //! interpreter on seeded random matrices — empty rows, an empty matrix, one row holding
@@ -62,7 +62,7 @@ fn block_spmm_holds_the_tile_and_matches_the_interpreter() {
         return;
     }
     for dtype in [DType::F32, DType::F64] {
-        for format in ["bsr:4x4", "bsr:8x2", "bsr:16x8", "bsr:1x8"] {
+        for format in ["bsr:4x4", "bsr:8x2", "bsr:16x8", "bsr:1x8", "dbsr:4x4"] {
             let program = spmm(dtype, format);
             for (s, (kind, m, n, k)) in SHAPES.into_iter().enumerate() {
                 let what = format!("{format} spmm {dtype} {kind} {m}x{n} K={k}");

@@ -35,7 +35,10 @@
 //!
 //!   - or the coordinate `I[v]` of a sparse axis with no parent and unique coordinates
 //!     (a `dcsr` row axis), read from its `indices` array `I`, which the loop does not
-//!     write: distinct positions of such an axis hold distinct coordinates.
+//!     write: distinct positions of such an axis hold distinct coordinates;
+//!   - or affine in such a coordinate `u = I[v]` as above with `u` for `v` (`c*u + r + e`,
+//!     the inner-loop terms `r` spanning fewer than `|c|` values: `io * 4 + ii` in a
+//!     `dbsr` block row), where the index reads `v` in no other way.
 //!
 //!   A `let` local declared in the loop and never assigned (the original variable
 //!   after `split` or `fuse`) stands for its value.
@@ -396,6 +399,8 @@ enum Owner {
     Range(RangeKey),
     /// The coordinate a root compressed axis stores at position `v`.
     Coordinate(BufferId),
+    /// Affine in that coordinate `u = I[v]` (`u * 4 + ii`: a `dbsr` block row's rows).
+    CoordinateAffine(BufferId, Affine),
 }
 
 /// Inner loop variables of the body of `f`, in order (all depths).
@@ -683,8 +688,56 @@ fn owner(func: &Func, e: &Expr, v: VarId, b: &Body) -> Option<Owner> {
     if let Some(buffer) = unique_coordinate(func, e, v, b) {
         return Some(Owner::Coordinate(buffer));
     }
+    if let Some((buffer, a)) = coordinate_affine(func, e, v, b) {
+        return Some(Owner::CoordinateAffine(buffer, a));
+    }
     let a = linear(e, v, b)?;
     (a.coef != 0).then_some(Owner::Affine(a))
+}
+
+/// `e` as `c * u + r + inv` with `u` a unique coordinate `I[v]` read through `let`s (see
+/// [`unique_coordinate`]) and `c != 0`, where `e` reads `v` in no other way: distinct
+/// iterations have distinct `u`, so the rule for indices affine in `v` applies to `u`.
+fn coordinate_affine(func: &Func, e: &Expr, v: VarId, b: &Body) -> Option<(BufferId, Affine)> {
+    let mut coordinate = None;
+    let mut mixed = false;
+    e.visit(&mut |x| {
+        if let Expr::Var(w) = x {
+            if let Some(buffer) = unique_coordinate(func, x, v, b) {
+                mixed |= coordinate.is_some_and(|c| c != buffer);
+                coordinate = Some(buffer);
+            } else if reads_through_lets(*w, v, b, 0) {
+                // `v` itself, or a `let` whose value reads it: not a function of `u`.
+                mixed = true;
+            }
+        }
+    });
+    let buffer = coordinate.filter(|_| !mixed)?;
+    let pivot =
+        e.substitute(&mut |w| unique_coordinate(func, &Expr::Var(w), v, b).map(|_| Expr::Var(v)));
+    let a = linear(&pivot, v, b)?;
+    (a.coef != 0).then_some((buffer, a))
+}
+
+/// Whether variable `w` is `v` or a `let` whose value reads `v` (through other `let`s).
+fn reads_through_lets(w: VarId, v: VarId, b: &Body, depth: usize) -> bool {
+    if w == v {
+        return true;
+    }
+    let Some(value) = b.let_values.get(&w) else {
+        return false;
+    };
+    if depth > 64 {
+        // Deeper than any lowering writes: count it as reading `v`.
+        return true;
+    }
+    let mut found = false;
+    value.visit(&mut |x| {
+        if let Expr::Var(u) = x {
+            found |= reads_through_lets(*u, v, b, depth + 1);
+        }
+    });
+    found
 }
 
 /// `I[v]` (directly or through a `let`) with `I` the indices of a sparse axis that has no
@@ -719,6 +772,23 @@ fn disjoint(owners: &[Owner], extent: Option<i64>) -> bool {
         None => true,
         Some(Owner::Range(key)) => owners.iter().all(|o| o == &Owner::Range(key.clone())),
         Some(Owner::Coordinate(buf)) => owners.iter().all(|o| o == &Owner::Coordinate(*buf)),
+        Some(Owner::CoordinateAffine(buf, first)) => {
+            // Distinct iterations have distinct coordinates, which differ by at least 1:
+            // disjoint when everything else spans fewer values than the coefficient.
+            let (mut lo, mut hi) = first.range;
+            for o in owners {
+                match o {
+                    Owner::CoordinateAffine(c, a)
+                        if c == buf && a.coef == first.coef && a.invariant == first.invariant =>
+                    {
+                        lo = lo.min(a.range.0);
+                        hi = hi.max(a.range.1);
+                    }
+                    _ => return false,
+                }
+            }
+            hi - lo < first.coef.abs()
+        }
         Some(Owner::Affine(first)) => {
             let (mut lo, mut hi) = first.range;
             let mut step = 0;
