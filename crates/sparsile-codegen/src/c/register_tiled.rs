@@ -280,21 +280,26 @@ pub(crate) fn emit_register_tiled_loop(
     Ok(true)
 }
 
-/// Opens a C block that declares the row variable `r` as `row` and the width variable `k`
-/// as the C expression `at`, and returns the offset of the accumulated element there (the
-/// caller writes the access and closes the block).
-fn tile_element(
+/// Writes, in a C block that declares the row variable `r` as `row` and the width
+/// variable `k` as the C expression `at`, the line `access` makes of the offset of the
+/// accumulated element there (a load or store of the tile).
+fn tile_access(
     ctx: &mut Ctx,
     w: &mut Writer,
     shape: &RegisterTiledShape,
     (r, k): (&str, &str),
     (row, at): (i64, String),
-) -> Result<String, CodegenError> {
+    access: impl FnOnce(&str) -> String,
+) -> Result<(), CodegenError> {
     w.line("{");
     w.indent += 1;
     w.line(&format!("const int64_t {r} = {row};"));
     w.line(&format!("const int64_t {k} = {at};"));
-    Ok(emit_offset(ctx, shape.c, &shape.indices)?.text)
+    let offset = emit_offset(ctx, shape.c, &shape.indices)?.text;
+    w.line(&access(&offset));
+    w.indent -= 1;
+    w.line("}");
+    Ok(())
 }
 
 /// The tiles of one version: every group of rows, every chunk of the width, then the
@@ -346,13 +351,12 @@ fn emit_tiles(
                     let t = acc(row, u);
                     w.line(&format!("{vty} {t};"));
                     let at = (row, format!("{kc} + {}", u * lanes));
-                    let offset = tile_element(ctx, w, shape, (&r, &k), at)?;
-                    w.line(&format!(
-                        "{t} = sparsile_{}load_{sfx}(&{c_name}[{offset}]);",
-                        isa.prefix
-                    ));
-                    w.indent -= 1;
-                    w.line("}");
+                    tile_access(ctx, w, shape, (&r, &k), at, |offset| {
+                        format!(
+                            "{t} = sparsile_{}load_{sfx}(&{c_name}[{offset}]);",
+                            isa.prefix
+                        )
+                    })?;
                 }
             }
             // The loop over the blocks: `pre`, then the columns of the tile.
@@ -401,14 +405,13 @@ fn emit_tiles(
             for row in first..last {
                 for u in 0..unroll {
                     let at = (row, format!("{kc} + {}", u * lanes));
-                    let offset = tile_element(ctx, w, shape, (&r, &k), at)?;
-                    w.line(&format!(
-                        "sparsile_{}store_{sfx}(&{c_name}[{offset}], {});",
-                        isa.prefix,
-                        acc(row, u)
-                    ));
-                    w.indent -= 1;
-                    w.line("}");
+                    let t = acc(row, u);
+                    tile_access(ctx, w, shape, (&r, &k), at, |offset| {
+                        format!(
+                            "sparsile_{}store_{sfx}(&{c_name}[{offset}], {t});",
+                            isa.prefix
+                        )
+                    })?;
                 }
             }
             w.indent -= 1;

@@ -59,10 +59,9 @@ use super::expr::Expr;
 use super::func::Func;
 use super::local_reduction::{update_addend, ReductionError};
 use super::stmt::{For, Stmt};
-use super::vector_load::coefficient;
+use super::vector_load::{coefficient, loads_any, mentions as reads_var, reads_any as reads};
 use crate::coord::BinaryOp;
 use crate::id::{BufferId, VarId};
-use crate::Span;
 
 /// The parts of a `register_tiled` loop's body (see the module docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -75,8 +74,6 @@ pub struct RegisterTiledShape {
     pub cols: (VarId, Range<i64>),
     /// The dense width loop's variable and range.
     pub width: (VarId, Range<i64>),
-    /// Whether the row loop encloses the column loop.
-    pub rows_outer: bool,
     /// The guard `G` (`None`: no `if`).
     pub guard: Option<Expr>,
     /// The accumulated buffer and its indices.
@@ -85,26 +82,11 @@ pub struct RegisterTiledShape {
     /// The factor that does not read `k` (`a`) and the one that does (`b`).
     pub a: Expr,
     pub b: Expr,
-    /// The update statement.
-    pub span: Span,
 }
 
-fn reads(e: &Expr, vars: &HashSet<VarId>) -> bool {
-    let mut found = false;
-    e.visit(&mut |x| found |= matches!(x, Expr::Var(v) if vars.contains(v)));
-    found
-}
-
-fn reads_var(e: &Expr, var: VarId) -> bool {
-    reads(e, &HashSet::from([var]))
-}
-
+/// Whether `e` loads `buffer`.
 fn loads(e: &Expr, buffer: BufferId) -> bool {
-    let mut found = false;
-    e.visit(&mut |x| {
-        found |= matches!(x, Expr::Load { buffer: b, .. } | Expr::Search { buffer: b, .. } if *b == buffer)
-    });
-    found
+    loads_any(e, &HashSet::from([buffer]))
 }
 
 /// Whether `stmts` are prefetches and `if`s without `else` around such statements.
@@ -254,12 +236,12 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
     };
     // Which of the two outer loops is the row loop: the one the index reads.
     let idx_reads = |v: VarId| indices.iter().any(|e| reads_var(e, v));
-    let (rows_outer, r, cl) = match (idx_reads(outer.var), idx_reads(mid.var)) {
-        (true, false) => (true, outer, mid),
-        (false, true) => (false, mid, outer),
+    let (r, cl) = match (idx_reads(outer.var), idx_reads(mid.var)) {
+        (true, false) => (outer, mid),
+        (false, true) => (mid, outer),
         // A single row (a `bsr:1xC` block row whose output row is cached).
-        (false, false) if outer_range.end - outer_range.start == 1 => (true, outer, mid),
-        (false, false) if mid_range.end - mid_range.start == 1 => (false, mid, outer),
+        (false, false) if outer_range.end - outer_range.start == 1 => (outer, mid),
+        (false, false) if mid_range.end - mid_range.start == 1 => (mid, outer),
         _ => {
             return err(
                 *span,
@@ -323,13 +305,11 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
         rows: (r.var, rows),
         cols: (cl.var, cols),
         width: (k, width_range),
-        rows_outer,
         guard,
         c: *c,
         indices: indices.clone(),
         a,
         b,
-        span: *span,
     })
 }
 

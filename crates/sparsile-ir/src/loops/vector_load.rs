@@ -185,13 +185,15 @@ fn unconditional_loads<'e>(e: &'e Expr, out: &mut Vec<(BufferId, &'e Expr)>) {
     }
 }
 
-fn reads_any(e: &Expr, vars: &HashSet<VarId>) -> bool {
+/// Whether `e` reads one of `vars`.
+pub(super) fn reads_any(e: &Expr, vars: &HashSet<VarId>) -> bool {
     let mut found = false;
     e.visit(&mut |x| found |= matches!(x, Expr::Var(v) if vars.contains(v)));
     found
 }
 
-fn loads_any(e: &Expr, buffers: &HashSet<BufferId>) -> bool {
+/// Whether `e` loads (or searches) one of `buffers`.
+pub(super) fn loads_any(e: &Expr, buffers: &HashSet<BufferId>) -> bool {
     let mut found = false;
     e.visit(&mut |x| {
         found |= matches!(x, Expr::Load { buffer, .. } | Expr::Search { buffer, .. } if buffers.contains(buffer))
@@ -199,7 +201,8 @@ fn loads_any(e: &Expr, buffers: &HashSet<BufferId>) -> bool {
     found
 }
 
-fn mentions(e: &Expr, var: VarId) -> bool {
+/// Whether `e` reads `var`.
+pub(super) fn mentions(e: &Expr, var: VarId) -> bool {
     let mut found = false;
     e.visit(&mut |x| found |= *x == Expr::Var(var));
     found

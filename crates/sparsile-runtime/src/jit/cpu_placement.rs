@@ -25,7 +25,6 @@
 //!     if cores.keep_off(tid, cpu) {
 //!         assert_ne!(current_cpu(), Some(cpu));
 //!     }
-//!     cores.restore(tid);
 //! }
 //! ```
 
@@ -114,16 +113,6 @@ impl Cores {
             let _ = (tid, cpu);
             false
         }
-    }
-
-    /// Lets thread `tid` run on all these cores again.
-    pub fn restore(&self, tid: i32) {
-        #[cfg(target_os = "linux")]
-        if let Some(set) = &self.allowed {
-            set_affinity(tid, set);
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = tid;
     }
 }
 

@@ -52,7 +52,8 @@ pub struct Selection {
     pub features: Option<Features>,
     /// The database key of the input (none for a borrowed pattern).
     pub key: Option<Key>,
-    /// Why a better source was not used (a refused model file, …).
+    /// Why a better source was not used (a refused model file, …), or how the input
+    /// could run faster (a block format for an operand that keeps its own).
     pub note: Option<String>,
     /// The dense width `K` the choice is for (1 for SpMV).
     pub width: usize,
