@@ -58,16 +58,16 @@ def measure(case):
     x = np.ascontiguousarray(case["X"], dtype=np.float32)
     i64 = ctypes.c_int64
     if op == "spmm":
-        out = np.empty((m, k), dtype=np.float32)
+        out = common.aligned_empty((m, k), np.float32)
         call = lib.cloop_spmm
         args = (i64(m), i64(k), ptr(indptr), ptr(indices), ptr(values), ptr(x), ptr(out))
     elif op == "sddmm":
         y = np.ascontiguousarray(case["Y"], dtype=np.float32)
-        out = np.empty(case["nnz"], dtype=np.float32)
+        out = common.aligned_empty(case["nnz"], np.float32)
         call = lib.cloop_sddmm
         args = (i64(m), i64(k), ptr(indptr), ptr(indices), ptr(values), ptr(x), ptr(y), ptr(out))
     else:
-        out = np.empty(m, dtype=np.float32)
+        out = common.aligned_empty(m, np.float32)
         call = lib.cloop_spmv
         args = (i64(m), ptr(indptr), ptr(indices), ptr(values), ptr(x), ptr(out))
     call.restype = None

@@ -20,21 +20,50 @@ class Unsupported(Exception):
     """The peer lacks this operation (or its package): reported, not a failure."""
 
 
+LINE = 64
+
+
+def aligned_empty(shape, dtype):
+    """An uninitialised array whose data starts on a 64-byte cache line, as Sparsile's
+    own buffers do (NumPy's large arrays start 16 bytes past a page): every system gets
+    its operands and outputs at the same alignment."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(count * dtype.itemsize + LINE, dtype=np.uint8)
+    start = (-raw.ctypes.data) % LINE
+    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def aligned_zeros(shape, dtype):
+    """Zeros, aligned like `aligned_empty`."""
+    out = aligned_empty(shape, dtype)
+    out[...] = 0
+    return out
+
+
+def _read(path, dtype):
+    """A raw little-endian array file, in line-aligned memory."""
+    data = np.fromfile(path, dtype=dtype)
+    out = aligned_empty(data.shape, data.dtype)
+    out[...] = data
+    return out
+
+
 def load(case_path):
     """The case description with its arrays: indptr, indices, values, X (and Y)."""
     with open(case_path) as f:
         case = json.load(f)
     d = case["dir"]
     m, n, k, op = case["m"], case["n"], case["k"], case["op"]
-    case["indptr"] = np.fromfile(os.path.join(d, "A.indptr.i64"), dtype="<i8")
-    case["indices"] = np.fromfile(os.path.join(d, "A.indices.i32"), dtype="<i4")
-    case["values"] = np.fromfile(os.path.join(d, "A.values.f32"), dtype="<f4")
-    x = np.fromfile(os.path.join(d, "X.f32"), dtype="<f4")
+    case["indptr"] = _read(os.path.join(d, "A.indptr.i64"), "<i8")
+    case["indices"] = _read(os.path.join(d, "A.indices.i32"), "<i4")
+    case["values"] = _read(os.path.join(d, "A.values.f32"), "<f4")
+    x = _read(os.path.join(d, "X.f32"), "<f4")
     if op == "spmm":
         case["X"] = x.reshape(n, k)
     elif op == "sddmm":
         case["X"] = x.reshape(m, k)
-        case["Y"] = np.fromfile(os.path.join(d, "Y.f32"), dtype="<f4").reshape(n, k)
+        case["Y"] = _read(os.path.join(d, "Y.f32"), "<f4").reshape(n, k)
     else:
         case["X"] = x
     return case

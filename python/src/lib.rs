@@ -7,6 +7,11 @@
 //! compiling, converting and running. The Python package (`python/sparsile/`) builds the
 //! SciPy/PyTorch-shaped API on top.
 
+/// Large buffers (converted operands, outputs) start on a cache line: see
+/// `sparsile::runtime::line_aligned_alloc`.
+#[global_allocator]
+static ALLOC: sparsile::runtime::LineAligned = sparsile::runtime::LineAligned;
+
 mod arrays;
 mod auto_kernel;
 mod device;

@@ -101,3 +101,16 @@ def test_out_refused_where_gradients_flow(rng):
         sparsile.spmm(A, X, out=torch.empty(6, 3))
     with pytest.raises(ValueError, match="out= is not taken where gradients flow"):
         sparsile.spmm(A, X.detach(), out=torch.empty(6, 3, requires_grad=True))
+
+
+def test_results_and_converted_operands_start_on_a_cache_line(rng):
+    # Large buffers the extension allocates (results, converted values) start on a
+    # 64-byte line, so a gathered row of 32 f32 values spans two lines, not three.
+    A = sp.random(2000, 1500, density=0.01, format="csr", dtype=np.float32, random_state=rng)
+    X = rng.standard_normal((1500, 32)).astype(np.float32)
+    for _ in range(4):
+        Y = sparsile.spmm(sparsile.from_scipy(A), X)
+        assert Y.ctypes.data % 64 == 0
+        np.testing.assert_allclose(Y, A @ X, rtol=1e-4, atol=1e-4)
+    T = sparsile.from_scipy(A.astype(np.float64)).astype(np.float32)
+    assert T.values.ctypes.data % 64 == 0

@@ -28,6 +28,11 @@ mod table;
 
 use std::process::ExitCode;
 
+/// Large buffers (operands, outputs) start on a cache line: see
+/// `sparsile::runtime::line_aligned_alloc`.
+#[global_allocator]
+static ALLOC: sparsile::runtime::LineAligned = sparsile::runtime::LineAligned;
+
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]

@@ -29,9 +29,11 @@ pub mod flat_interp;
 pub mod interp;
 pub mod jit;
 pub mod kernel;
+pub mod line_aligned_alloc;
 pub mod simt;
 
 pub use flat_interp::{FlatInterpError, FlatOptions};
 pub use interp::{interpret, InterpError, InterpOptions, Outputs};
 pub use kernel::{CompileInfo, CompiledKernel, KernelError, KernelOptions, OutBuffer};
+pub use line_aligned_alloc::LineAligned;
 pub use simt::{SimtError, SimtOptions};
