@@ -9,6 +9,7 @@ values) and `result.NAME.json`.
 """
 
 import json
+import mmap
 import os
 import sys
 import time
@@ -21,17 +22,28 @@ class Unsupported(Exception):
 
 
 LINE = 64
+HUGE = 8 << 20
+HUGE_PAGE = 2 << 20
 
 
 def aligned_empty(shape, dtype):
-    """An uninitialised array whose data starts on a 64-byte cache line, as Sparsile's
-    own buffers do (NumPy's large arrays start 16 bytes past a page): every system gets
-    its operands and outputs at the same alignment."""
+    """An uninitialised array placed as Sparsile places its own buffers, so that every
+    system gets its operands and outputs alike: on a 64-byte cache line (NumPy's large
+    arrays start 16 bytes past a page), and from 8 MiB on in a mapping of its own on a
+    2 MiB boundary marked for transparent huge pages (Linux)."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
-    raw = np.empty(count * dtype.itemsize + LINE, dtype=np.uint8)
-    start = (-raw.ctypes.data) % LINE
-    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+    nbytes = count * dtype.itemsize
+    if nbytes >= HUGE and hasattr(mmap, "MADV_HUGEPAGE"):
+        region = mmap.mmap(-1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        raw = np.frombuffer(region, dtype=np.uint8)
+        start = (-raw.ctypes.data) % HUGE_PAGE
+        length = (nbytes + HUGE_PAGE - 1) // HUGE_PAGE * HUGE_PAGE
+        region.madvise(mmap.MADV_HUGEPAGE, start, min(length, len(region) - start))
+    else:
+        raw = np.empty(nbytes + LINE, dtype=np.uint8)
+        start = (-raw.ctypes.data) % LINE
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def aligned_zeros(shape, dtype):
