@@ -19,6 +19,7 @@ from ._cuda import locate_nvrtc as _locate_nvrtc
 from ._compile import Kernel, Schedule, compile
 from ._native import InternalError, __version__
 from ._explain import explain, recipes, tune
+from ._placement import aligned
 from ._ops import mttkrp, rgms, sddmm, spmm, spmm_batched, spmv, spmv_batched
 from ._threads import get_num_threads, set_num_threads
 from ._tensor import (
@@ -40,6 +41,7 @@ __all__ = [
     "Schedule",
     "Tensor",
     "__version__",
+    "aligned",
     "as_tensor",
     "cache_info",
     "clear_cache",

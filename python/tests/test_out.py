@@ -114,3 +114,22 @@ def test_results_and_converted_operands_start_on_a_cache_line(rng):
         np.testing.assert_allclose(Y, A @ X, rtol=1e-4, atol=1e-4)
     T = sparsile.from_scipy(A.astype(np.float64)).astype(np.float32)
     assert T.values.ctypes.data % 64 == 0
+
+
+@pytest.mark.parametrize("shape,dtype", [((1000, 32), np.float32), ((7, 3), np.float64),
+                                         ((0, 5), np.float32), ((70000, 32), np.float32)])
+def test_aligned_copies_onto_a_cache_line(rng, shape, dtype):
+    x = rng.standard_normal(shape).astype(dtype)
+    y = sparsile.aligned(x)
+    assert y.ctypes.data % 64 == 0 or y.size == 0
+    assert y.dtype == x.dtype and y.shape == x.shape and y.flags.c_contiguous
+    np.testing.assert_array_equal(y, x)
+    assert not np.shares_memory(x, y)
+    # A strided input is copied contiguously; the copy is an ordinary operand.
+    A = sp.random(50, shape[0], density=0.1, format="csr", dtype=dtype, random_state=rng)
+    if shape[0] > 0 and len(shape) == 2:
+        np.testing.assert_allclose(sparsile.spmm(sparsile.from_scipy(A), y), A @ x,
+                                   rtol=1e-4, atol=1e-4)
+    z = sparsile.aligned(x.T)
+    np.testing.assert_array_equal(z, x.T)
+    assert z.flags.c_contiguous

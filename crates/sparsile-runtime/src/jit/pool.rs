@@ -778,8 +778,9 @@ mod tests {
         fn running() -> Option<u64> {
             Some(if BUSY.load(Ordering::SeqCst) { 2 } else { 1 })
         }
-        let pool =
-            WorkerPool::with_load(2, Duration::ZERO, SystemLoad::with_reader(2, running)).unwrap();
+        // Busy from the first reading on (no persistence time).
+        let load = SystemLoad::with_reader(2, running, Duration::ZERO);
+        let pool = WorkerPool::with_load(2, Duration::ZERO, load).unwrap();
         // Let the worker fall asleep.
         while pool.shared.sleeping.load(Ordering::SeqCst) == 0 {
             std::thread::sleep(Duration::from_millis(1));

@@ -14,6 +14,13 @@
 //! 2-core machine while it spun after a call, slept, and the next call, within 2 ms,
 //! believed no core was free).
 //!
+//! A machine counts as busy only once other threads have been seen runnable for
+//! [`PERSIST`] without a reading in between that found a core idle. Short bursts of
+//! activity (a daemon waking, memory compaction, a process starting or exiting) lasted up
+//! to tens of milliseconds on a quiet virtual machine; refusing help through them ran
+//! whole rounds of a benchmark on the caller alone, at half speed. A process that keeps a
+//! core busy is still given way to, after its first [`PERSIST`].
+//!
 //! Where the file is missing (not Linux) or unreadable, every core counts as spare, and
 //! the pool behaves as if the machine were quiet.
 //!
@@ -29,6 +36,9 @@ use std::time::{Duration, Instant};
 /// How long one reading of the load is trusted.
 pub const REFRESH: Duration = Duration::from_millis(2);
 
+/// How long other threads must stay runnable before the machine counts as busy.
+pub const PERSIST: Duration = Duration::from_millis(200);
+
 /// The runnable-thread count in the text of `/proc/loadavg`.
 pub fn parse_running(text: &str) -> Option<u64> {
     let field = text.split_whitespace().nth(3)?;
@@ -43,6 +53,11 @@ pub struct SystemLoad {
     /// reading; `running` is [`UNKNOWN`] when the file could not be read.
     cached: AtomicU64,
     cores: u64,
+    /// When the current run of busy readings began (µs since epoch + 1), 0 when the
+    /// last reading found a core to spare.
+    busy_since: AtomicU64,
+    /// [`PERSIST`] in µs (shorter in tests).
+    persist_us: u64,
     /// Reads the runnable-thread count (`/proc/loadavg`; replaced in tests).
     read: fn() -> Option<u64>,
 }
@@ -71,17 +86,26 @@ impl SystemLoad {
             } else {
                 std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
             },
+            busy_since: AtomicU64::new(0),
+            persist_us: PERSIST.as_micros() as u64,
             read: read_loadavg,
         }
     }
 
-    /// A load of `cores` cores whose runnable count comes from `read` (for tests).
+    /// A load of `cores` cores whose runnable count comes from `read`, busy after
+    /// `persist` of busy readings (for tests).
     #[cfg(test)]
-    pub(crate) fn with_reader(cores: u64, read: fn() -> Option<u64>) -> SystemLoad {
+    pub(crate) fn with_reader(
+        cores: u64,
+        read: fn() -> Option<u64>,
+        persist: Duration,
+    ) -> SystemLoad {
         SystemLoad {
             epoch: Instant::now(),
             cached: AtomicU64::new(0),
             cores: cores.max(1),
+            busy_since: AtomicU64::new(0),
+            persist_us: persist.as_micros() as u64,
             read,
         }
     }
@@ -104,13 +128,28 @@ impl SystemLoad {
 
     /// Whether fewer threads are runnable than there are online cores, besides the
     /// calling thread (which is runnable itself and counts in the reading). Always
-    /// fresh readings (see the module docs): busy when two in a row say so.
+    /// fresh readings (see the module docs): busy when two in a row say so, and readings
+    /// have said so for [`PERSIST`].
     pub fn core_to_spare(&self) -> bool {
         // A thread that runs for a few microseconds (a kernel worker, a short process)
         // is not a reason to leave a core idle for a whole call: busy means two readings
-        // in a row say so.
+        // in a row say so...
         let spare = |reading: Option<u64>| reading.is_none_or(|running| running < self.cores);
-        spare(self.running(true)) || spare(self.running(true))
+        if spare(self.running(true)) || spare(self.running(true)) {
+            self.busy_since.store(0, Ordering::Relaxed);
+            return true;
+        }
+        // ...and that readings have said so for a while.
+        let now = self.epoch.elapsed().as_micros() as u64 + 1;
+        let since =
+            match self
+                .busy_since
+                .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => now,
+                Err(since) => since,
+            };
+        now - since < self.persist_us
     }
 
     /// Whether more threads are runnable than there are online cores (the asking
@@ -143,7 +182,7 @@ mod tests {
     /// question right after must not be answered from that reading.
     #[test]
     fn the_callers_question_reads_afresh() {
-        let load = SystemLoad::with_reader(2, fake);
+        let load = SystemLoad::with_reader(2, fake, Duration::ZERO);
         RUNNING.store(3, Ordering::SeqCst);
         assert!(load.oversubscribed(), "3 runnable on 2 cores");
         // Within REFRESH: the worker's question keeps the cached reading...
@@ -164,8 +203,28 @@ mod tests {
                 1
             })
         }
-        let load = SystemLoad::with_reader(2, transient);
+        let load = SystemLoad::with_reader(2, transient, Duration::ZERO);
         assert!(load.core_to_spare());
         assert_eq!(CALLS.load(Ordering::SeqCst), 2);
+    }
+
+    /// Other threads runnable for less than the persistence time leave a core to spare;
+    /// once they have been for longer, the machine is busy; an idle reading starts over.
+    #[test]
+    fn a_burst_of_activity_is_not_a_busy_machine() {
+        static BUSY: AtomicU64 = AtomicU64::new(0);
+        fn reader() -> Option<u64> {
+            Some(BUSY.load(Ordering::SeqCst))
+        }
+        let load = SystemLoad::with_reader(2, reader, Duration::from_millis(30));
+        BUSY.store(3, Ordering::SeqCst);
+        assert!(load.core_to_spare(), "busy for less than 30 ms");
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(!load.core_to_spare(), "busy for 40 ms");
+        assert!(!load.core_to_spare());
+        BUSY.store(1, Ordering::SeqCst);
+        assert!(load.core_to_spare(), "idle again");
+        BUSY.store(2, Ordering::SeqCst);
+        assert!(load.core_to_spare(), "a new burst");
     }
 }
