@@ -10,12 +10,16 @@
 //! worker started on the caller's core, ran once and then not again for the whole run
 //! (5 ms), every call taking the one-thread time (0.19 ms instead of 0.10 ms).
 //!
-//! So the caller looks, when it publishes a job, at the core each worker last ran on
-//! ([`current_cpu`], recorded by the worker), and narrows the affinity of a worker on its
-//! own core to the pool's cores minus that one ([`Cores::keep_off`]); the kernel moves a
-//! queued thread at once. The narrowed set stays until a caller on another core needs
-//! the same (it is always the pool's cores minus one). Where the process may run on one
-//! core only, or off Linux, nothing changes.
+//! So a caller publishing a job narrows the affinity of every worker to the pool's cores
+//! minus its own ([`current_cpu`], [`Cores::keep_off`]); the kernel moves a queued
+//! thread at once. It does so again only when its core differs from the one last left
+//! out (one system call per worker each time the caller moves). Looking first at where a
+//! worker last ran was not enough: a worker the scheduler moved onto the caller's core
+//! while it waited to run (during a burst of other activity) has not run there, so it
+//! could not say so, and whole rounds of a benchmark ran at one-thread speed. The
+//! narrowed set stays until a caller on another core needs another (it is always the
+//! pool's cores minus one). Where the process may run on one core only, or off Linux,
+//! nothing changes.
 //!
 //! ```
 //! use sparsile_runtime::jit::cpu_placement::{current_cpu, current_tid, Cores};

@@ -39,14 +39,16 @@
 //! # Placement
 //! A worker queued on the caller's core cannot help: the caller does not yield during
 //! its job, and Linux leaves the worker there (see [`crate::jit::cpu_placement`]). The
-//! caller therefore looks, when it publishes a job, at the core each worker last ran on
-//! and moves one found on its own core to the others (its affinity narrowed to the
-//! pool's cores minus that one); a new pool waits (at most [`STARTUP_WAIT`]) until each
-//! worker has run once and said where it is. Measured on the project's 2-core virtual
+//! caller therefore keeps every worker off its own core when it publishes a job (each
+//! worker's affinity narrowed to the pool's cores minus the caller's, again only when
+//! the caller's core changed); a new pool waits (at most [`STARTUP_WAIT`]) until each
+//! worker has run once and given its thread id. Measured on the project's 2-core virtual
 //! machine, SpMM K = 32 on a 2,048-row pruned weight, 2 threads, 20 calls per process, 24
 //! processes each, medians above 0.1 ms (0.08 ms when both threads work, 0.15 ms on
 //! one): without either, 16 processes; with the placement alone, 19 (the first jobs came
-//! before the worker had said where it ran); with both, 2.
+//! before the worker had given its id); with both, 2. The placement first moved only a
+//! worker whose last core was the caller's; a worker moved there while waiting to run had
+//! not run there, and whole benchmark rounds then ran at one-thread speed.
 //!
 //! A job that finds no idle core at its start leaves the sleeping workers asleep, and
 //! its claim loop calls [`WorkerPool::late_wake`] between pieces: the caller looks again
@@ -177,24 +179,16 @@ const NO_CPU: u32 = u32::MAX;
 struct WorkerSlot {
     /// The kernel thread id (0 until the worker runs, or where there is none).
     tid: AtomicI32,
-    /// The core the worker last ran on ([`NO_CPU`]: unknown).
-    cpu: AtomicU32,
+    /// The core the worker's affinity last left out ([`NO_CPU`]: none yet).
+    kept_off: AtomicU32,
 }
 
 impl Default for WorkerSlot {
     fn default() -> Self {
         WorkerSlot {
             tid: AtomicI32::new(0),
-            cpu: AtomicU32::new(NO_CPU),
+            kept_off: AtomicU32::new(NO_CPU),
         }
-    }
-}
-
-impl WorkerSlot {
-    /// Records the core the calling worker runs on.
-    fn note_cpu(&self) {
-        self.cpu
-            .store(current_cpu().unwrap_or(NO_CPU), Ordering::Relaxed);
     }
 }
 
@@ -333,12 +327,15 @@ impl WorkerPool {
             .job
             .store(slot as *const _ as *mut &'static Job, Ordering::Relaxed);
         if let Some(cpu) = current_cpu() {
-            // A worker queued on this core would wait for the caller to finish.
+            // A worker queued on this core would wait for the caller to finish. Where it
+            // last ran says too little: a worker moved here while it waited to run has
+            // not run here yet. So every worker is kept off the caller's core, with one
+            // system call per worker each time the caller's core changes.
             for slot in &shared.slots {
                 let tid = slot.tid.load(Ordering::Relaxed);
-                if tid > 0 && slot.cpu.load(Ordering::Relaxed) == cpu {
+                if tid > 0 && slot.kept_off.load(Ordering::Relaxed) != cpu {
                     shared.cores.keep_off(tid, cpu);
-                    slot.cpu.store(NO_CPU, Ordering::Relaxed);
+                    slot.kept_off.store(cpu, Ordering::Relaxed);
                 }
             }
         }
@@ -508,7 +505,7 @@ enum Waited {
 
 /// Waits for an open generation newer than `seen`: pause-spins, yield-spins while the
 /// core is free and the budget lasts, then sleeps.
-fn wait_for_job(shared: &Shared, slot: &WorkerSlot, seen: u64, budget: &mut SpinBudget) -> Waited {
+fn wait_for_job(shared: &Shared, seen: u64, budget: &mut SpinBudget) -> Waited {
     let open_new = || {
         let s = shared.state.load(Ordering::Acquire);
         (generation(s) != seen && s & CLOSED == 0).then_some(s)
@@ -535,8 +532,6 @@ fn wait_for_job(shared: &Shared, slot: &WorkerSlot, seen: u64, budget: &mut Spin
             // job on a core this worker would soon lose.
             break;
         }
-        // Where this worker is, for a caller that may find it on its own core.
-        slot.note_cpu();
         let before = Instant::now();
         std::thread::yield_now();
         if before.elapsed() > CONTENDED_YIELD {
@@ -561,7 +556,6 @@ fn wait_for_job(shared: &Shared, slot: &WorkerSlot, seen: u64, budget: &mut Spin
     shared.sleeping.fetch_sub(1, Ordering::SeqCst);
     drop(guard);
     budget.slept(start.elapsed());
-    slot.note_cpu();
     result
 }
 
@@ -572,10 +566,9 @@ fn worker(shared: &Shared, index: usize) {
     let slot = &shared.slots[index];
     slot.tid
         .store(current_tid().unwrap_or(0), Ordering::Relaxed);
-    slot.note_cpu();
     shared.started.fetch_add(1, Ordering::Release);
     loop {
-        let mut state = match wait_for_job(shared, slot, seen, &mut budget) {
+        let mut state = match wait_for_job(shared, seen, &mut budget) {
             Waited::Job(s) => s,
             Waited::Shutdown => return,
         };
