@@ -161,7 +161,7 @@ struct Shared {
     next_look_us: AtomicU64,
     look_gap_us: AtomicU64,
     epoch: Instant,
-    /// Each worker's thread id and the core it last ran on.
+    /// Each worker's thread id and the core its affinity last left out.
     slots: Vec<WorkerSlot>,
     /// The cores the pool's threads may use (see [`crate::jit::cpu_placement`]).
     cores: Cores,
