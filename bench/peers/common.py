@@ -30,7 +30,8 @@ def aligned_empty(shape, dtype):
     """An uninitialised array placed as Sparsile places its own buffers, so that every
     system gets its operands and outputs alike: on a 64-byte cache line (NumPy's large
     arrays start 16 bytes past a page), and from 8 MiB on in a mapping of its own on a
-    2 MiB boundary marked for transparent huge pages (Linux)."""
+    2 MiB boundary marked for transparent huge pages (Linux). This is what
+    `sparsile.aligned` does; the peers' environment does not have the package."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
     nbytes = count * dtype.itemsize

@@ -4,8 +4,8 @@
 //! fresh from the system starts 16 bytes past a page. A dense operand stored there has
 //! every row of 32 f32 values (128 bytes) straddle three cache lines instead of two, and
 //! every 64-byte vector load of it split across two lines. A kernel gathering such rows
-//! (SpMM's `X[j, :]`, SDDMM's `Y[j, :]`) then moves half as much memory again and runs
-//! up to 1.7× slower; whether a buffer lands aligned changed from one allocation to the
+//! (SpMM's `X[j, :]`, SDDMM's `Y[j, :]`) then moves half as much memory again: Flickr
+//! SpMM at K = 32 ran 1.7-2.1× slower on one thread; whether a buffer lands aligned changed from one allocation to the
 //! next, so the same kernel ran at two speeds in one process. [`LineAligned`] aligns
 //! every block of at least [`LARGE`] bytes to [`LINE`] bytes, so every buffer Sparsile's
 //! binaries allocate (operands read from files, converted values, outputs) starts on a
@@ -147,6 +147,18 @@ unsafe fn record(base: *mut u8, aligned: *mut u8) -> *mut u8 {
     aligned
 }
 
+/// The line-aligned address inside the C library's block at `base` (null stays null),
+/// with `base` recorded before it.
+///
+/// # Safety
+/// `base` is null or a live block of at least [`raw_size`] of the size asked for.
+unsafe fn line_block(base: *mut u8) -> *mut u8 {
+    if base.is_null() {
+        return base;
+    }
+    record(base, aligned_in(base))
+}
+
 /// The start of the block that `aligned` (returned by `record`) lies in.
 ///
 /// # Safety
@@ -169,14 +181,10 @@ unsafe impl GlobalAlloc for LineAligned {
         if !is_large(layout) {
             return System.alloc(layout);
         }
-        let Some(raw) = raw_size(layout.size()) else {
-            return std::ptr::null_mut();
-        };
-        let base = libc::malloc(raw).cast::<u8>();
-        if base.is_null() {
-            return base;
+        match raw_size(layout.size()) {
+            Some(raw) => line_block(libc::malloc(raw).cast()),
+            None => std::ptr::null_mut(),
         }
-        record(base, aligned_in(base))
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -188,16 +196,12 @@ unsafe impl GlobalAlloc for LineAligned {
         if !is_large(layout) {
             return System.alloc_zeroed(layout);
         }
-        let Some(raw) = raw_size(layout.size()) else {
-            return std::ptr::null_mut();
-        };
-        // `calloc` hands out fresh pages without clearing them: the kernel that writes
-        // the block first touches its pages, on its own threads.
-        let base = libc::calloc(1, raw).cast::<u8>();
-        if base.is_null() {
-            return base;
+        // `calloc` skips clearing memory it maps fresh (already zero), so the kernel that
+        // writes such a block first touches its pages, on its own threads.
+        match raw_size(layout.size()) {
+            Some(raw) => line_block(libc::calloc(1, raw).cast()),
+            None => std::ptr::null_mut(),
         }
-        record(base, aligned_in(base))
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
