@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers only
 import numpy as np
 
 from . import _native
+from ._converted import reuse_or_convert
 from ._types import DenseLike, DTypeLike, IndexLike, ScipySparse, SparseLike
 from ._dense import (BF16_BITS, BFLOAT16, DTYPES_TEXT, NUMPY_DTYPE, SPARSILE_DTYPE, as_index_array,
                      as_values, is_torch_tensor)
@@ -450,16 +451,17 @@ def from_scipy(A: ScipySparse, format: Optional[str] = None) -> Tensor:
         raise TypeError(f"values must be float16, float32 or float64, got {A.dtype} (convert with A.astype)")
     fix = _opts(True, True)
     shape = _shape2(A.shape)
-    if A.format == "csr":
-        t = _native.Tensor.from_csr(shape, as_index_array(A.indptr, "indptr"),
-                                    as_index_array(A.indices, "indices"), as_values(A.data, "data"), **fix)
-    elif A.format == "csc":
-        t = _native.Tensor.from_csc(shape, as_index_array(A.indptr, "indptr"),
-                                    as_index_array(A.indices, "indices"), as_values(A.data, "data"), **fix)
+    if A.format in ("csr", "csc"):
+        ctor = _native.Tensor.from_csr if A.format == "csr" else _native.Tensor.from_csc
+        p, i, v = (as_index_array(A.indptr, "indptr"), as_index_array(A.indices, "indices"),
+                   as_values(A.data, "data"))
+        t = reuse_or_convert(A.format, shape, p, i, v, lambda: ctor(shape, p, i, v, **fix))
     elif A.format == "bsr":
-        t = _native.Tensor.from_bsr(shape, tuple(A.blocksize), as_index_array(A.indptr, "indptr"),
-                                    as_index_array(A.indices, "indices"),
-                                    np.ascontiguousarray(A.data).reshape(-1), **fix)
+        block = tuple(A.blocksize)
+        p, i, v = (as_index_array(A.indptr, "indptr"), as_index_array(A.indices, "indices"),
+                   np.ascontiguousarray(A.data).reshape(-1))
+        t = reuse_or_convert(f"bsr:{block[0]}x{block[1]}", shape, p, i, v,
+                             lambda: _native.Tensor.from_bsr(shape, block, p, i, v, **fix))
     elif A.format == "coo":
         rows, cols = (A.row, A.col) if hasattr(A, "row") else A.coords
         t = _native.Tensor.from_coo(list(shape), [as_index_array(rows, "row"), as_index_array(cols, "col")],
@@ -491,21 +493,24 @@ def from_torch(t: "torch.Tensor", format: Optional[str] = None) -> Tensor:
         idx = t.indices().numpy()
         out = _native.Tensor.from_coo(list(t.shape), [np.ascontiguousarray(r) for r in idx],
                                       as_values(t.values(), "values"), sort_indices=True, sum_duplicates=True)
-    elif t.layout == torch.sparse_csr:
-        out = _native.Tensor.from_csr(_shape2(t.shape), as_index_array(t.crow_indices(), "crow_indices"),
-                                      as_index_array(t.col_indices(), "col_indices"),
-                                      as_values(t.values(), "values"), sort_indices=True, sum_duplicates=True)
-    elif t.layout == torch.sparse_csc:
-        out = _native.Tensor.from_csc(_shape2(t.shape), as_index_array(t.ccol_indices(), "ccol_indices"),
-                                      as_index_array(t.row_indices(), "row_indices"),
-                                      as_values(t.values(), "values"), sort_indices=True, sum_duplicates=True)
+    elif t.layout in (torch.sparse_csr, torch.sparse_csc):
+        csr = t.layout == torch.sparse_csr
+        ctor = _native.Tensor.from_csr if csr else _native.Tensor.from_csc
+        shape = _shape2(t.shape)
+        p = as_index_array(t.crow_indices() if csr else t.ccol_indices(), "crow_indices" if csr else "ccol_indices")
+        i = as_index_array(t.col_indices() if csr else t.row_indices(), "col_indices" if csr else "row_indices")
+        v = as_values(t.values(), "values")
+        out = reuse_or_convert("csr" if csr else "csc", shape, p, i, v,
+                               lambda: ctor(shape, p, i, v, sort_indices=True, sum_duplicates=True))
     elif t.layout == torch.sparse_bsr:
-        v = t.values()
-        out = _native.Tensor.from_bsr(_shape2(t.shape), (int(v.shape[1]), int(v.shape[2])),
-                                      as_index_array(t.crow_indices(), "crow_indices"),
-                                      as_index_array(t.col_indices(), "col_indices"),
-                                      as_values(v.contiguous().reshape(-1), "values"),
-                                      sort_indices=True, sum_duplicates=True)
+        vals = t.values()
+        shape, block = _shape2(t.shape), (int(vals.shape[1]), int(vals.shape[2]))
+        p = as_index_array(t.crow_indices(), "crow_indices")
+        i = as_index_array(t.col_indices(), "col_indices")
+        v = as_values(vals.contiguous().reshape(-1), "values")
+        out = reuse_or_convert(f"bsr:{block[0]}x{block[1]}", shape, p, i, v,
+                               lambda: _native.Tensor.from_bsr(shape, block, p, i, v, sort_indices=True,
+                                                               sum_duplicates=True))
     else:
         raise TypeError(f"unsupported torch layout {t.layout}")
     res = Tensor(out)

@@ -319,6 +319,29 @@ impl Tensor {
         values_to_numpy(py, self.inner.values.clone().into_owned(), &[n])
     }
 
+    /// Whether the tensor's one compressed axis holds exactly `indptr` and `indices`
+    /// (same index type, same entries). False for a tensor with no or several
+    /// compressed axes. When true, a tensor built from those arrays would have this
+    /// structure, stored in the same order, so `with_values` can stand in for it.
+    fn same_pattern(
+        &self,
+        py: Python<'_>,
+        indptr: IndexArg<'_>,
+        indices: IndexArg<'_>,
+    ) -> PyResult<bool> {
+        let (indptr, indices) = (indptr.borrow("indptr")?, indices.borrow("indices")?);
+        let mut compressed = self
+            .inner
+            .structure
+            .axes
+            .iter()
+            .filter_map(|a| Some((a.indptr.as_ref()?, a.indices.as_ref()?)));
+        let (Some((p, i)), None) = (compressed.next(), compressed.next()) else {
+            return Ok(false);
+        };
+        detached(py, || *p == indptr && *i == indices)
+    }
+
     /// A tensor with this structure (shared, not copied) and a copy of `values`.
     fn with_values(&self, values: ValueArg<'_>) -> PyResult<Tensor> {
         let values = values.borrow("values")?.into_owned();

@@ -298,6 +298,9 @@ impl CudaKernel {
             &interp_options,
             &mut Outputs::new(),
             &HashMap::new(),
+            // Host storage the device copies are staged from: cleared, as the staging
+            // expects.
+            &std::collections::HashSet::new(),
         )?;
         let params = args::params(&self.program, &self.args, &bound)?;
         Ok((bound, params))

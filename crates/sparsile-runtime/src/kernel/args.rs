@@ -9,7 +9,7 @@
 //! type.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -48,10 +48,27 @@ pub(crate) enum Owned {
 impl Owned {
     /// `count` zeros of `dtype`, or an error when they cannot be allocated.
     fn zeros(buffer: &str, dtype: DType, count: usize) -> Result<Owned, KernelError> {
-        /// `count` zeros from the allocator's zeroed memory: large blocks come as fresh
-        /// zero pages, touched first by the kernel's (parallel) phases instead of being
-        /// cleared here on one thread.
-        fn alloc<T: ZeroBits>(buffer: &str, count: usize) -> Result<Vec<T>, KernelError> {
+        Owned::new(buffer, dtype, count, true)
+    }
+
+    /// Storage for `count` values of `dtype` that the kernel sets before reading: not
+    /// cleared, so a block the allocator kept (see `LineAligned`) is reused as it is,
+    /// with neither page faults nor a pass over memory before the kernel's own.
+    fn for_initialised(buffer: &str, dtype: DType, count: usize) -> Result<Owned, KernelError> {
+        Owned::new(buffer, dtype, count, false)
+    }
+
+    /// `count` values of `dtype`, zeros when `zeroed`, or an error when they cannot be
+    /// allocated.
+    fn new(buffer: &str, dtype: DType, count: usize, zeroed: bool) -> Result<Owned, KernelError> {
+        /// `count` values from the allocator: zeroed memory (large blocks come as fresh
+        /// zero pages, touched first by the kernel's parallel phases instead of being
+        /// cleared here on one thread), or memory as it comes when not `zeroed`.
+        fn alloc<T: ZeroBits>(
+            buffer: &str,
+            count: usize,
+            zeroed: bool,
+        ) -> Result<Vec<T>, KernelError> {
             let too_large = || KernelError::OutputTooLarge {
                 buffer: buffer.to_string(),
                 values: count,
@@ -61,21 +78,31 @@ impl Owned {
             }
             let layout = std::alloc::Layout::array::<T>(count).map_err(|_| too_large())?;
             // SAFETY: `layout` has a non-zero size (count > 0, T not zero-sized).
-            let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+            let ptr = unsafe {
+                if zeroed {
+                    std::alloc::alloc_zeroed(layout)
+                } else {
+                    std::alloc::alloc(layout)
+                }
+            } as *mut T;
             if ptr.is_null() {
                 return Err(too_large());
             }
             // SAFETY: `ptr` was allocated by the global allocator with the layout of
-            // `count` values of `T`, and all-zero bits are a valid `T` (`ZeroBits`).
+            // `count` values of `T`. Zeroed, all-zero bits are a valid `T` (`ZeroBits`).
+            // Not zeroed (`for_initialised`), nothing reads the values before the
+            // kernel has set every one: the vector is only handed to the kernel as a
+            // pointer, then to the caller after a successful run, or dropped (which
+            // reads no value of these plain number types).
             Ok(unsafe { Vec::from_raw_parts(ptr, count, count) })
         }
         Ok(match dtype {
-            DType::F32 => Owned::F32(alloc(buffer, count)?),
-            DType::F64 => Owned::F64(alloc(buffer, count)?),
-            DType::I32 => Owned::I32(alloc(buffer, count)?),
-            DType::I64 => Owned::I64(alloc(buffer, count)?),
-            DType::F16 => Owned::F16(alloc(buffer, count)?),
-            DType::BF16 => Owned::BF16(alloc(buffer, count)?),
+            DType::F32 => Owned::F32(alloc(buffer, count, zeroed)?),
+            DType::F64 => Owned::F64(alloc(buffer, count, zeroed)?),
+            DType::I32 => Owned::I32(alloc(buffer, count, zeroed)?),
+            DType::I64 => Owned::I64(alloc(buffer, count, zeroed)?),
+            DType::F16 => Owned::F16(alloc(buffer, count, zeroed)?),
+            DType::BF16 => Owned::BF16(alloc(buffer, count, zeroed)?),
         })
     }
 
@@ -233,7 +260,9 @@ pub(crate) fn complete_structures<'i>(
 
 /// Binds `inputs` to `program` like [`crate::interpret`] does, and allocates outputs
 /// (taking the storage of a matching tensor of `reuse` where there is one; those are
-/// listed in [`Bound::reused`] and still hold their old values).
+/// listed in [`Bound::reused`] and still hold their old values). A fresh output in
+/// `initialised` (the program sets every element before reading any, see
+/// `initialised`) is allocated without clearing; the others start at zero.
 /// `check_names` and `check_buffer_parents` must have passed.
 pub(crate) fn bind<'i>(
     program: &Program,
@@ -241,6 +270,7 @@ pub(crate) fn bind<'i>(
     options: &InterpOptions,
     reuse: &mut crate::interp::Outputs,
     out: &HashMap<String, super::OutBuffer>,
+    initialised: &HashSet<BufferId>,
 ) -> Result<Bound<'i>, KernelError> {
     for name in out.keys() {
         let is_output = program
@@ -329,6 +359,9 @@ pub(crate) fn bind<'i>(
                 Some(o) => {
                     reused.push(id);
                     o
+                }
+                None if decl.role == BufferRole::Output && initialised.contains(&id) => {
+                    Owned::for_initialised(&decl.name, decl.dtype, count)?
                 }
                 None => Owned::zeros(&decl.name, decl.dtype, count)?,
             });

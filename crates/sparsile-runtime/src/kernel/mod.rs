@@ -227,6 +227,7 @@ impl CompiledKernel {
             &interp_options,
             outputs,
             &options.out,
+            &self.initialised,
         )?;
         for id in std::mem::take(&mut bound.reused) {
             if self.initialised.contains(&id) {

@@ -168,25 +168,47 @@ pub fn check_kernel(
     let expected = evaluate(program, inputs).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
     let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
     for threads in [1, 2] {
-        let got = kernel
-            .run(
-                inputs,
-                &RunOptions {
-                    threads: Some(threads),
-                    parallelism: sparsile::Parallelism::Always,
-                    ..RunOptions::default()
-                },
-            )
+        let options = RunOptions {
+            threads: Some(threads),
+            parallelism: sparsile::Parallelism::Always,
+            ..RunOptions::default()
+        };
+        let mut got = kernel
+            .run(inputs, &options)
             .unwrap_or_else(|e| panic!("{what}: run: {e}"));
-        for (name, t) in &expected {
-            let g = &got[name];
-            assert_eq!(g.shape(), t.shape(), "{what}: {name} shape");
-            close(
-                &g.to_dense_f64(),
-                &t.to_dense_f64(),
-                tol,
-                &format!("{what} ({threads} threads) {name}"),
-            );
+        let compare = |got: &sparsile::runtime::Outputs, how: &str| {
+            for (name, t) in &expected {
+                let g = &got[name];
+                assert_eq!(g.shape(), t.shape(), "{what}: {name} shape");
+                close(
+                    &g.to_dense_f64(),
+                    &t.to_dense_f64(),
+                    tol,
+                    &format!("{what} ({threads} threads, {how}) {name}"),
+                );
+            }
+        };
+        compare(&got, "fresh outputs");
+        // Again into the same outputs filled with NaN: an output the kernel is trusted
+        // to set in full before reading (fresh storage for it is not cleared either)
+        // must not show any of them.
+        for t in got.values_mut() {
+            poison(&mut t.values);
         }
+        kernel
+            .run_into(inputs, &mut got, &options)
+            .unwrap_or_else(|e| panic!("{what}: run_into: {e}"));
+        compare(&got, "outputs reused after filling them with NaN");
+    }
+}
+
+/// Sets every value to NaN.
+pub fn poison(values: &mut sparsile::formats::Values<'_>) {
+    use sparsile::formats::Values;
+    match values {
+        Values::F16(v) => v.to_mut().fill(half::f16::NAN),
+        Values::BF16(v) => v.to_mut().fill(half::bf16::NAN),
+        Values::F32(v) => v.to_mut().fill(f32::NAN),
+        Values::F64(v) => v.to_mut().fill(f64::NAN),
     }
 }
