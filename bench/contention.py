@@ -11,7 +11,9 @@ library inside a training loop meets:
   Sparsile call is compared with its time in a loop of matmuls alone, and with its time
   right after the calling thread spun for as long as the Sparsile call takes (what any
   other work of that length would cost the matmul: PyTorch's own threads fall asleep
-  while it waits);
+  while it waits), and with its time right after the same operation done by
+  ``torch.sparse`` (what the alternative costs it: a call that streams tens of
+  megabytes leaves the matmul's operands out of the caches, whoever makes it);
 - ``threads8``: eight Python threads call Sparsile at once (each call's latency counts).
 
 For each it prints the median and 95th percentile of the call times, their ratio, and
@@ -94,8 +96,23 @@ def torch_matmul(threads, size):
     return lambda: torch.mm(a, b)
 
 
-def scenario_rows(name, call, threads, args):
-    """Runs one scenario of one case; returns (call times, extra fields)."""
+def torch_peer(A, dense):
+    """The same operation by ``torch.sparse`` (CSR): ``A @ dense``."""
+    import torch
+
+    indptr, indices = A.indptr, A.indices
+    At = torch.sparse_csr_tensor(torch.from_numpy(np.asarray(indptr, dtype=np.int64)),
+                                 torch.from_numpy(np.asarray(indices, dtype=np.int64)),
+                                 torch.from_numpy(np.ascontiguousarray(A.values)), size=A.shape)
+    Dt = torch.from_numpy(dense)
+    if Dt.ndim == 1:
+        return lambda: torch.mv(At, Dt)
+    return lambda: torch.sparse.mm(At, Dt)
+
+
+def scenario_rows(name, call, threads, args, peer=None):
+    """Runs one scenario of one case; returns (call times, extra fields). ``peer`` is the
+    same operation by ``torch.sparse`` (the ``torch`` scenario's second control)."""
     n = args.calls
     if name == "quiet":
         return timed_calls(call, n), {}
@@ -114,7 +131,8 @@ def scenario_rows(name, call, threads, args):
         for _ in range(3):
             call()
             mm()
-        ours, after, after_spin = [], [], []
+        ours, after, after_spin, after_peer = [], [], [], []
+        peer = peer()
         for _ in range(n):
             t = time.perf_counter()
             call()
@@ -130,12 +148,19 @@ def scenario_rows(name, call, threads, args):
             t4 = time.perf_counter()
             mm()
             after_spin.append(time.perf_counter() - t4)
+            # The alternative: the same operation by torch.sparse, then the matmul.
+            peer()
+            t5 = time.perf_counter()
+            mm()
+            after_peer.append(time.perf_counter() - t5)
         return ours, {
             "torch_alone_ms": statistics.median(alone) * 1e3,
             "torch_after_ms": statistics.median(after) * 1e3,
             "torch_after_spin_ms": statistics.median(after_spin) * 1e3,
+            "torch_after_peer_ms": statistics.median(after_peer) * 1e3,
             "torch_ratio": statistics.median(after) / statistics.median(alone),
             "torch_ratio_vs_spin": statistics.median(after) / statistics.median(after_spin),
+            "torch_ratio_vs_peer": statistics.median(after) / statistics.median(after_peer),
         }
     if name == "threads8":
         per = max(n // 8, 10)
@@ -193,9 +218,11 @@ def main():
             if op.startswith("spmm:"):
                 X = rng.random((n, int(op.split(":")[1])), dtype=np.float32)
                 make_call = lambda t, A=A, X=X: lambda: sparsile.spmm(A, X, threads=t)  # noqa: E731
+                make_peer = lambda A=A, X=X: torch_peer(A, X)  # noqa: E731
             elif op == "spmv":
                 x = rng.random(n, dtype=np.float32)
                 make_call = lambda t, A=A, x=x: lambda: sparsile.spmv(A, x, threads=t)  # noqa: E731
+                make_peer = lambda A=A, x=x: torch_peer(A, x)  # noqa: E731
             else:
                 parser.error(f"unknown op {op!r}")
             case = f"{path.name.split('.')[0]} {op}"
@@ -203,7 +230,7 @@ def main():
             for _ in range(args.rounds):
                 for scenario in scenarios:
                     for t in threads:
-                        times, extra = scenario_rows(scenario, make_call(t), t, args)
+                        times, extra = scenario_rows(scenario, make_call(t), t, args, make_peer)
                         got = pooled.setdefault((scenario, t), ([], []))
                         got[0].extend(times)
                         got[1].append(extra)
@@ -227,7 +254,9 @@ def main():
                         note = (f"torch mm {extra['torch_after_ms']:.3f} ms after, "
                                 f"{extra['torch_alone_ms']:.3f} alone ({extra['torch_ratio']:.2f}x), "
                                 f"{extra['torch_after_spin_ms']:.3f} after a spin as long "
-                                f"({extra['torch_ratio_vs_spin']:.2f}x)")
+                                f"({extra['torch_ratio_vs_spin']:.2f}x), "
+                                f"{extra['torch_after_peer_ms']:.3f} after torch.sparse "
+                                f"({extra['torch_ratio_vs_peer']:.2f}x)")
                     if "calls_per_s" in extra:
                         note = f"{extra['calls_per_s']:.0f} calls/s in all"
                     vs = f"{row['vs_quiet_1thread']:.2f}x" if quiet1 else "-"
