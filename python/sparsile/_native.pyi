@@ -61,6 +61,8 @@ class Tensor:
         """A copy of the stored values."""
     def array_view(self, what: str, axis: int = 0) -> npt.NDArray[Any]:
         """A view (no copy) of the values or of an axis's indptr / indices array."""
+    def same_pattern(self, indptr: IndexArray, indices: IndexArray) -> bool:
+        """Whether the one compressed axis holds exactly ``indptr`` and ``indices``."""
     def with_values(self, values: ValueArray) -> Tensor:
         """This structure (shared) with a copy of ``values``."""
     def to_dense(self) -> npt.NDArray[np.float64]:

@@ -189,10 +189,30 @@ fn each_rule_of_the_shape_is_checked() {
             shaped("    t[0] = t[0] + 1.0\n", "    y[i] = acc[0]\n"),
             "same value when run again",
         ),
-        // After the reduction, a store to what the part before it reads.
+        // After the reduction, a store to what the part before it reads at another
+        // element (here one that every iteration writes).
         (
-            shaped("    let q: f64 = y[i]\n", "    y[i] = acc[0] + q\n"),
+            shaped("    let q: f64 = y[0]\n", "    y[i] = acc[0] + q\n"),
             "stored after the reduction",
+        ),
+        // A local loaded from an element that does not move with the loop.
+        (
+            shaped("    t[0] = y[0]\n", "    y[0] = acc[0] + t[0]\n"),
+            "same value when run again",
+        ),
+        // A local loaded from the element another iteration writes.
+        (
+            shaped("    t[0] = y[i]\n", "    y[i + 1] = acc[0] + t[0]\n"),
+            "same value when run again",
+        ),
+        // An own element read inside the reduction.
+        (
+            shaped("    t[0] = y[i]\n", "    y[i] = acc[0] + t[0] + y[i]\n")
+                .to_string()
+                .replace("x[i * 8 + k]", "x[i * 8 + k] * y[i]")
+                .parse()
+                .unwrap(),
+            "same value when run again",
         ),
         // A second loop.
         (
@@ -217,6 +237,121 @@ fn each_rule_of_the_shape_is_checked() {
             format!("{errors:?}").contains("a `batched` loop"),
             "{needle}: {errors:?}"
         );
+    }
+}
+
+#[test]
+fn an_element_loaded_before_and_stored_after_by_its_own_iteration_alone_is_allowed() {
+    // `cache_write` of a block's output (BSR SDDMM): each iteration loads its own element
+    // into a local before the reduction and stores it after; no other iteration touches
+    // it, so running the part before the reduction again reads the same value.
+    for (pre, post) in [
+        (
+            "    t[0] = y[i]\n",
+            "    t[0] = t[0] + acc[0]\n    y[i] = t[0]\n",
+        ),
+        ("    let q: f64 = y[i]\n", "    y[i] = acc[0] + q\n"),
+        (
+            "    t[0] = y[2 * i + 1]\n",
+            "    y[2 * i + 1] = t[0] * acc[0]\n",
+        ),
+    ] {
+        let func = shaped(pre, post);
+        batch_reduction(&func, &at("b", "i")).unwrap_or_else(|e| panic!("{pre}{post}: {e}"));
+        let marked: Func = func
+            .to_string()
+            .replace("for i in 0..m {", "for i in 0..m batched {")
+            .parse()
+            .unwrap();
+        verify(&marked).unwrap_or_else(|e| panic!("{pre}{post}: {e:?}"));
+    }
+}
+
+/// BSR SDDMM: `cache_write` at the block's column loop (the output loaded into a local
+/// before the dot product: BSR's init block has a guard, so it is not absorbed),
+/// `hoist_factor`, `vectorize_reduction`, then the column loop batched.
+fn bsr_sddmm(m: usize, n: usize, k: usize, block: (usize, usize), rows: Rows, seed: u64) -> Case {
+    let fmt = format!("bsr:{}x{}", block.0, block.1);
+    let text = format!(
+        "tensor A: f64[m, n] {fmt}\ntensor X: f64[m, k]\ntensor Y: f64[n, k]\ntensor C: f64[m, n] {fmt}\nC[i,j] = A[i,j] * X[i,k] * Y[j,k]\n"
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let a = sparse(m, n, rows, &mut rng);
+    let x = dense(vec![m, k], &mut rng);
+    let y = dense(vec![n, k], &mut rng);
+    let format: Format = fmt.parse().unwrap();
+    Case {
+        program: sparsile::compile_notation(&text).unwrap(),
+        inputs: HashMap::from([
+            (
+                "A".to_string(),
+                SparseTensor::from_coo(&a, &format).unwrap(),
+            ),
+            (
+                "X".to_string(),
+                SparseTensor::from_coo(&x, &Format::Dense).unwrap(),
+            ),
+            (
+                "Y".to_string(),
+                SparseTensor::from_coo(&y, &Format::Dense).unwrap(),
+            ),
+        ]),
+        params: HashMap::from([
+            ("m".to_string(), m as i64),
+            ("n".to_string(), n as i64),
+            ("k".to_string(), k as i64),
+        ]),
+        label: format!("bsr sddmm {fmt} m={m} n={n} k={k} {rows:?} seed {seed}"),
+    }
+}
+
+#[test]
+fn batched_block_columns_of_bsr_sddmm_match_the_interpreter() {
+    let cache = tempfile::tempdir().unwrap();
+    let native = native_settings(cache.path());
+    let mut seed = 300;
+    for rows in ALL_ROWS {
+        for (m, n, k, block) in [
+            (16, 16, 8, (4, 4)),
+            (13, 21, 32, (4, 8)),
+            (9, 30, 16, (8, 8)),
+            (0, 8, 8, (2, 2)),
+            (10, 7, 20, (3, 5)),
+        ] {
+            for parallel_rows in [false, true] {
+                seed += 1;
+                let case = bsr_sddmm(m, n, k, block, rows, seed);
+                let mut sch = Schedule::new(&case.program);
+                sch.specialize("k", k as i64).unwrap();
+                let func = sch.func_or_lower().unwrap().clone();
+                let text = func.to_string();
+                // The block's column loop: the loop around the reduction over `k`.
+                let col = text
+                    .lines()
+                    .filter(|l| l.trim_start().starts_with("for ji"))
+                    .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+                    .next_back()
+                    .unwrap_or_else(|| panic!("{}: no block column loop\n{text}", case.label));
+                let reduction = text
+                    .lines()
+                    .filter(|l| l.trim_start().starts_with("for k"))
+                    .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+                    .next_back()
+                    .unwrap();
+                sch.cache_write(&at("C", &col), "C").unwrap();
+                sch.hoist_factor(&at("C", &reduction)).unwrap();
+                sch.vectorize_reduction(&at("C", &reduction), 1, false)
+                    .unwrap();
+                if parallel_rows {
+                    sch.parallel(&at("C", "io_2")).unwrap();
+                }
+                sch.batch_reduction(&at("C", &col))
+                    .unwrap_or_else(|e| panic!("{}: {e}\n{}", case.label, sch.func().unwrap()));
+                let text = sch.func().unwrap().to_string();
+                assert!(text.contains(" batched {"), "{}\n{text}", case.label);
+                check(&case, &sch, native.as_ref());
+            }
+        }
     }
 }
 

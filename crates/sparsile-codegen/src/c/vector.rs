@@ -12,8 +12,13 @@
 //! it is a hint), or a reduction into one of the loop's accumulators; every float load
 //! is of the accumulators' type and reads at an offset that is `v + c` (a contiguous
 //! vector) or does not involve `v` at all (one value for every lane), `v` being the
-//! loop variable and `c` an expression free of it; float operations are `+ - * /` and
-//! negation. Anything else (a gather, a condition, a call) keeps the scalar lane arrays.
+//! loop variable and `c` an expression free of it; float operations are `+ - * /`,
+//! negation, and `select`s whose condition is the same for every lane (it reads neither
+//! `v`, an index local defined from it, nor a float local); reductions may stand under
+//! an `if` without `else` whose condition is the same for every lane (BSR's guards on
+//! the matrix's edge and on padding: one scalar branch per vector step, and a guarded
+//! load is only evaluated where its guard holds). Anything else (a gather, a condition
+//! that varies across lanes, a call) keeps the scalar lane arrays.
 //!
 //! Postcondition: lane block `b` computes lanes `v = b .. b + 2·W` as two vectors of
 //! `W` lanes (32 bytes: `W` = 8 for f32, 4 for f64), each accumulator in two vector
@@ -37,7 +42,7 @@ use sparsile_ir::loops::{reduction_addend, Expr, For, Stmt, VarType};
 use sparsile_ir::{DType, VarId};
 
 use super::ctx::Ctx;
-use super::expr::emit_as;
+use super::expr::{emit_as, emit_truth};
 use super::prelude::Helper;
 use super::reduction::Accumulator;
 use super::stmt::Writer;
@@ -146,8 +151,27 @@ impl Scope<'_> {
                 lhs,
                 rhs,
             } => self.float_ok(ctx, lhs) && self.float_ok(ctx, rhs),
+            // A guard the same for every lane (a block on the matrix's edge): one scalar
+            // condition choosing between two lane-parallel values.
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.lane_invariant(cond)
+                    && self.float_ok(ctx, then)
+                    && self.float_ok(ctx, otherwise)
+            }
             _ => false,
         }
+    }
+
+    /// Whether the condition `e` is the same for every lane: it reads neither the loop
+    /// variable (nor an index `let` defined from it) nor a float `let` of the body.
+    fn lane_invariant(&self, e: &Expr) -> bool {
+        let mut float_let = false;
+        e.visit(&mut |x| float_let |= matches!(x, Expr::Var(y) if self.float_lets.contains(y)));
+        !float_let && !self.mentions_v(e)
     }
 
     fn mentions_v(&self, e: &Expr) -> bool {
@@ -191,9 +215,22 @@ pub(crate) fn vectorizable(ctx: &Ctx, f: &For, accs: &[Accumulator]) -> bool {
                 }
                 _ => false,
             },
-            Stmt::Store { .. } => {
-                let is_acc = accumulator_of(accs, s).is_some();
-                is_acc && reduction_addend(s).is_some_and(|e| scope.float_ok(ctx, e))
+            Stmt::Store { .. } => accumulation_ok(ctx, &scope, accs, s),
+            // A guard the same for every lane around accumulations (BSR's check that a
+            // block column is not padding): written as one scalar `if` per vector step.
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+                ..
+            } => {
+                else_body.is_empty()
+                    && scope.lane_invariant(cond)
+                    && then_body.iter().all(|t| match t {
+                        Stmt::Prefetch { .. } => true,
+                        Stmt::Store { .. } => accumulation_ok(ctx, &scope, accs, t),
+                        _ => false,
+                    })
             }
             _ => false,
         };
@@ -202,6 +239,11 @@ pub(crate) fn vectorizable(ctx: &Ctx, f: &For, accs: &[Accumulator]) -> bool {
         }
     }
     true
+}
+
+/// Whether `s` adds a lane-parallel value into one of `accs`.
+fn accumulation_ok(ctx: &Ctx, scope: &Scope<'_>, accs: &[Accumulator], s: &Stmt) -> bool {
+    accumulator_of(accs, s).is_some() && reduction_addend(s).is_some_and(|e| scope.float_ok(ctx, e))
 }
 
 /// The position in `accs` of the accumulator a store reduces into, if any.
@@ -342,17 +384,47 @@ pub(crate) fn emit_vector_step(
                     }
                 }
             }
-            Stmt::Store { span, .. } => {
+            Stmt::Store { .. } => emit_accumulation(ctx, w, s, accs, scope, &lets, targets)?,
+            Stmt::If {
+                cond,
+                then_body,
+                span,
+                ..
+            } => {
                 ctx.span = *span;
-                let k = accumulator_of(accs, s).expect("checked by vectorizable");
-                let addend = reduction_addend(s).expect("checked by vectorizable");
-                let val = vector_value(ctx, addend, scope, &lets)?;
-                let acc = &targets[k];
-                w.line(&format!("{acc} = {acc} + {};", paren(&val.text)));
+                let c = emit_truth(ctx, cond)?;
+                w.line(&format!("if ({}) {{", c.text));
+                w.indent += 1;
+                for t in then_body {
+                    if let Stmt::Store { .. } = t {
+                        emit_accumulation(ctx, w, t, accs, scope, &lets, targets)?;
+                    }
+                }
+                w.indent -= 1;
+                w.line("}");
             }
             _ => unreachable!("checked by vectorizable"),
         }
     }
+    Ok(())
+}
+
+/// The vector step of one accumulation `s` (checked by [`vectorizable`]).
+fn emit_accumulation(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    s: &Stmt,
+    accs: &[Accumulator],
+    scope: &BodyLets,
+    lets: &HashMap<VarId, bool>,
+    targets: &[String],
+) -> Result<(), CodegenError> {
+    ctx.span = s.span();
+    let k = accumulator_of(accs, s).expect("checked by vectorizable");
+    let addend = reduction_addend(s).expect("checked by vectorizable");
+    let val = vector_value(ctx, addend, scope, lets)?;
+    let acc = &targets[k];
+    w.line(&format!("{acc} = {acc} + {};", paren(&val.text)));
     Ok(())
 }
 
@@ -393,6 +465,26 @@ fn vector_value(
             Value {
                 text: format!("-{}", paren(&a.text)),
                 vector: a.vector,
+            }
+        }
+        Expr::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            let c = emit_truth(ctx, cond)?;
+            let a = vector_value(ctx, then, scope, lets)?;
+            let b = vector_value(ctx, otherwise, scope, lets)?;
+            let vector = a.vector || b.vector;
+            // Both sides of one type: a scalar side is broadcast when the other is a
+            // vector. Only the chosen side is evaluated (a guarded load stays guarded).
+            let side = |v: &Value| match (vector, v.vector) {
+                (true, false) => format!("(({}){{0}} + {})", names(ty).0, paren(&v.text)),
+                _ => paren(&v.text),
+            };
+            Value {
+                text: format!("({} ? {} : {})", c.text, side(&a), side(&b)),
+                vector,
             }
         }
         Expr::Binary { op, lhs, rhs } => {

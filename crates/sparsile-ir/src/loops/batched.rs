@@ -14,17 +14,26 @@
 //!   reduced element `acc[c]` ([`local_reductions`]), `c` an integer literal;
 //! - `pre` holds only `let`s, prefetches, `if`s around prefetches, and stores to `local`
 //!   buffers whose index and value load no buffer the body stores to (so running `pre`
-//!   again gives the same state), and does not read `acc`;
-//! - `post` holds no loop, and stores to no buffer that `pre` or `R` loads (`acc`
-//!   aside);
+//!   again gives the same state) other than an *own-element* buffer, and does not read
+//!   `acc`;
+//! - `post` holds no loop, and stores to no buffer that `pre` or `R` loads (`acc` and
+//!   own-element buffers aside);
+//! - a buffer `B` is own-element when every write to it in the body is a plain store in
+//!   `post` at one index list `idx`, every load of it in `pre` is at `idx` and `R` does
+//!   not read it, and `idx` is affine in the loop's variable, with a non-zero
+//!   coefficient in some index, and reads no variable the body declares: distinct
+//!   iterations then write distinct elements, and an iteration's element is written by
+//!   its own `post` alone (a block's output loaded into a local before its dot product,
+//!   `L[0] = C[e(l)] … C[e(l)] = L[0]`, as `cache_write` leaves BSR SDDMM);
 //! - no statement assigns a local (`Assign`).
 //!
 //! The backend may then run `pre(l); R(l)` for every iteration `l` of a group (with
 //! `R(l)` adding into a sum of its own), then, per iteration in order, `pre(l)` again
 //! (prefetches left out), `acc[c] = acc[c] + sum(l)` and `post(l)`: every `post(l)`
-//! sees what it saw in the plain loop, `R` differing only in the order of its additions
-//! (as `vectorized(reassociate)` already allows). The serial meaning of a `batched` loop
-//! is that of a plain loop.
+//! sees what it saw in the plain loop (`pre(l)` run again reads an own-element buffer
+//! at the element only `post(l)` writes, still holding its value from before the loop),
+//! `R` differing only in the order of its additions (as `vectorized(reassociate)`
+//! already allows). The serial meaning of a `batched` loop is that of a plain loop.
 //!
 //! ```
 //! use sparsile_ir::loops::{batched_shape, Func, Stmt};
@@ -45,7 +54,8 @@ use super::expr::Expr;
 use super::func::{BufferKind, Func};
 use super::local_reduction::{local_reductions, reduction_addend, LocalReduction, ReductionError};
 use super::stmt::{For, ForKind, Stmt};
-use crate::id::BufferId;
+use super::vector_load::{coefficient, mentions};
+use crate::id::{BufferId, VarId};
 
 /// Where the parts of a `batched` loop's body are.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,7 +143,11 @@ pub fn batched_shape(func: &Func, f: &For) -> Result<BatchedShape, ReductionErro
             "an assignment to a local (a batched loop runs parts of its body again)".into(),
         );
     }
-    let body_stored = Stmt::stored_buffers(&f.body);
+    let own = own_element_buffers(f, r);
+    let body_stored: HashSet<BufferId> = Stmt::stored_buffers(&f.body)
+        .into_iter()
+        .filter(|b| !own.contains(b))
+        .collect();
     let post_stored = Stmt::stored_buffers(post);
     for s in pre {
         check_pre(func, s, &body_stored, acc.buffer)?;
@@ -148,7 +162,7 @@ pub fn batched_shape(func: &Func, f: &For) -> Result<BatchedShape, ReductionErro
     }
     if let Some(b) = post_stored
         .iter()
-        .find(|b| **b != acc.buffer && reads.contains(b))
+        .find(|b| **b != acc.buffer && !own.contains(b) && reads.contains(b))
     {
         let span = first_store_span(post, *b).unwrap_or(f.span);
         return err(
@@ -230,6 +244,68 @@ fn check_pre(
                 .into(),
         ),
     }
+}
+
+/// The own-element buffers of the body of `f` whose reassociated loop is statement `r`
+/// (see the module docs).
+fn own_element_buffers(f: &For, r: usize) -> HashSet<BufferId> {
+    let (pre, reduction, post) = (&f.body[..r], &f.body[r..=r], &f.body[r + 1..]);
+    let declared: HashSet<VarId> = Stmt::declared_vars(&f.body).into_iter().collect();
+    let read_in_reduction = Stmt::loaded_buffers(reduction);
+    let stored_before = Stmt::stored_buffers(pre)
+        .into_iter()
+        .chain(Stmt::stored_buffers(reduction))
+        .collect::<HashSet<_>>();
+    let mut own = HashSet::new();
+    'candidates: for b in Stmt::stored_buffers(post) {
+        if stored_before.contains(&b) || read_in_reduction.contains(&b) {
+            continue;
+        }
+        // Every write: a plain store at one index list.
+        let mut idx: Option<&Vec<Expr>> = None;
+        let mut other_write = false;
+        Stmt::visit_all(post, &mut |s| match s {
+            Stmt::Store {
+                buffer, indices, ..
+            } if *buffer == b => match idx {
+                None => idx = Some(indices),
+                Some(i) if i == indices => {}
+                Some(_) => other_write = true,
+            },
+            Stmt::AtomicAdd { buffer, .. } if *buffer == b => other_write = true,
+            Stmt::Mma(m) if m.c == b => other_write = true,
+            _ => {}
+        });
+        let Some(idx) = idx else { continue };
+        if other_write {
+            continue;
+        }
+        // Affine in the loop's variable, moving with it, and nothing else the body sets.
+        let affine = idx
+            .iter()
+            .all(|e| coefficient(e, f.var).is_some() && !declared.iter().any(|v| mentions(e, *v)));
+        if !affine || idx.iter().all(|e| coefficient(e, f.var) == Some(0)) {
+            continue;
+        }
+        // `pre` loads it at that element only.
+        let mut loads_ok = true;
+        Stmt::visit_all(pre, &mut |s| {
+            for e in s.own_exprs() {
+                e.visit(&mut |x| match x {
+                    Expr::Load { buffer, indices } if *buffer == b => {
+                        loads_ok &= indices == idx;
+                    }
+                    Expr::Search { buffer, .. } if *buffer == b => loads_ok = false,
+                    _ => {}
+                });
+            }
+        });
+        if !loads_ok {
+            continue 'candidates;
+        }
+        own.insert(b);
+    }
+    own
 }
 
 fn is_acc_store(s: &Stmt, acc: BufferId) -> bool {
