@@ -11,6 +11,12 @@
 //! dependent chain of shuffles and adds per non-zero) by one tree of 21 shuffles and adds
 //! for eight non-zeros.
 //!
+//! When the reduction reads no local that `pre` stores to (its accumulator aside), the
+//! group's reductions run side by side in one pass over `k`, each iteration's step
+//! after its `let`s alone: a vector several iterations load (the row of `X` that every
+//! column of a BSR SDDMM block multiplies) is then loaded once per step, not once per
+//! iteration (bigbird, `bsr:8x8`, K = 128, two threads: 12.2 → 9.9 ms).
+//!
 //! The groups are written only when the reduction's bounds are constants whose distance
 //! is a positive multiple of `W` and its body can be written with vectors
 //! ([`vectorizable`]); otherwise the loop is written as a plain loop (its serial
@@ -28,9 +34,11 @@
 //!           int64_t jp_group = (int64_t)P[i];
 //!           for (; jp_group + 8 <= jp_end; jp_group += 8) {
 //!               sparsile_vf32 acc_s0 = {0}, ..., acc_s7 = {0};
-//!               { const int64_t jp = jp_group + 0; acc[0] = 0.0f; const int64_t j = J[jp];
-//!                 for (int64_t k = 0; k < 32; k += 8) { acc_s0 = acc_s0 + X[..k] * Y[..k]; } }
-//!               ... (lanes 1 to 7)
+//!               for (int64_t k = 0; k < 32; k += 8) {
+//!                   { const int64_t jp = jp_group + 0; const int64_t j = J[jp];
+//!                     acc_s0 = acc_s0 + X[..k] * Y[..k]; }
+//!                   ... (lanes 1 to 7)
+//!               }
 //!               const sparsile_vf32 acc_t = sparsile_tsum_f32(acc_s0, ..., acc_s7);
 //!               { const int64_t jp = jp_group + 0; acc[0] = 0.0f; const int64_t j = J[jp];
 //!                 acc[0] = acc[0] + acc_t[0]; C[jp] = A[jp] * acc[0]; }
@@ -41,6 +49,7 @@
 //! ```
 
 use sparsile_ir::loops::{batched_shape, Expr, For, Stmt};
+use sparsile_ir::BufferId;
 
 use super::ctx::Ctx;
 use super::expr::{emit_as, emit_offset};
@@ -119,20 +128,43 @@ pub(crate) fn emit_batched_loop(
     let decls: Vec<String> = sums.iter().map(|s| format!("{s} = {{0}}")).collect();
     w.line(&format!("{vty} {};", decls.join(", ")));
     // Every iteration's `pre` and reduction, each into its own vector of partial sums.
-    for (l, sum) in sums.iter().enumerate() {
-        w.line("{");
-        w.indent += 1;
-        w.line(&format!("const int64_t {v} = {group} + {l};"));
-        emit_stmts(ctx, w, pre, block)?;
-        w.line(&format!(
-            "for (int64_t {k} = {lo}; {k} < {hi}; {k} += {width}) {{"
-        ));
-        w.indent += 1;
-        emit_vector_step(ctx, w, inner, &accs, &scope, std::slice::from_ref(sum))?;
-        w.indent -= 1;
-        w.line("}");
-        w.indent -= 1;
-        w.line("}");
+    match interleavable(pre, inner, acc.buffer) {
+        // One pass over `k` for the whole group, every iteration's step side by side:
+        // a vector that several iterations load (BSR SDDMM's row of X) is loaded once.
+        Some(lets) => {
+            w.line(&format!(
+                "for (int64_t {k} = {lo}; {k} < {hi}; {k} += {width}) {{"
+            ));
+            w.indent += 1;
+            for (l, sum) in sums.iter().enumerate() {
+                w.line("{");
+                w.indent += 1;
+                w.line(&format!("const int64_t {v} = {group} + {l};"));
+                emit_stmts(ctx, w, &lets, block)?;
+                emit_vector_step(ctx, w, inner, &accs, &scope, std::slice::from_ref(sum))?;
+                w.indent -= 1;
+                w.line("}");
+            }
+            w.indent -= 1;
+            w.line("}");
+        }
+        None => {
+            for (l, sum) in sums.iter().enumerate() {
+                w.line("{");
+                w.indent += 1;
+                w.line(&format!("const int64_t {v} = {group} + {l};"));
+                emit_stmts(ctx, w, pre, block)?;
+                w.line(&format!(
+                    "for (int64_t {k} = {lo}; {k} < {hi}; {k} += {width}) {{"
+                ));
+                w.indent += 1;
+                emit_vector_step(ctx, w, inner, &accs, &scope, std::slice::from_ref(sum))?;
+                w.indent -= 1;
+                w.line("}");
+                w.indent -= 1;
+                w.line("}");
+            }
+        }
     }
     let total = ctx.names.fresh(&format!("{buffer}_t"));
     w.line(&format!(
@@ -168,6 +200,25 @@ pub(crate) fn emit_batched_loop(
     w.indent -= 1;
     w.line("}");
     Ok(true)
+}
+
+/// The `let`s of `pre` (top level, in order) when the group's reductions may run side by
+/// side in one pass over `k`, each iteration's step preceded by its `let`s alone: the
+/// reduction reads no buffer that `pre` stores to, its accumulator `acc` aside (each
+/// iteration sums into a vector of its own; `pre`'s stores, to locals, then matter only
+/// to `post`, before which `pre` runs again). `None` otherwise.
+fn interleavable(pre: &[Stmt], reduction: &For, acc: BufferId) -> Option<Vec<Stmt>> {
+    let stored = Stmt::stored_buffers(pre);
+    let read = Stmt::loaded_buffers(&reduction.body);
+    if stored.iter().any(|b| *b != acc && read.contains(b)) {
+        return None;
+    }
+    Some(
+        pre.iter()
+            .filter(|s| matches!(s, Stmt::Let { .. }))
+            .cloned()
+            .collect(),
+    )
 }
 
 /// `stmts` without their prefetches (and without `if`s left empty by that).
