@@ -27,17 +27,25 @@ fn at(block: &str, var: &str) -> LoopRef {
 }
 
 fn sddmm(m: usize, n: usize, k: usize, rows: Rows, seed: u64) -> Case {
-    let text = "tensor A: f64[m, n] csr\ntensor X: f64[m, k]\ntensor Y: f64[n, k]\ntensor C: f64[m, n] csr\nC[i,j] = A[i,j] * X[i,k] * Y[j,k]\n";
+    sddmm_in("csr", m, n, k, rows, seed)
+}
+
+/// SDDMM with `A` and `C` in `fmt` on random operands.
+fn sddmm_in(fmt: &str, m: usize, n: usize, k: usize, rows: Rows, seed: u64) -> Case {
+    let text = format!(
+        "tensor A: f64[m, n] {fmt}\ntensor X: f64[m, k]\ntensor Y: f64[n, k]\ntensor C: f64[m, n] {fmt}\nC[i,j] = A[i,j] * X[i,k] * Y[j,k]\n"
+    );
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let a = sparse(m, n, rows, &mut rng);
     let x = dense(vec![m, k], &mut rng);
     let y = dense(vec![n, k], &mut rng);
+    let format: Format = fmt.parse().unwrap();
     let tensor =
         |c: &sparsile_formats::CooTensor, f: &Format| SparseTensor::from_coo(c, f).unwrap();
     Case {
-        program: sparsile::compile_notation(text).unwrap(),
+        program: sparsile::compile_notation(&text).unwrap(),
         inputs: HashMap::from([
-            ("A".to_string(), tensor(&a, &Format::Csr)),
+            ("A".to_string(), tensor(&a, &format)),
             ("X".to_string(), tensor(&x, &Format::Dense)),
             ("Y".to_string(), tensor(&y, &Format::Dense)),
         ]),
@@ -46,7 +54,7 @@ fn sddmm(m: usize, n: usize, k: usize, rows: Rows, seed: u64) -> Case {
             ("n".to_string(), n as i64),
             ("k".to_string(), k as i64),
         ]),
-        label: format!("sddmm m={m} n={n} k={k} {rows:?} seed {seed}"),
+        label: format!("sddmm {fmt} m={m} n={n} k={k} {rows:?} seed {seed}"),
     }
 }
 
@@ -270,41 +278,6 @@ fn an_element_loaded_before_and_stored_after_by_its_own_iteration_alone_is_allow
 /// BSR SDDMM: `cache_write` at the block's column loop (the output loaded into a local
 /// before the dot product: BSR's init block has a guard, so it is not absorbed),
 /// `hoist_factor`, `vectorize_reduction`, then the column loop batched.
-fn bsr_sddmm(m: usize, n: usize, k: usize, block: (usize, usize), rows: Rows, seed: u64) -> Case {
-    let fmt = format!("bsr:{}x{}", block.0, block.1);
-    let text = format!(
-        "tensor A: f64[m, n] {fmt}\ntensor X: f64[m, k]\ntensor Y: f64[n, k]\ntensor C: f64[m, n] {fmt}\nC[i,j] = A[i,j] * X[i,k] * Y[j,k]\n"
-    );
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let a = sparse(m, n, rows, &mut rng);
-    let x = dense(vec![m, k], &mut rng);
-    let y = dense(vec![n, k], &mut rng);
-    let format: Format = fmt.parse().unwrap();
-    Case {
-        program: sparsile::compile_notation(&text).unwrap(),
-        inputs: HashMap::from([
-            (
-                "A".to_string(),
-                SparseTensor::from_coo(&a, &format).unwrap(),
-            ),
-            (
-                "X".to_string(),
-                SparseTensor::from_coo(&x, &Format::Dense).unwrap(),
-            ),
-            (
-                "Y".to_string(),
-                SparseTensor::from_coo(&y, &Format::Dense).unwrap(),
-            ),
-        ]),
-        params: HashMap::from([
-            ("m".to_string(), m as i64),
-            ("n".to_string(), n as i64),
-            ("k".to_string(), k as i64),
-        ]),
-        label: format!("bsr sddmm {fmt} m={m} n={n} k={k} {rows:?} seed {seed}"),
-    }
-}
-
 #[test]
 fn batched_block_columns_of_bsr_sddmm_match_the_interpreter() {
     let cache = tempfile::tempdir().unwrap();
@@ -320,7 +293,7 @@ fn batched_block_columns_of_bsr_sddmm_match_the_interpreter() {
         ] {
             for parallel_rows in [false, true] {
                 seed += 1;
-                let case = bsr_sddmm(m, n, k, block, rows, seed);
+                let case = sddmm_in(&format!("bsr:{}x{}", block.0, block.1), m, n, k, rows, seed);
                 let mut sch = Schedule::new(&case.program);
                 sch.specialize("k", k as i64).unwrap();
                 let func = sch.func_or_lower().unwrap().clone();
