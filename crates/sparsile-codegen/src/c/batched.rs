@@ -203,22 +203,24 @@ pub(crate) fn emit_batched_loop(
 }
 
 /// The `let`s of `pre` (top level, in order) when the group's reductions may run side by
-/// side in one pass over `k`, each iteration's step preceded by its `let`s alone: the
-/// reduction reads no buffer that `pre` stores to, its accumulator `acc` aside (each
-/// iteration sums into a vector of its own; `pre`'s stores, to locals, then matter only
-/// to `post`, before which `pre` runs again). `None` otherwise.
+/// side in one pass over `k`, each iteration's step preceded by its `let`s alone: neither
+/// the reduction nor those `let`s read a buffer that `pre` stores to, the reduction's
+/// accumulator `acc` aside (each iteration sums into a vector of its own; `pre`'s stores,
+/// to locals, then matter only to `post`, before which `pre` runs again). `None`
+/// otherwise.
 fn interleavable(pre: &[Stmt], reduction: &For, acc: BufferId) -> Option<Vec<Stmt>> {
     let stored = Stmt::stored_buffers(pre);
-    let read = Stmt::loaded_buffers(&reduction.body);
+    let lets: Vec<Stmt> = pre
+        .iter()
+        .filter(|s| matches!(s, Stmt::Let { .. }))
+        .cloned()
+        .collect();
+    let mut read = Stmt::loaded_buffers(&reduction.body);
+    read.extend(Stmt::loaded_buffers(&lets));
     if stored.iter().any(|b| *b != acc && read.contains(b)) {
         return None;
     }
-    Some(
-        pre.iter()
-            .filter(|s| matches!(s, Stmt::Let { .. }))
-            .cloned()
-            .collect(),
-    )
+    Some(lets)
 }
 
 /// `stmts` without their prefetches (and without `if`s left empty by that).
