@@ -132,7 +132,7 @@ def scenario_rows(name, call, threads, args, peer=None):
             call()
             mm()
         ours, after, after_spin, after_peer = [], [], [], []
-        peer = peer()
+        peer_call = peer()
         for _ in range(n):
             t = time.perf_counter()
             call()
@@ -149,7 +149,7 @@ def scenario_rows(name, call, threads, args, peer=None):
             mm()
             after_spin.append(time.perf_counter() - t4)
             # The alternative: the same operation by torch.sparse, then the matmul.
-            peer()
+            peer_call()
             t5 = time.perf_counter()
             mm()
             after_peer.append(time.perf_counter() - t5)

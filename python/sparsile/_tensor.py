@@ -451,17 +451,11 @@ def from_scipy(A: ScipySparse, format: Optional[str] = None) -> Tensor:
         raise TypeError(f"values must be float16, float32 or float64, got {A.dtype} (convert with A.astype)")
     fix = _opts(True, True)
     shape = _shape2(A.shape)
-    if A.format in ("csr", "csc"):
-        ctor = _native.Tensor.from_csr if A.format == "csr" else _native.Tensor.from_csc
-        p, i, v = (as_index_array(A.indptr, "indptr"), as_index_array(A.indices, "indices"),
-                   as_values(A.data, "data"))
-        t = reuse_or_convert(A.format, shape, p, i, v, lambda: ctor(shape, p, i, v, **fix))
-    elif A.format == "bsr":
-        block = tuple(A.blocksize)
-        p, i, v = (as_index_array(A.indptr, "indptr"), as_index_array(A.indices, "indices"),
-                   np.ascontiguousarray(A.data).reshape(-1))
-        t = reuse_or_convert(f"bsr:{block[0]}x{block[1]}", shape, p, i, v,
-                             lambda: _native.Tensor.from_bsr(shape, block, p, i, v, **fix))
+    if A.format in ("csr", "csc", "bsr"):
+        block = tuple(A.blocksize) if A.format == "bsr" else None
+        data = np.ascontiguousarray(A.data).reshape(-1) if block else as_values(A.data, "data")
+        t = _compressed(A.format, shape, as_index_array(A.indptr, "indptr"),
+                        as_index_array(A.indices, "indices"), data, block)
     elif A.format == "coo":
         rows, cols = (A.row, A.col) if hasattr(A, "row") else A.coords
         t = _native.Tensor.from_coo(list(shape), [as_index_array(rows, "row"), as_index_array(cols, "col")],
@@ -470,6 +464,22 @@ def from_scipy(A: ScipySparse, format: Optional[str] = None) -> Tensor:
         return from_scipy(A.tocsr(), format)
     out = Tensor(t)
     return out.to(format) if format is not None else out
+
+
+def _compressed(kind: str, shape: Tuple[int, int], indptr: np.ndarray, indices: np.ndarray,
+                values: np.ndarray, block: Optional[Tuple[int, int]] = None) -> "_native.Tensor":
+    """A ``csr``, ``csc`` or ``bsr`` (``block`` = (r, c)) tensor from SciPy-style arrays,
+    sorted and summed as SciPy does; a kept conversion of the same arrays is reused
+    (see ``_converted``)."""
+    fix = _opts(True, True)
+    if kind == "bsr":
+        fmt = f"bsr:{block[0]}x{block[1]}"
+        convert = lambda: _native.Tensor.from_bsr(shape, block, indptr, indices, values, **fix)  # noqa: E731
+    else:
+        fmt = kind
+        ctor = _native.Tensor.from_csr if kind == "csr" else _native.Tensor.from_csc
+        convert = lambda: ctor(shape, indptr, indices, values, **fix)  # noqa: E731
+    return reuse_or_convert(fmt, shape, indptr, indices, values, convert)
 
 
 def from_torch(t: "torch.Tensor", format: Optional[str] = None) -> Tensor:
@@ -493,24 +503,16 @@ def from_torch(t: "torch.Tensor", format: Optional[str] = None) -> Tensor:
         idx = t.indices().numpy()
         out = _native.Tensor.from_coo(list(t.shape), [np.ascontiguousarray(r) for r in idx],
                                       as_values(t.values(), "values"), sort_indices=True, sum_duplicates=True)
-    elif t.layout in (torch.sparse_csr, torch.sparse_csc):
-        csr = t.layout == torch.sparse_csr
-        ctor = _native.Tensor.from_csr if csr else _native.Tensor.from_csc
-        shape = _shape2(t.shape)
-        p = as_index_array(t.crow_indices() if csr else t.ccol_indices(), "crow_indices" if csr else "ccol_indices")
-        i = as_index_array(t.col_indices() if csr else t.row_indices(), "col_indices" if csr else "row_indices")
-        v = as_values(t.values(), "values")
-        out = reuse_or_convert("csr" if csr else "csc", shape, p, i, v,
-                               lambda: ctor(shape, p, i, v, sort_indices=True, sum_duplicates=True))
-    elif t.layout == torch.sparse_bsr:
+    elif t.layout in (torch.sparse_csr, torch.sparse_bsr):
         vals = t.values()
-        shape, block = _shape2(t.shape), (int(vals.shape[1]), int(vals.shape[2]))
-        p = as_index_array(t.crow_indices(), "crow_indices")
-        i = as_index_array(t.col_indices(), "col_indices")
-        v = as_values(vals.contiguous().reshape(-1), "values")
-        out = reuse_or_convert(f"bsr:{block[0]}x{block[1]}", shape, p, i, v,
-                               lambda: _native.Tensor.from_bsr(shape, block, p, i, v, sort_indices=True,
-                                                               sum_duplicates=True))
+        block = (int(vals.shape[1]), int(vals.shape[2])) if t.layout == torch.sparse_bsr else None
+        out = _compressed("bsr" if block else "csr", _shape2(t.shape),
+                          as_index_array(t.crow_indices(), "crow_indices"),
+                          as_index_array(t.col_indices(), "col_indices"),
+                          as_values(vals.contiguous().reshape(-1) if block else vals, "values"), block)
+    elif t.layout == torch.sparse_csc:
+        out = _compressed("csc", _shape2(t.shape), as_index_array(t.ccol_indices(), "ccol_indices"),
+                          as_index_array(t.row_indices(), "row_indices"), as_values(t.values(), "values"))
     else:
         raise TypeError(f"unsupported torch layout {t.layout}")
     res = Tensor(out)

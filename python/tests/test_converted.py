@@ -27,6 +27,7 @@ def test_repeated_calls_reuse_the_conversion_and_see_new_values():
     first = sparsile.as_tensor(A)
     again = sparsile.as_tensor(A)
     assert again._native is not first._native
+    assert len(_converted._kept) == 1  # one conversion kept, the second call reused it
     np.testing.assert_allclose(sparsile.spmm(A, X), A @ X, rtol=1e-5, atol=1e-6)
     A.data *= -2.0  # values changed in place
     np.testing.assert_allclose(sparsile.spmm(A, X), A @ X, rtol=1e-5, atol=1e-6)

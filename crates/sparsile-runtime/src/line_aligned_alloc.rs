@@ -5,8 +5,9 @@
 //! every row of 32 f32 values (128 bytes) straddle three cache lines instead of two, and
 //! every 64-byte vector load of it split across two lines. A kernel gathering such rows
 //! (SpMM's `X[j, :]`, SDDMM's `Y[j, :]`) then moves half as much memory again: Flickr
-//! SpMM at K = 32 ran 1.7-2.1× slower on one thread; whether a buffer lands aligned changed from one allocation to the
-//! next, so the same kernel ran at two speeds in one process. [`LineAligned`] aligns
+//! SpMM at K = 32 ran 1.7-2.1× slower on one thread; whether a buffer lands aligned
+//! changed from one allocation to the next, so the same kernel ran at two speeds in one
+//! process. [`LineAligned`] aligns
 //! every block of at least [`LARGE`] bytes to [`LINE`] bytes, so every buffer Sparsile's
 //! binaries allocate (operands read from files, converted values, outputs) starts on a
 //! line.
@@ -115,14 +116,14 @@ unsafe fn map_huge(_size: usize) -> *mut u8 {
 
 /// Gives back a block from [`map_huge`]: kept for a later huge block, or unmapped.
 #[cfg(target_os = "linux")]
-unsafe fn unmap_huge(ptr: *mut u8, size: usize) {
+unsafe fn release_huge(ptr: *mut u8, size: usize) {
     if let Some(len) = huge_len(size) {
         kept_blocks::give(ptr, len);
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-unsafe fn unmap_huge(_ptr: *mut u8, _size: usize) {
+unsafe fn release_huge(_ptr: *mut u8, _size: usize) {
     unreachable!("huge blocks are Linux's")
 }
 
@@ -215,7 +216,7 @@ unsafe impl GlobalAlloc for LineAligned {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if is_huge(layout) {
-            return unmap_huge(ptr, layout.size());
+            return release_huge(ptr, layout.size());
         }
         if !is_large(layout) {
             return System.dealloc(ptr, layout);

@@ -127,44 +127,38 @@ pub(crate) fn emit_batched_loop(
         .collect();
     let decls: Vec<String> = sums.iter().map(|s| format!("{s} = {{0}}")).collect();
     w.line(&format!("{vty} {};", decls.join(", ")));
-    // Every iteration's `pre` and reduction, each into its own vector of partial sums.
-    match interleavable(pre, inner, acc.buffer) {
-        // One pass over `k` for the whole group, every iteration's step side by side:
-        // a vector that several iterations load (BSR SDDMM's row of X) is loaded once.
-        Some(lets) => {
-            w.line(&format!(
-                "for (int64_t {k} = {lo}; {k} < {hi}; {k} += {width}) {{"
-            ));
-            w.indent += 1;
-            for (l, sum) in sums.iter().enumerate() {
-                w.line("{");
+    // Every iteration's `pre` and reduction, each into its own vector of partial sums:
+    // side by side in one pass over `k` where allowed (a vector that several iterations
+    // load, BSR SDDMM's row of X, is then loaded once per step), else one after another.
+    let side_by_side = interleavable(pre, inner, acc.buffer);
+    let k_loop = format!("for (int64_t {k} = {lo}; {k} < {hi}; {k} += {width}) {{");
+    if side_by_side.is_some() {
+        w.line(&k_loop);
+        w.indent += 1;
+    }
+    for (l, sum) in sums.iter().enumerate() {
+        w.line("{");
+        w.indent += 1;
+        w.line(&format!("const int64_t {v} = {group} + {l};"));
+        match &side_by_side {
+            Some(lets) => emit_stmts(ctx, w, lets, block)?,
+            None => {
+                emit_stmts(ctx, w, pre, block)?;
+                w.line(&k_loop);
                 w.indent += 1;
-                w.line(&format!("const int64_t {v} = {group} + {l};"));
-                emit_stmts(ctx, w, &lets, block)?;
-                emit_vector_step(ctx, w, inner, &accs, &scope, std::slice::from_ref(sum))?;
-                w.indent -= 1;
-                w.line("}");
             }
+        }
+        emit_vector_step(ctx, w, inner, &accs, &scope, std::slice::from_ref(sum))?;
+        if side_by_side.is_none() {
             w.indent -= 1;
             w.line("}");
         }
-        None => {
-            for (l, sum) in sums.iter().enumerate() {
-                w.line("{");
-                w.indent += 1;
-                w.line(&format!("const int64_t {v} = {group} + {l};"));
-                emit_stmts(ctx, w, pre, block)?;
-                w.line(&format!(
-                    "for (int64_t {k} = {lo}; {k} < {hi}; {k} += {width}) {{"
-                ));
-                w.indent += 1;
-                emit_vector_step(ctx, w, inner, &accs, &scope, std::slice::from_ref(sum))?;
-                w.indent -= 1;
-                w.line("}");
-                w.indent -= 1;
-                w.line("}");
-            }
-        }
+        w.indent -= 1;
+        w.line("}");
+    }
+    if side_by_side.is_some() {
+        w.indent -= 1;
+        w.line("}");
     }
     let total = ctx.names.fresh(&format!("{buffer}_t"));
     w.line(&format!(

@@ -442,7 +442,7 @@ fn vector_value(
     lets: &HashMap<VarId, bool>,
 ) -> Result<Value, CodegenError> {
     let ty = scope.ty;
-    let (_, suffix) = names(ty);
+    let (vty, suffix) = names(ty);
     Ok(match e {
         Expr::Var(x) if lets.contains_key(x) => Value {
             text: ctx.var_name(*x)?,
@@ -479,7 +479,7 @@ fn vector_value(
             // Both sides of one type: a scalar side is broadcast when the other is a
             // vector. Only the chosen side is evaluated (a guarded load stays guarded).
             let side = |v: &Value| match (vector, v.vector) {
-                (true, false) => format!("(({}){{0}} + {})", names(ty).0, paren(&v.text)),
+                (true, false) => format!("(({vty}){{0}} + {})", paren(&v.text)),
                 _ => paren(&v.text),
             };
             Value {

@@ -21,7 +21,8 @@
 //! - a buffer `B` is own-element when every write to it in the body is a plain store in
 //!   `post` at one index list `idx`, every load of it in `pre` is at `idx` and `R` does
 //!   not read it, and `idx` is affine in the loop's variable, with a non-zero
-//!   coefficient in some index, and reads no variable the body declares: distinct
+//!   coefficient in some index, and reads no variable the body declares and no buffer
+//!   it stores to: distinct
 //!   iterations then write distinct elements, and an iteration's element is written by
 //!   its own `post` alone (a block's output loaded into a local before its dot product,
 //!   `L[0] = C[e(l)] … C[e(l)] = L[0]`, as `cache_write` leaves BSR SDDMM);
@@ -256,8 +257,9 @@ fn own_element_buffers(f: &For, r: usize) -> HashSet<BufferId> {
         .into_iter()
         .chain(Stmt::stored_buffers(reduction))
         .collect::<HashSet<_>>();
+    let body_stored = Stmt::stored_buffers(&f.body);
     let mut own = HashSet::new();
-    'candidates: for b in Stmt::stored_buffers(post) {
+    for b in Stmt::stored_buffers(post) {
         if stored_before.contains(&b) || read_in_reduction.contains(&b) {
             continue;
         }
@@ -280,10 +282,15 @@ fn own_element_buffers(f: &For, r: usize) -> HashSet<BufferId> {
         if other_write {
             continue;
         }
-        // Affine in the loop's variable, moving with it, and nothing else the body sets.
-        let affine = idx
-            .iter()
-            .all(|e| coefficient(e, f.var).is_some() && !declared.iter().any(|v| mentions(e, *v)));
+        // Affine in the loop's variable, moving with it, and nothing else the body sets
+        // (neither a variable it declares nor memory it stores to).
+        let affine = idx.iter().all(|e| {
+            let mut loaded = HashSet::new();
+            e.loaded_buffers(&mut loaded);
+            coefficient(e, f.var).is_some()
+                && !declared.iter().any(|v| mentions(e, *v))
+                && loaded.is_disjoint(&body_stored)
+        });
         if !affine || idx.iter().all(|e| coefficient(e, f.var) == Some(0)) {
             continue;
         }
@@ -300,10 +307,9 @@ fn own_element_buffers(f: &For, r: usize) -> HashSet<BufferId> {
                 });
             }
         });
-        if !loads_ok {
-            continue 'candidates;
+        if loads_ok {
+            own.insert(b);
         }
-        own.insert(b);
     }
     own
 }
