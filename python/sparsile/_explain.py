@@ -71,8 +71,8 @@ def tune(
     later ``recipe="auto"`` calls on a tensor of the same structure, width and thread
     count run it (``sparsile.explain`` then says ``source: "tuning database"``).
 
-    ``strategy``: ``"pruned"`` (the best-ranked fifth of the candidates plus the picks
-    of the selector, the rule and ``default``; the default), ``"exhaustive"`` (every
+    ``strategy``: ``"pruned"`` (the candidates the selector predicts within 1.2 times
+    its best prediction, at most a fifth of them; the default), ``"exhaustive"`` (every
     candidate) or ``"select"`` (measures nothing and records nothing: the report shows
     the ranking alone); ``budget`` bounds the measuring in seconds. Returns the report: every candidate's
     estimate, prediction, median time or failure, the ``best``, and the time split."""

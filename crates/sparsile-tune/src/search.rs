@@ -14,9 +14,9 @@
 //! with its reason and never measured again; it never stops the search.
 //!
 //! Strategies: `exhaustive` measures the whole space; `pruned` measures the candidates
-//! the ranking (cost model or selector) puts first, a fraction of the space, plus the
-//! candidates that must be seen (the rule's and the selector's picks, `default`);
-//! `select` measures nothing.
+//! the ranking (the selector's predicted slowdowns, or the cost model's estimates) puts
+//! close to its first, at most a fraction of the space ([`pruned_choice`]), plus the
+//! candidates that must be seen; `select` measures nothing.
 //!
 //! ```
 //! use sparsile_tune::search::{search, Evaluator, Prepared, SearchOptions, Strategy};
@@ -68,11 +68,24 @@ pub trait Evaluator {
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     Exhaustive,
-    /// Measure this fraction of the space, best ranked first (at least 3 candidates).
+    /// Measure the candidates ranked within `within` times the first's ranking value,
+    /// best ranked first, at most `fraction` of the space (at least one): see
+    /// [`pruned_choice`].
     Pruned {
         fraction: f64,
+        within: f64,
     },
     Select,
+}
+
+impl Strategy {
+    /// The pruned strategy as `sparsile tune --strategy pruned` runs it: at most a fifth
+    /// of the space, the candidates predicted within 1.2 times the best prediction
+    /// (the ratio STile keeps candidates within in its local search).
+    pub const PRUNED: Strategy = Strategy::Pruned {
+        fraction: 0.2,
+        within: 1.2,
+    };
 }
 
 impl Strategy {
@@ -170,8 +183,51 @@ pub struct Progress<'a> {
     pub candidate: &'a Candidate,
 }
 
-/// Searches `candidates` (see the module docs). `ranking[k]` orders candidate `k` for
-/// the pruned strategy (lower first); `must` are measured whatever the ranking.
+/// The candidates (indices) a pruned search measures: in the order of `ranking` (a
+/// positive predicted cost per candidate, lower first; `NaN` or infinite: not ranked),
+/// the first, then each next one whose value is at most `within` times the first's,
+/// until `fraction` of the space (rounded down, at least one) is taken; then `must`.
+/// Sorted.
+///
+/// A confident ranking (one candidate predicted well ahead) measures one candidate; a
+/// ranking that sees several close ones measures those, up to the cap.
+///
+/// ```
+/// use sparsile_tune::search::pruned_choice;
+/// // 10 candidates: a cap of 2; the second is within 1.2 times the first, so taken.
+/// let r = [3.0, 1.0, 1.1, 5.0, 1.15, 9.0, 9.0, 9.0, 9.0, f64::NAN];
+/// assert_eq!(pruned_choice(&r, &[], 0.2, 1.2), vec![1, 2]);
+/// assert_eq!(pruned_choice(&r, &[7], 0.2, 1.05), vec![1, 7]);
+/// ```
+pub fn pruned_choice(ranking: &[f64], must: &[usize], fraction: f64, within: f64) -> Vec<usize> {
+    let cap = ((ranking.len() as f64 * fraction).floor() as usize).max(1);
+    let mut order: Vec<usize> = (0..ranking.len())
+        .filter(|&k| ranking[k].is_finite())
+        .collect();
+    order.sort_by(|&a, &b| ranking[a].total_cmp(&ranking[b]));
+    let mut pick: Vec<usize> = Vec::new();
+    if let Some(&first) = order.first() {
+        let limit = ranking[first] * within;
+        pick.extend(
+            order
+                .iter()
+                .copied()
+                .take(cap)
+                .take_while(|&k| ranking[k] <= limit),
+        );
+    }
+    for &m in must {
+        if m < ranking.len() && !pick.contains(&m) {
+            pick.push(m);
+        }
+    }
+    pick.sort_unstable();
+    pick
+}
+
+/// Searches `candidates` (see the module docs). `ranking[k]` is the predicted cost of
+/// candidate `k` for the pruned strategy ([`pruned_choice`]); `must` are measured
+/// whatever the ranking.
 pub fn search(
     candidates: &[Candidate],
     ranking: &[f64],
@@ -184,24 +240,14 @@ pub fn search(
     let mut chosen: Vec<usize> = match options.strategy {
         Strategy::Select => Vec::new(),
         Strategy::Exhaustive => (0..candidates.len()).collect(),
-        Strategy::Pruned { fraction } => {
-            let mut order: Vec<usize> = (0..candidates.len()).collect();
-            order.sort_by(|&a, &b| {
-                let (x, y) = (ranking.get(a), ranking.get(b));
-                x.unwrap_or(&f64::INFINITY)
-                    .total_cmp(y.unwrap_or(&f64::INFINITY))
-            });
-            let n = ((candidates.len() as f64 * fraction).ceil() as usize).max(3);
-            let mut pick: Vec<usize> = order.into_iter().take(n).collect();
-            for m in must {
-                if let Some(k) = candidates.iter().position(|c| c == m) {
-                    if !pick.contains(&k) {
-                        pick.push(k);
-                    }
-                }
-            }
-            pick.sort_unstable();
-            pick
+        Strategy::Pruned { fraction, within } => {
+            let must: Vec<usize> = must
+                .iter()
+                .filter_map(|m| candidates.iter().position(|c| c == m))
+                .collect();
+            let mut ranks = ranking.to_vec();
+            ranks.resize(candidates.len(), f64::NAN);
+            pruned_choice(&ranks, &must, fraction, within)
         }
     };
     let mut outcomes: Vec<Outcome> = candidates

@@ -4,9 +4,9 @@
 //! For every (matrix, operator): an exhaustive search (every candidate, rounds measured
 //! in turn, close calls measured again), then the picks of each way of choosing — the
 //! selector, the static rule, `default` in the matrix's format, one static candidate
-//! for every input (`--static`), and the pruned search (which measures the
-//! best-ranked 20% of the space plus the rule's, the selector's and default's picks,
-//! and keeps the fastest: taken from the same measurements) — are measured again,
+//! for every input (`--static`), and the pruned search (which measures the candidates
+//! the selector predicts within 1.2 times its best prediction, at most a fifth of the
+//! space, and keeps the fastest: taken from the same measurements) — are measured again,
 //! interleaved with the exhaustive search's best, in `--remeasure` fresh rounds. A
 //! score is `best time / pick's time` in those fresh rounds: the fastest of many noisy
 //! medians in the search is biased low (on a machine whose speed drifts by 20% it is
@@ -24,6 +24,7 @@ use anyhow::{bail, Context, Result};
 use sparsile::auto::tune::{tune, TuneReport};
 use sparsile::formats::Format;
 use sparsile::ir::DType;
+use sparsile::tune::search::{pruned_choice, Strategy};
 
 use super::measure::{request, MeasureArgs};
 use super::op_specs;
@@ -102,41 +103,36 @@ fn remeasure(
     Ok(out)
 }
 
-/// The pruned search's result, from an exhaustive one's measurements.
+/// The pruned search's result, from an exhaustive one's measurements: the candidates
+/// [`Strategy::PRUNED`] measures, ranked and chosen as `tune` ranks and chooses them.
 fn pruned(r: &TuneReport) -> (Option<f64>, Option<String>, usize) {
-    let n = r.candidates.len();
-    let mut order: Vec<usize> = (0..n).collect();
-    // As the search ranks: by predicted slowdown when the selector predicts, else by
-    // the cost estimate.
-    let predicts = r.candidates.iter().any(|c| c.predicted_slowdown.is_some());
-    let rank = |k: usize| {
-        let c = &r.candidates[k];
-        if predicts {
-            c.predicted_slowdown.unwrap_or(f64::INFINITY)
-        } else {
-            c.estimate_ms
-        }
+    let Strategy::Pruned { fraction, within } = Strategy::PRUNED else {
+        unreachable!("Strategy::PRUNED is a pruned strategy")
     };
-    order.sort_by(|&a, &b| rank(a).total_cmp(&rank(b)));
-    let take = ((n as f64 * 0.2).ceil() as usize).max(3);
-    let mut pick: Vec<usize> = order.into_iter().take(take).collect();
-    for must in [Some(&r.rule_pick), r.selector_pick.as_ref()]
-        .into_iter()
-        .flatten()
-    {
-        if let Some(k) = r.candidates.iter().position(|c| &c.candidate == must) {
-            pick.push(k);
-        }
-    }
-    if let Some(k) = r
+    // By predicted slowdown when the selector predicts (its pick measured whatever the
+    // ranking), else by the cost estimate (the rule's pick measured too).
+    let predicts = r.candidates.iter().any(|c| c.predicted_slowdown.is_some());
+    let ranking: Vec<f64> = r
         .candidates
         .iter()
-        .position(|c| c.candidate == "csr/default")
-    {
-        pick.push(k);
-    }
-    pick.sort_unstable();
-    pick.dedup();
+        .map(|c| {
+            if predicts {
+                c.predicted_slowdown.unwrap_or(f64::INFINITY)
+            } else {
+                c.estimate_ms
+            }
+        })
+        .collect();
+    let must_id = if predicts {
+        r.selector_pick.as_ref()
+    } else {
+        Some(&r.rule_pick)
+    };
+    let must: Vec<usize> = must_id
+        .and_then(|m| r.candidates.iter().position(|c| &c.candidate == m))
+        .into_iter()
+        .collect();
+    let pick = pruned_choice(&ranking, &must, fraction, within);
     let best = pick
         .iter()
         .filter_map(|&k| r.candidates[k].median_ms.map(|t| (t, k)))

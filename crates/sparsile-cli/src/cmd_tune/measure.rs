@@ -26,8 +26,8 @@ pub struct MeasureArgs {
     /// Matrix Market or .spt files (repeatable).
     #[arg(long)]
     pub matrix: Vec<PathBuf>,
-    /// select (no measurement), pruned (the best-ranked 20% of the space and the rule's,
-    /// the selector's and default's picks) or exhaustive.
+    /// select (no measurement), pruned (the candidates predicted within 1.2 times the
+    /// best prediction, at most a fifth of the space) or exhaustive.
     #[arg(long, default_value = "pruned")]
     pub strategy: String,
     /// No new measuring round starts after this many seconds.

@@ -140,7 +140,17 @@ impl AutoKernel {
 
     /// The choice for `inputs` run with `threads` threads (remembered per input).
     pub fn select(&self, inputs: &HashMap<String, SparseTensor<'_>>, threads: usize) -> Selection {
-        let settings = Settings::from_env();
+        self.select_with(inputs, threads, &Settings::from_env())
+    }
+
+    /// [`AutoKernel::select`] with the settings already read (one read of the
+    /// environment per call).
+    fn select_with(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        threads: usize,
+        settings: &Settings,
+    ) -> Selection {
         let ctx = Context {
             program: &self.hash,
             info: &self.info,
@@ -191,7 +201,7 @@ impl AutoKernel {
             }
         }
         let generation = super::tune::generation();
-        let s = select(&ctx, inputs, &settings);
+        let s = select(&ctx, inputs, settings);
         if let Some(k) = remember(&s) {
             let mut m = self.choices.lock().unwrap_or_else(|e| e.into_inner());
             if m.0 == generation {
@@ -329,10 +339,11 @@ impl AutoKernel {
         outputs: &mut Outputs,
         options: &RunOptions,
     ) -> Result<(), CompileError> {
+        let settings = Settings::from_env();
         let threads = options
             .threads
-            .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&Settings::from_env()));
-        let selection = self.select(inputs, threads);
+            .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&settings));
+        let selection = self.select_with(inputs, threads, &settings);
         let (kernel, used) = self.kernel(inputs, &selection)?;
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(used);
         super::widened::run_into(&kernel, inputs, outputs, options, &self.half_outputs)
@@ -361,10 +372,11 @@ impl AutoKernel {
             .iter()
             .map(|(n, i)| (n.clone(), i.host_view()))
             .collect();
+        let settings = Settings::from_env();
         let threads = options
             .threads
-            .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&Settings::from_env()));
-        let selection = self.select(&views, threads);
+            .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&settings));
+        let selection = self.select_with(&views, threads, &settings);
         let (kernel, used) = self.kernel(&views, &selection)?;
         drop(views);
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(used);

@@ -186,20 +186,21 @@ pub fn tune(
     };
     let model_ms = t1.elapsed().as_secs_f64() * 1e3;
     let rule_pick = rule(req.op, &features, &p.format, req.other_formats);
-    // Rank by the selector where it predicts, else by the cost model.
+    // Rank by the selector's predicted slowdown where it predicts, else by the cost
+    // model's estimate; the pruned search measures the candidates predicted close to the
+    // best. Without the selector, the rule's pick is measured too.
     let ranking: Vec<f64> = if predicted.iter().any(Option::is_some) {
         predicted
             .iter()
-            .map(|x| x.unwrap_or(f64::INFINITY))
+            .map(|x| x.map_or(f64::INFINITY, f64::exp))
             .collect()
     } else {
         estimates.clone()
     };
-    let mut must = vec![
-        rule_pick.clone(),
-        Candidate::new(p.format.clone(), "default"),
-    ];
-    must.extend(selector_pick.clone());
+    let must: Vec<Candidate> = match &selector_pick {
+        Some(pick) => vec![pick.clone()],
+        None => vec![rule_pick.clone()],
+    };
     let mut ev = OpEvaluator::new(req.op, a, req.width, req.threads, req.seed)?;
     let t2 = Instant::now();
     let result = search(
@@ -382,7 +383,7 @@ fn record(
 pub fn strategy(name: &str) -> Option<Strategy> {
     match name {
         "select" => Some(Strategy::Select),
-        "pruned" => Some(Strategy::Pruned { fraction: 0.2 }),
+        "pruned" => Some(Strategy::PRUNED),
         "exhaustive" => Some(Strategy::Exhaustive),
         _ => None,
     }
