@@ -86,14 +86,22 @@ impl Strategy {
         fraction: 0.2,
         within: 1.2,
     };
-}
 
-impl Strategy {
     pub fn name(self) -> &'static str {
         match self {
             Strategy::Exhaustive => "exhaustive",
             Strategy::Pruned { .. } => "pruned",
             Strategy::Select => "select",
+        }
+    }
+
+    /// The candidates (indices, sorted) this strategy measures, given the ranking and
+    /// the candidates that must be seen: all of them, none, or [`pruned_choice`]'s.
+    pub fn chosen(self, ranking: &[f64], must: &[usize]) -> Vec<usize> {
+        match self {
+            Strategy::Exhaustive => (0..ranking.len()).collect(),
+            Strategy::Select => Vec::new(),
+            Strategy::Pruned { fraction, within } => pruned_choice(ranking, must, fraction, within),
         }
     }
 }
@@ -225,6 +233,26 @@ pub fn pruned_choice(ranking: &[f64], must: &[usize], fraction: f64, within: f64
     pick
 }
 
+/// What the pruned strategy ranks candidates by: the selector's predicted slowdowns
+/// where it predicts any (a candidate it has no prediction for last), else the cost
+/// model's estimates.
+///
+/// ```
+/// use sparsile_tune::search::ranking;
+/// assert_eq!(ranking(&[Some(1.5), None], &[2.0, 1.0]), vec![1.5, f64::INFINITY]);
+/// assert_eq!(ranking(&[None, None], &[2.0, 1.0]), vec![2.0, 1.0]);
+/// ```
+pub fn ranking(predicted_slowdown: &[Option<f64>], estimates: &[f64]) -> Vec<f64> {
+    if predicted_slowdown.iter().any(Option::is_some) {
+        predicted_slowdown
+            .iter()
+            .map(|x| x.unwrap_or(f64::INFINITY))
+            .collect()
+    } else {
+        estimates.to_vec()
+    }
+}
+
 /// Searches `candidates` (see the module docs). `ranking[k]` is the predicted cost of
 /// candidate `k` for the pruned strategy ([`pruned_choice`]); `must` are measured
 /// whatever the ranking.
@@ -237,19 +265,13 @@ pub fn search(
     progress: &mut dyn FnMut(Progress),
 ) -> SearchResult {
     let start = Instant::now();
-    let mut chosen: Vec<usize> = match options.strategy {
-        Strategy::Select => Vec::new(),
-        Strategy::Exhaustive => (0..candidates.len()).collect(),
-        Strategy::Pruned { fraction, within } => {
-            let must: Vec<usize> = must
-                .iter()
-                .filter_map(|m| candidates.iter().position(|c| c == m))
-                .collect();
-            let mut ranks = ranking.to_vec();
-            ranks.resize(candidates.len(), f64::NAN);
-            pruned_choice(&ranks, &must, fraction, within)
-        }
-    };
+    let must: Vec<usize> = must
+        .iter()
+        .filter_map(|m| candidates.iter().position(|c| c == m))
+        .collect();
+    let mut ranks = ranking.to_vec();
+    ranks.resize(candidates.len(), f64::NAN);
+    let mut chosen = options.strategy.chosen(&ranks, &must);
     let mut outcomes: Vec<Outcome> = candidates
         .iter()
         .enumerate()

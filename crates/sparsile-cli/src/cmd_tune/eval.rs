@@ -24,7 +24,7 @@ use anyhow::{bail, Context, Result};
 use sparsile::auto::tune::{tune, TuneReport};
 use sparsile::formats::Format;
 use sparsile::ir::DType;
-use sparsile::tune::search::{pruned_choice, Strategy};
+use sparsile::tune::search::{ranking, Strategy};
 
 use super::measure::{request, MeasureArgs};
 use super::op_specs;
@@ -106,33 +106,19 @@ fn remeasure(
 /// The pruned search's result, from an exhaustive one's measurements: the candidates
 /// [`Strategy::PRUNED`] measures, ranked and chosen as `tune` ranks and chooses them.
 fn pruned(r: &TuneReport) -> (Option<f64>, Option<String>, usize) {
-    let Strategy::Pruned { fraction, within } = Strategy::PRUNED else {
-        unreachable!("Strategy::PRUNED is a pruned strategy")
-    };
-    // By predicted slowdown when the selector predicts (its pick measured whatever the
-    // ranking), else by the cost estimate (the rule's pick measured too).
-    let predicts = r.candidates.iter().any(|c| c.predicted_slowdown.is_some());
-    let ranking: Vec<f64> = r
+    // Ranked as `tune` ranks; the selector's pick (the rule's without a selector)
+    // measured whatever the ranking.
+    let slowdowns: Vec<Option<f64>> = r.candidates.iter().map(|c| c.predicted_slowdown).collect();
+    let estimates: Vec<f64> = r.candidates.iter().map(|c| c.estimate_ms).collect();
+    let ranking = ranking(&slowdowns, &estimates);
+    let must_id = r.selector_pick.as_ref().unwrap_or(&r.rule_pick);
+    let must: Vec<usize> = r
         .candidates
         .iter()
-        .map(|c| {
-            if predicts {
-                c.predicted_slowdown.unwrap_or(f64::INFINITY)
-            } else {
-                c.estimate_ms
-            }
-        })
-        .collect();
-    let must_id = if predicts {
-        r.selector_pick.as_ref()
-    } else {
-        Some(&r.rule_pick)
-    };
-    let must: Vec<usize> = must_id
-        .and_then(|m| r.candidates.iter().position(|c| &c.candidate == m))
+        .position(|c| &c.candidate == must_id)
         .into_iter()
         .collect();
-    let pick = pruned_choice(&ranking, &must, fraction, within);
+    let pick = Strategy::PRUNED.chosen(&ranking, &must);
     let best = pick
         .iter()
         .filter_map(|&k| r.candidates[k].median_ms.map(|t| (t, k)))

@@ -21,7 +21,7 @@ use sparsile_tune::db::Record;
 use sparsile_tune::features::Features;
 use sparsile_tune::op::{OpInfo, Operator};
 use sparsile_tune::rule::rule;
-use sparsile_tune::search::{search, Progress, SearchOptions, SearchResult, Strategy};
+use sparsile_tune::search::{ranking, search, Progress, SearchOptions, SearchResult, Strategy};
 use sparsile_tune::space::{space, Candidate};
 
 use super::evaluate::{program_text, EvaluateError, OpEvaluator};
@@ -186,17 +186,10 @@ pub fn tune(
     };
     let model_ms = t1.elapsed().as_secs_f64() * 1e3;
     let rule_pick = rule(req.op, &features, &p.format, req.other_formats);
-    // Rank by the selector's predicted slowdown where it predicts, else by the cost
-    // model's estimate; the pruned search measures the candidates predicted close to the
-    // best. Without the selector, the rule's pick is measured too.
-    let ranking: Vec<f64> = if predicted.iter().any(Option::is_some) {
-        predicted
-            .iter()
-            .map(|x| x.map_or(f64::INFINITY, f64::exp))
-            .collect()
-    } else {
-        estimates.clone()
-    };
+    // The pruned search measures the candidates predicted close to the best; without
+    // the selector, the rule's pick is measured too.
+    let slowdowns: Vec<Option<f64>> = predicted.iter().map(|x| x.map(f64::exp)).collect();
+    let ranking = ranking(&slowdowns, &estimates);
     let must: Vec<Candidate> = match &selector_pick {
         Some(pick) => vec![pick.clone()],
         None => vec![rule_pick.clone()],
