@@ -31,7 +31,12 @@
 //! budget, which starts at the pool's spin time (`SPARSILE_SPIN_US`, default
 //! [`DEFAULT_SPIN`]) and adapts: it halves (down to [`MIN_SPIN`]) each time the next job
 //! comes later than the spin time, and returns to the spin time as soon as one comes
-//! within it. A worker also stops spinning at once when more threads are runnable than
+//! within it (both measured from the end of the pool's last job, whoever ran it). A
+//! caller whose job asks only for awake workers ([`Help::Awake`]) but finds them asleep
+//! while jobs come back to back (the last one ended within the spin time) wakes them
+//! anyway when a core is idle, at most once per [`REWAKE_GAP`]: otherwise a worker that
+//! fell asleep once (a slow yield, a job that came late) never sees the stream of
+//! medium-sized jobs again and they all run on one thread. A worker also stops spinning at once when more threads are runnable than
 //! there are cores ([`SystemLoad::oversubscribed`]): beside a busy process it would take
 //! turns on a core with it, and a job it joined would wait for its turns. The caller
 //! waits for joined workers the same way, then sleeps until the last one leaves.
@@ -112,6 +117,11 @@ const PAUSE_PHASE: Duration = Duration::from_micros(3);
 /// A `sched_yield` slower than this means another thread ran on this core.
 const CONTENDED_YIELD: Duration = Duration::from_micros(30);
 
+/// The shortest time between two wakes of sleeping workers for jobs that ask only for
+/// awake ones (see the module docs): a worker that goes back to sleep at once (a busy
+/// core) costs a caller one system call per gap, not one per call.
+pub const REWAKE_GAP: Duration = Duration::from_millis(1);
+
 /// How long after a refused wake the caller first looks at the machine again.
 pub const FIRST_LOOK_US: u64 = 50;
 
@@ -160,6 +170,11 @@ struct Shared {
     /// When the caller may look again, in µs since `epoch`, and the gap after that.
     next_look_us: AtomicU64,
     look_gap_us: AtomicU64,
+    /// When the last job was closed, in µs since `epoch` (0: none yet).
+    last_end_us: AtomicU64,
+    /// When a caller may next wake sleeping workers for a [`Help::Awake`] job, in µs
+    /// since `epoch`.
+    next_rewake_us: AtomicU64,
     epoch: Instant,
     /// Each worker's thread id and the core its affinity last left out.
     slots: Vec<WorkerSlot>,
@@ -253,6 +268,8 @@ impl WorkerPool {
             refused: AtomicBool::new(false),
             next_look_us: AtomicU64::new(0),
             look_gap_us: AtomicU64::new(0),
+            last_end_us: AtomicU64::new(0),
+            next_rewake_us: AtomicU64::new(0),
             epoch: Instant::now(),
             slots: (0..threads - 1).map(|_| WorkerSlot::default()).collect(),
             cores: Cores::of_current_thread(),
@@ -350,13 +367,18 @@ impl WorkerPool {
             } else {
                 // Look again later in this job: a thread that was runnable at the start
                 // may be gone soon.
-                let now = shared.epoch.elapsed().as_micros() as u64;
+                let now = now_us(shared);
                 shared.look_gap_us.store(FIRST_LOOK_US, Ordering::Relaxed);
                 shared
                     .next_look_us
                     .store(now + FIRST_LOOK_US, Ordering::Relaxed);
                 shared.refused.store(true, Ordering::Release);
             }
+        } else if help == Help::Awake
+            && shared.sleeping.load(Ordering::SeqCst) > 0
+            && back_to_back(shared)
+        {
+            wake_sleepers(shared);
         }
 
         /// Closes the job and waits for the joined workers when dropped, so that an
@@ -366,6 +388,9 @@ impl WorkerPool {
             fn drop(&mut self) {
                 let shared = self.0;
                 shared.refused.store(false, Ordering::Relaxed);
+                shared
+                    .last_end_us
+                    .store(now_us(shared).max(1), Ordering::Relaxed);
                 let state = shared.state.fetch_or(CLOSED, Ordering::SeqCst) | CLOSED;
                 if state & JOINED != 0 {
                     wait_for_joined(shared);
@@ -400,7 +425,7 @@ impl WorkerPool {
         if !shared.refused.load(Ordering::Acquire) {
             return;
         }
-        let now = shared.epoch.elapsed().as_micros() as u64;
+        let now = now_us(shared);
         let next = shared.next_look_us.load(Ordering::Relaxed);
         if now < next {
             return;
@@ -419,6 +444,38 @@ impl WorkerPool {
             wake_sleepers(shared);
         }
     }
+}
+
+/// µs since the pool's epoch.
+fn now_us(shared: &Shared) -> u64 {
+    shared.epoch.elapsed().as_micros() as u64
+}
+
+/// Whether sleeping workers should be woken for a job that asks only for awake ones:
+/// the last job ended within the spin time (jobs come back to back, so a worker that
+/// spun would have caught this one), no such wake happened in the last [`REWAKE_GAP`],
+/// and the machine has a core to spare. Claims the gap when it says yes.
+fn back_to_back(shared: &Shared) -> bool {
+    let now = now_us(shared);
+    let last_end = shared.last_end_us.load(Ordering::Relaxed);
+    if last_end == 0 || now.saturating_sub(last_end) > shared.spin.as_micros() as u64 {
+        return false;
+    }
+    let next = shared.next_rewake_us.load(Ordering::Relaxed);
+    if now < next
+        || shared
+            .next_rewake_us
+            .compare_exchange(
+                next,
+                now + REWAKE_GAP.as_micros() as u64,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+    {
+        return false;
+    }
+    shared.load.core_to_spare()
 }
 
 /// Wakes every sleeping worker.
@@ -479,8 +536,8 @@ impl SpinBudget {
         SpinBudget { budget: max, max }
     }
 
-    /// After a wait that slept: `idle` is the whole time from the end of the last job
-    /// to the next one. A job that came within the largest budget would have been caught
+    /// After a wait that slept: `idle` is the whole time from the end of the pool's
+    /// last job to the next one. A job that came within the largest budget would have been caught
     /// by spinning that long: spin that long again. A job that came later halves it.
     fn slept(&mut self, idle: Duration) {
         if idle <= self.max {
@@ -555,7 +612,15 @@ fn wait_for_job(shared: &Shared, seen: u64, budget: &mut SpinBudget) -> Waited {
     };
     shared.sleeping.fetch_sub(1, Ordering::SeqCst);
     drop(guard);
-    budget.slept(start.elapsed());
+    // Idle since the pool's last job ended (jobs this worker slept through count: a
+    // worker woken for a stream of back-to-back jobs spins the whole budget again).
+    let last_end = shared.last_end_us.load(Ordering::Relaxed);
+    let idle = if last_end == 0 {
+        start.elapsed()
+    } else {
+        Duration::from_micros(now_us(shared).saturating_sub(last_end))
+    };
+    budget.slept(idle);
     result
 }
 
@@ -799,5 +864,44 @@ mod tests {
         let worker = by_worker.load(Ordering::Relaxed);
         assert!(worker > 0, "the worker took no piece of 400");
         assert!(!pool.shared.refused.load(Ordering::SeqCst));
+    }
+
+    /// A worker asleep while medium-sized jobs ([`Help::Awake`]) come back to back is
+    /// woken by one of them (once per [`REWAKE_GAP`]) and takes part in the later ones;
+    /// without that it never saw one again and they all ran on the caller alone.
+    #[test]
+    fn back_to_back_jobs_wake_a_sleeping_worker() {
+        fn idle() -> Option<u64> {
+            Some(1)
+        }
+        let load = SystemLoad::with_reader(2, idle, Duration::ZERO);
+        let pool = WorkerPool::with_load(2, Duration::from_millis(5), load).unwrap();
+        while pool.shared.sleeping.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let caller = std::thread::current().id();
+        let by_worker = AtomicUsize::new(0);
+        let job = |next: &AtomicUsize| loop {
+            if next.fetch_add(1, Ordering::Relaxed) >= 20 {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+            if std::thread::current().id() != caller {
+                by_worker.fetch_add(1, Ordering::Relaxed);
+            }
+        };
+        // The first job has no job before it: nothing says jobs come back to back.
+        let next = AtomicUsize::new(0);
+        pool.run_with(&|| job(&next), Help::Awake);
+        assert_eq!(pool.shared.next_rewake_us.load(Ordering::SeqCst), 0);
+        for _ in 0..50 {
+            let next = AtomicUsize::new(0);
+            pool.run_with(&|| job(&next), Help::Awake);
+        }
+        assert!(pool.shared.next_rewake_us.load(Ordering::SeqCst) > 0);
+        assert!(
+            by_worker.load(Ordering::Relaxed) > 0,
+            "the worker took no piece of 50 back-to-back jobs"
+        );
     }
 }
