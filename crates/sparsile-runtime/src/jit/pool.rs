@@ -440,7 +440,7 @@ impl WorkerPool {
             return;
         }
         shared.look_gap_us.store(2 * gap, Ordering::Relaxed);
-        if shared.load.core_to_spare() && shared.refused.swap(false, Ordering::AcqRel) {
+        if shared.load.core_idle_now() && shared.refused.swap(false, Ordering::AcqRel) {
             wake_sleepers(shared);
         }
     }
