@@ -4,7 +4,7 @@
 //! features read the row pointers of a compressed-row pattern in full (`O(rows)`) and
 //! the column indices only in a sample of rows: block fill and bandwidth come from at
 //! most [`SAMPLE_ROWS`] rows (or block rows) spread evenly over the matrix, each standing
-//! for the rows between it and the next, plus every *long* row (more than
+//! for an equal share of the rows that are not long, plus every *long* row (more than
 //! [`LONG_ROW_FACTOR`] times the mean length) read in full and standing for itself. A
 //! plain even sample let one huge row speak for thousands: on an arrow matrix (one dense
 //! row, one dense column, the diagonal) it put the fill of `1 x 16` blocks at 0.76 where
@@ -117,6 +117,7 @@ impl Features {
         let frac = |x: f64, of: f64| if of > 0.0 { x / of } else { 0.0 };
         let density = frac(nnz as f64, rows as f64 * csr.cols as f64);
         let dense_bytes = (csr.cols.max(1) * width.max(1) * dtype_bytes) as f64;
+        let rows_read = sampled_rows(csr);
         let values = vec![
             ((rows + 1) as f64).log2(),
             ((csr.cols + 1) as f64).log2(),
@@ -128,9 +129,9 @@ impl Features {
             frac(empty as f64, rows as f64),
             frac(tail, nnz as f64),
             frac(short as f64, rows as f64),
-            bandwidth(csr),
-            row_block_fill(csr, 16),
-            row_block_fill(csr, 32),
+            bandwidth(csr, &rows_read),
+            row_block_fill(csr, &rows_read, 16),
+            row_block_fill(csr, &rows_read, 32),
             block_fill(csr, 4),
             block_fill(csr, 8),
             block_fill(csr, 16),
@@ -161,18 +162,26 @@ impl Features {
 
 /// The units (rows or block rows) to read, each with the number of units it stands for:
 /// every long unit (above [`LONG_ROW_FACTOR`] times the mean of `len`) with weight 1,
-/// and of the others all when there are few, else [`SAMPLE_ROWS`] evenly spread, each
-/// standing for an equal share of them.
+/// and of the others all when there are few, else those at every `count / SAMPLE_ROWS`-th
+/// position (at most [`SAMPLE_ROWS`]), each standing for an equal share of them. Two
+/// passes over `len`.
 fn sampled(count: usize, len: impl Fn(usize) -> f64) -> Vec<(usize, f64)> {
     let total: f64 = (0..count).map(&len).sum();
     let limit = LONG_ROW_FACTOR * (total / count.max(1) as f64).max(1.0);
-    let long = |u: usize| len(u) > limit;
-    let others = (0..count).filter(|&u| !long(u)).count();
-    let step = others.div_ceil(SAMPLE_ROWS).max(1);
-    let spread: Vec<usize> = (0..count).filter(|&u| !long(u)).step_by(step).collect();
+    // One pass: every long unit, and every step-th unit that is not long.
+    let step = count.div_ceil(SAMPLE_ROWS).max(1);
+    let (mut spread, mut long) = (Vec::new(), Vec::new());
+    for u in 0..count {
+        if len(u) > limit {
+            long.push(u);
+        } else if u % step == 0 {
+            spread.push(u);
+        }
+    }
+    let others = count - long.len();
     let weight = others as f64 / spread.len().max(1) as f64;
     let mut units: Vec<(usize, f64)> = spread.into_iter().map(|u| (u, weight)).collect();
-    units.extend((0..count).filter(|&u| long(u)).map(|u| (u, 1.0)));
+    units.extend(long.into_iter().map(|u| (u, 1.0)));
     units
 }
 
@@ -193,13 +202,13 @@ fn row<'a>(csr: &Csr<'a>, i: usize) -> &'a [i64] {
 
 /// The mean distance of a non-zero from the diagonal (scaled to a square), over the
 /// columns, in the sampled rows.
-fn bandwidth(csr: &Csr) -> f64 {
+fn bandwidth(csr: &Csr, rows_read: &[(usize, f64)]) -> f64 {
     if csr.rows == 0 || csr.cols == 0 {
         return 0.0;
     }
     let scale = csr.cols as f64 / csr.rows as f64;
     let (mut sum, mut n) = (0.0, 0.0);
-    for (i, w) in sampled_rows(csr) {
+    for &(i, w) in rows_read {
         let diag = i as f64 * scale;
         let r = row(csr, i);
         sum += w * r.iter().map(|&j| (j as f64 - diag).abs()).sum::<f64>();
@@ -214,9 +223,9 @@ fn bandwidth(csr: &Csr) -> f64 {
 
 /// The fill of `1 x c` blocks (one row, `c` aligned columns) holding a non-zero, in the
 /// sampled rows: 1 when every touched block is full.
-fn row_block_fill(csr: &Csr, c: i64) -> f64 {
+fn row_block_fill(csr: &Csr, rows_read: &[(usize, f64)], c: i64) -> f64 {
     let (mut nz, mut blocks) = (0.0, 0.0);
-    for (i, w) in sampled_rows(csr) {
+    for &(i, w) in rows_read {
         let (mut last, mut count) = (-1i64, 0usize);
         let r = row(csr, i);
         for &j in r {
@@ -307,7 +316,10 @@ mod tests {
             indices: &indices,
         };
         for c in [16, 32] {
-            let (sampled, exact) = (row_block_fill(&csr, c), exact_row_block_fill(&csr, c));
+            let (sampled, exact) = (
+                row_block_fill(&csr, &sampled_rows(&csr), c),
+                exact_row_block_fill(&csr, c),
+            );
             assert!(
                 (sampled - exact).abs() < 0.02,
                 "1x{c}: sampled {sampled}, exact {exact}"
@@ -319,7 +331,7 @@ mod tests {
         assert!((f4 - 0.25).abs() < 0.02, "4x4 fill {f4}");
         // Mean distance from the diagonal: the dense row's and the dense column's
         // non-zeros (two thirds) average n/2 each, the diagonal's third 0.
-        let b = bandwidth(&csr);
+        let b = bandwidth(&csr, &sampled_rows(&csr));
         assert!((b - 1.0 / 3.0).abs() < 0.03, "bandwidth {b}");
     }
 

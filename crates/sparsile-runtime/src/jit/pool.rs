@@ -36,9 +36,10 @@
 //! while jobs come back to back (the last one ended within the spin time) wakes them
 //! anyway when a core is idle, at most once per [`REWAKE_GAP`]: otherwise a worker that
 //! fell asleep once (a slow yield, a job that came late) never sees the stream of
-//! medium-sized jobs again and they all run on one thread. A worker also stops spinning at once when more threads are runnable than
-//! there are cores ([`SystemLoad::oversubscribed`]): beside a busy process it would take
-//! turns on a core with it, and a job it joined would wait for its turns. The caller
+//! medium-sized jobs again and they all run on one thread. A worker also stops spinning
+//! at once when more threads are runnable than there are cores
+//! ([`SystemLoad::oversubscribed`]): beside a busy process it would take turns on a core
+//! with it, and a job it joined would wait for its turns. The caller
 //! waits for joined workers the same way, then sleeps until the last one leaves.
 //!
 //! # Placement
@@ -537,8 +538,9 @@ impl SpinBudget {
     }
 
     /// After a wait that slept: `idle` is the whole time from the end of the pool's
-    /// last job to the next one. A job that came within the largest budget would have been caught
-    /// by spinning that long: spin that long again. A job that came later halves it.
+    /// last job to the next one. A job that came within the largest budget would have
+    /// been caught by spinning that long: spin that long again. A job that came later
+    /// halves it.
     fn slept(&mut self, idle: Duration) {
         if idle <= self.max {
             self.budget = self.max;
