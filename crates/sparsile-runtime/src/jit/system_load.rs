@@ -136,9 +136,7 @@ impl SystemLoad {
         // A thread that runs for a few microseconds (a kernel worker, a short process)
         // is not a reason to leave a core idle for a whole call: busy means two readings
         // in a row say so...
-        let spare = |reading: Option<u64>| reading.is_none_or(|running| running < self.cores);
-        if spare(self.running(true)) || spare(self.running(true)) {
-            self.busy_since.store(0, Ordering::Relaxed);
+        if self.core_idle_now() || self.core_idle_now() {
             return true;
         }
         // ...and that readings have said so for a while.
