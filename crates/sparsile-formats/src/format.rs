@@ -58,6 +58,14 @@ impl Format {
         }
     }
 
+    /// Whether a stored coordinate may be the sentinel `length` (a padding slot: ELL
+    /// rows shorter than their width, SR-BCRS's last column group, hyb's buckets). The
+    /// block formats pad only inside their blocks: every stored block coordinate names a
+    /// real block, so a coordinate read from them needs no range guard.
+    pub fn stores_sentinel(&self) -> bool {
+        self.pads() && !matches!(self, Format::Bsr { .. } | Format::Dbsr { .. })
+    }
+
     /// Whether the format stores explicit zeros beyond the pattern (padding).
     pub fn pads(&self) -> bool {
         matches!(

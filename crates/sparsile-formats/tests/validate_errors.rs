@@ -284,6 +284,26 @@ fn bsr_blocks() {
         t.to_dense_f64(),
         vec![0., 0., 1., 2., 0., 0., 3., 4., 5., 6., 0., 0., 7., 8., 0., 0.]
     );
+    // A block column equal to the number of block columns (a padding sentinel, which
+    // ELL may store) names no block: kernels read block coordinates unguarded.
+    assert_eq!(
+        SparseTensor::from_bsr(
+            [4, 4],
+            (2, 2),
+            ia(&[0, 1, 2]),
+            ia(&[1, 2]),
+            fv(&values),
+            STRICT
+        )
+        .unwrap_err(),
+        FormatError::IndexOutOfRange {
+            axis: 1,
+            parent: 1,
+            position: 1,
+            value: 2,
+            dim: 2
+        }
+    );
     assert_eq!(
         SparseTensor::from_bsr([4, 4], (0, 2), ia(&[0]), ia(&[]), fv(&[]), STRICT).unwrap_err(),
         FormatError::BlockSizeZero { r: 0, c: 2 }

@@ -472,3 +472,43 @@ fn a_sparse_output_is_absorbed_over_its_positions() {
         "{e:?}"
     );
 }
+
+/// BSR SDDMM (`sddmm_bsr_prefetch.before`): the loop over a block row's blocks holds a
+/// prefetch and a `let` beside the loops down to the cached one, which the chain
+/// passes; a read of the buffer beside the chain is refused like one inside it, and a
+/// statement beside the chain that is neither a `let` nor a prefetch ends the chain.
+#[test]
+fn the_chain_passes_prefetches_and_lets_but_not_reads_beside_it() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/schedule/absorb_init/sddmm_bsr_prefetch.before");
+    let text: String = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let cached = |text: &str| {
+        let func: Func = text.parse().unwrap_or_else(|e| panic!("{e}\n{text}"));
+        cache_write(&func, &LoopRef::new("C", "ji_2"), "C")
+            .unwrap()
+            .0
+    };
+    assert!(absorb_init(&cached(&text), "C", "C").is_ok());
+    let guard = "if jo_p_2 + 4 < nnz_A {";
+    let read = text.replacen(guard, "if C[io_2, jo_p_2, 0, 0] > 0.0 {", 1);
+    let err = absorb_init(&cached(&read), "C", "C").unwrap_err();
+    assert!(
+        matches!(&err, ScheduleError::AbsorbOtherAccess { access, .. } if access == "C[io_2, jo_p_2, 0, 0]"),
+        "{err}"
+    );
+    let store = text.replacen(
+        "let jo_2: idx = C_A_JO_indices[jo_p_2]",
+        "let jo_2: idx = C_A_JO_indices[jo_p_2]\n        C[io_2, jo_p_2, 0, 0] = 1.0",
+        1,
+    );
+    let err = absorb_init(&cached(&store), "C", "C").unwrap_err();
+    assert!(
+        matches!(&err, ScheduleError::AbsorbTargetShape { .. }),
+        "{err}"
+    );
+}

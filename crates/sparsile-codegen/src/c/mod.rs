@@ -59,6 +59,7 @@
 //! `tests/c/*.c` for complete examples.
 
 mod batched;
+mod batched_rows;
 pub(crate) mod ctx;
 pub(crate) mod expr;
 pub(crate) mod half_sums;

@@ -33,6 +33,8 @@ pub(crate) enum Helper {
     AtomicAddF64,
     NoOuterVectorizeMacro,
     ScalarLoopMacro,
+    /// `SPARSILE_KEEP_VECTOR(v)`: keeps a loaded vector in a register (row tiles).
+    KeepVectorMacro,
     /// The x86 intrinsics header, where the target has AVX-512 (masked lanes).
     Intrinsics,
     VectorTypes,
@@ -78,6 +80,7 @@ impl Helper {
             | Helper::AtomicAddF64
             | Helper::NoOuterVectorizeMacro
             | Helper::ScalarLoopMacro
+            | Helper::KeepVectorMacro
             | Helper::Intrinsics
             | Helper::VectorTypes
             | Helper::TransposedSums
@@ -295,6 +298,17 @@ static inline int64_t sparsile_search_i64(const int64_t *a, int64_t lo, int64_t 
 #define SPARSILE_SCALAR_LOOP __asm__ volatile(\"\");
 #else
 #define SPARSILE_SCALAR_LOOP
+#endif
+"
+            }
+            Helper::KeepVectorMacro => {
+                "/* A vector loaded once and used by several multiply-adds (a row tile): GCC
+ * would fold the load into each of them, loading it once per use. An empty asm
+ * statement that takes the vector in a register keeps it there. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#define SPARSILE_KEEP_VECTOR(v) __asm__(\"\" : \"+v\"(v))
+#else
+#define SPARSILE_KEEP_VECTOR(v)
 #endif
 "
             }

@@ -20,6 +20,7 @@ use sparsile_ir::loops::{Expr, For, ForKind, Stmt};
 use sparsile_ir::{BufferId, DType, VarId};
 
 use super::batched::emit_batched_loop;
+use super::batched_rows::emit_batched_rows;
 use super::ctx::Ctx;
 use super::expr::{emit_as, emit_offset, emit_truth};
 use super::prelude::Helper;
@@ -70,6 +71,7 @@ fn emit_stmt(
             emit_reassociated_loop(ctx, w, f, block)?;
         }
         Stmt::For(f) if f.kind == ForKind::Batched && emit_batched_loop(ctx, w, f, block)? => {}
+        Stmt::For(f) if f.kind == ForKind::Serial && emit_batched_rows(ctx, w, f, block)? => {}
         Stmt::For(f)
             if f.kind == ForKind::RegisterTiled && emit_register_tiled_loop(ctx, w, f, block)? => {}
         Stmt::For(f) => {

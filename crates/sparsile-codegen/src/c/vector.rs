@@ -508,6 +508,18 @@ fn vector_value(
     })
 }
 
+/// `e`, an expression of the body of the loop of `scope` that reads none of the body's
+/// float `let`s, for the lanes starting at the C variable of the loop variable: its C
+/// text, and whether it is a vector (else one scalar that arithmetic broadcasts).
+pub(crate) fn vector_text(
+    ctx: &mut Ctx,
+    e: &Expr,
+    scope: &BodyLets,
+) -> Result<(String, bool), CodegenError> {
+    let v = vector_value(ctx, e, scope, &HashMap::new())?;
+    Ok((v.text, v.vector))
+}
+
 /// The loop variable, the accumulators' type and the index `let`s of the body.
 pub(crate) struct BodyLets<'a> {
     v: VarId,

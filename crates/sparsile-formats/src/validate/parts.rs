@@ -151,13 +151,13 @@ fn check_storage(
         }
         let order = match (&a.indptr, a.parent, a.nnz_per_parent) {
             (Some(indptr), _, _) => {
-                check_compressed_indices(i, indices, a.length, format.pads(), indptr)?
+                check_compressed_indices(i, indices, a.length, format.stores_sentinel(), indptr)?
             }
             (None, None, _) => check_indices(
                 i,
                 indices,
                 a.length,
-                format.pads(),
+                format.stores_sentinel(),
                 std::iter::once((0, 0..a.npos)),
             )?,
             (None, Some(_), k) => {
@@ -167,7 +167,7 @@ fn check_storage(
                     i,
                     indices,
                     a.length,
-                    format.pads(),
+                    format.stores_sentinel(),
                     (0..parents).map(move |p| (p, p * k..(p + 1) * k)),
                 )?
             }

@@ -25,8 +25,11 @@
 //!   ([`ScheduleError::AbsorbInitNotFull`]);
 //! - no top-level statement between the two blocks reads or writes `buffer`
 //!   ([`ScheduleError::AbsorbInterleaved`]);
-//! - `block` is one loop nest, each loop the only statement of the one around it, down
-//!   to the loop whose body opens (after its `let`s) with a loop nest copying `buffer`
+//! - `block` is one loop nest, each loop the only statement of the one around it
+//!   besides `let`s and prefetches (those of a gather ahead: BSR SDDMM's loop over a
+//!   block row's blocks prefetches rows of the dense operand before its loops over the
+//!   block), down to the loop whose body opens (after its `let`s) with a loop nest
+//!   copying `buffer`
 //!   into a local array and ends with one copying the local back — the shape
 //!   `cache_write` builds, recognised structurally ([`ScheduleError::AbsorbTargetShape`]);
 //! - the stores back cover every element, in exactly one iteration of the enclosing
@@ -36,7 +39,7 @@
 //!   the length itself as the bound), and the copy back is guarded at most by
 //!   `v < length` / `v >= 0` ([`ScheduleError::AbsorbRegionNotFull`]);
 //! - inside `block`, `buffer` is accessed only by the load and the store of those copy
-//!   loops, and the load reads the iteration's own elements
+//!   loops (not by the `let`s and prefetches beside the chain either), and the load reads the iteration's own elements
 //!   ([`ScheduleError::AbsorbOtherAccess`]).
 //!
 //! Then every element of `buffer` holds the init constant until the iteration that owns
@@ -143,17 +146,47 @@ pub fn absorb_init(func: &Func, block: &str, buffer: &str) -> Result<Func, Sched
     };
     let mut stmts = body;
     for _ in 1..cached.depth {
-        let Some(Stmt::For(f)) = stmts.first_mut() else {
+        let k = the_loop(stmts).expect("checked: a chain of single loops");
+        let Stmt::For(f) = &mut stmts[k] else {
             unreachable!("checked: a chain of single loops")
         };
         stmts = &mut f.body;
     }
-    let Some(Stmt::For(f)) = stmts.first_mut() else {
+    let k = the_loop(stmts).expect("checked: a chain of single loops");
+    let Stmt::For(f) = &mut stmts[k] else {
         unreachable!("checked: a chain of single loops")
     };
     f.body[cached.load_at] = replace_load(&f.body[cached.load_at], buf, value);
     out.body.remove(init);
     Ok(out)
+}
+
+/// The position of the one loop of `stmts` when every other statement is a `let` or a
+/// prefetch (possibly under conditions): a link of the chain down to the cached loop.
+/// Prefetches change no value, and `let`s only name values, so neither touches what the
+/// chain covers.
+fn the_loop(stmts: &[Stmt]) -> Option<usize> {
+    fn hint(s: &Stmt) -> bool {
+        match s {
+            Stmt::Prefetch { .. } => true,
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => then_body.iter().chain(else_body).all(hint),
+            _ => false,
+        }
+    }
+    let mut found = None;
+    for (k, s) in stmts.iter().enumerate() {
+        match s {
+            Stmt::For(_) if found.is_none() => found = Some(k),
+            Stmt::Let { .. } => {}
+            s if hint(s) => {}
+            _ => return None,
+        }
+    }
+    found
 }
 
 /// The span of block `name` nested anywhere in `stmts`.
@@ -638,12 +671,24 @@ impl Ctx<'_> {
         };
         // The chain of loops down to the one whose body opens with the load nest.
         let mut chain: Vec<&For> = Vec::new();
+        // The `let`s and prefetches beside the chain's loops.
+        let mut beside: Vec<Stmt> = Vec::new();
         let mut stmts = body;
         let (cached, lets, load) = loop {
-            let [Stmt::For(f)] = stmts else {
+            let link = the_loop(stmts);
+            if let Some(k) = link {
+                beside.extend(
+                    stmts
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, _)| *j != k)
+                        .map(|(_, s)| s.clone()),
+                );
+            }
+            let Some(Stmt::For(f)) = link.map(|k| &stmts[k]) else {
                 let at = stmts.first().map(Stmt::span).unwrap_or(span);
                 return Err(shape(
-                    "no loop (each the only statement of the one around it) opens its iteration by loading the buffer into a local array".to_string(),
+                    "no loop (each the only statement of the one around it, besides `let`s and prefetches) opens its iteration by loading the buffer into a local array".to_string(),
                     at,
                 ));
             };
@@ -841,6 +886,7 @@ impl Ctx<'_> {
                 rest.extend(accesses(std::slice::from_ref(&s), self.buf));
             }
         }
+        rest.extend(accesses(&beside, self.buf));
         rest.extend(accesses(&cached.body[..lets], self.buf));
         rest.extend(accesses(
             &cached.body[lets + 1..cached.body.len() - 1],

@@ -220,7 +220,7 @@ fn declare_part(
                 DecomposeRule::Hyb { .. } => a + 1 == layout.axes.len(),
                 DecomposeRule::Convert { format } => format
                     .parse::<sparsile_formats::Format>()
-                    .is_ok_and(|f| f.pads()),
+                    .is_ok_and(|f| f.stores_sentinel()),
             };
         let axis_name = names.fresh(&format!("{buffer_name}_{}", spec.name));
         let mut param = |out: &mut Program, what: &str| {

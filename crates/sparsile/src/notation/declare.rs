@@ -186,7 +186,7 @@ impl<'c> Decls<'c> {
         let tname = decl.name.clone();
         let span = decl.span;
         // Only formats with padding slots store the sentinel coordinate (= length).
-        let pads = decl.format.pads();
+        let pads = decl.format.stores_sentinel();
         let needs_count = |s: &sparsile_formats::AxisSpec| {
             s.kind.is_variable()
                 || (computed.is_some() && s.kind == AxisKind::SparseFixed)
