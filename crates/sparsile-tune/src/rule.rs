@@ -6,8 +6,9 @@
 //! pay when the rows are not too short (4 or more non-zeros); attention masks whose rows
 //! are runs of 32 columns run SpMV fastest from one-row blocks of 32 (when formats may
 //! change). An SpMM operand whose aligned 8 × 8 (or 4 × 4) blocks are at least 75 % full
-//! is stored in blocks when it may change format ([`block_format`], consulted before the
-//! selector). Programs the selector does not
+//! is stored in blocks when it may change format, and so is an SDDMM operand whose
+//! 16 × 16 (or, from a width of 64, 8 × 8) blocks are ([`block_format`], consulted before
+//! the selector). Programs the selector does not
 //! classify ([`Operator::Other`]) run `rowwise` too, which schedules every statement row by
 //! row: on pubmed (2 threads, one run) it matched the default schedule on an SDDMM-like
 //! score, a masked product, row sums and a scaled SpMV (within 5 %), was 2.3x faster on
@@ -39,27 +40,51 @@ pub const BLOCK_RULE_FILL: f64 = 0.75;
 /// operand may change format: `bsr:8x8` where 8 × 8 blocks are at least
 /// [`BLOCK_RULE_FILL`] full, else `bsr:4x4` where 4 × 4 blocks are; `None` otherwise.
 ///
-/// It is consulted before the selector, whose training labels hold CSR candidates only
-/// (it has no model for a block format). Measured with `rowwise` (register tiles over
+/// It is consulted before the selector, whose corpus holds few operands with full
+/// blocks (and whose SDDMM labels hold no block candidate). Measured with `rowwise` (register tiles over
 /// the block rows), two threads, K = 32 / 128, time against CSR's: BigBird (fill 100 %)
 /// 0.34 / 0.40, Longformer (96 %) 0.48 / 0.46, a causal window (97 %) 0.31 / 0.38, the
 /// fixed sparse transformer (98 %) 0.35 / 0.46; below the threshold blocks stop paying:
 /// the strided sparse transformer (4 × 4 fill 50 %) 0.58 / 0.89, 50 %-pruned DLMC
 /// weights 0.64–1.11, 70 %-pruned 1.08–1.44, 80 %-pruned 1.39–2.0 (`bench/README.md`).
+///
+/// An SDDMM operand is stored in blocks on the same condition, at widths that are
+/// multiples of 8 (the register tile of SDDMM over blocks runs pairs of block rows
+/// against groups of 8 block columns, one vector of 8 lanes of `k` at a time; a 4 × 4
+/// block row is too narrow for it): `bsr:16x16` from a width of 32, `bsr:8x8` from 64
+/// (at 32 its many small blocks cost as much as they save). Measured with `rowwise`,
+/// two threads, time against CSR's at K = 32 / 128 (medians; this host's speed drifts
+/// between runs): BigBird (16 × 16 fill 100 %) 0.55–0.68 / 0.50–0.62, Longformer
+/// (92 %) 0.77–0.86 / 0.75–0.76, a causal window (94 %) 0.93 / 0.69, with `bsr:16x16`;
+/// the fixed sparse transformer (16 × 16 fill 59 %, 8 × 8 98 %) with `bsr:8x8`
+/// 1.02–1.28 / 0.40–0.87. Where blocks are half full (the strided sparse transformer,
+/// 50 %-pruned DLMC weights) CSR wins at both widths.
 pub fn block_format(
     op: Operator,
     features: &Features,
     format: &str,
     other_formats: bool,
 ) -> Option<Candidate> {
-    if op != Operator::Spmm || !other_formats || format != "csr" {
+    if !other_formats || format != "csr" {
         return None;
     }
     let get = |name: &str| features.get(name).unwrap_or(0.0);
-    [("fill_8x8", "bsr:8x8"), ("fill_4x4", "bsr:4x4")]
-        .into_iter()
+    let blocks: &[(&str, &str)] = match op {
+        Operator::Spmm => &[("fill_8x8", "bsr:8x8"), ("fill_4x4", "bsr:4x4")],
+        Operator::Sddmm => {
+            let width = get("log2_width").exp2().round() as i64;
+            match width {
+                w if w % 8 != 0 || w < 32 => return None,
+                w if w < 64 => &[("fill_16x16", "bsr:16x16")],
+                _ => &[("fill_16x16", "bsr:16x16"), ("fill_8x8", "bsr:8x8")],
+            }
+        }
+        _ => return None,
+    };
+    blocks
+        .iter()
         .find(|(f, _)| get(f) >= BLOCK_RULE_FILL)
-        .map(|(_, b)| Candidate::new(b, "rowwise"))
+        .map(|(_, b)| Candidate::new(*b, "rowwise"))
 }
 
 /// The rule's candidate for `op` on an input in `format` (see the module docs).
@@ -123,7 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn full_blocks_take_a_block_format_for_spmm_only() {
+    fn full_blocks_take_a_block_format_for_spmm_and_sddmm() {
         let (p, j) = blocks(256, 16, 0);
         let f = features(Operator::Spmm, &p, &j, 256);
         assert_eq!(
@@ -133,8 +158,38 @@ mod tests {
         // The operand keeps its format, or is not CSR, or the operator is not SpMM.
         assert!(block_format(Operator::Spmm, &f, "csr", false).is_none());
         assert!(block_format(Operator::Spmm, &f, "bsr:4x4", true).is_none());
+        // SDDMM: 16 x 16 blocks first, at widths the tile fills.
         let g = features(Operator::Sddmm, &p, &j, 256);
-        assert!(block_format(Operator::Sddmm, &g, "csr", true).is_none());
+        assert_eq!(
+            block_format(Operator::Sddmm, &g, "csr", true).map(|c| c.id()),
+            Some("bsr:16x16/rowwise".to_string())
+        );
+        let csr = Csr {
+            rows: 256,
+            cols: 256,
+            indptr: &p,
+            indices: &j,
+        };
+        for width in [8, 12, 16, 20, 36] {
+            let narrow = Features::of(&csr, Operator::Sddmm, width, 2, 4);
+            assert!(block_format(Operator::Sddmm, &narrow, "csr", true).is_none());
+        }
+        // Full 8 x 8 blocks, a quarter-full 16 x 16: blocks of 8 from a width of 64.
+        let (p8, j8) = blocks(256, 8, 0);
+        let csr8 = Csr {
+            rows: 256,
+            cols: 256,
+            indptr: &p8,
+            indices: &j8,
+        };
+        let at = |width| {
+            let f = Features::of(&csr8, Operator::Sddmm, width, 2, 4);
+            block_format(Operator::Sddmm, &f, "csr", true).map(|c| c.format)
+        };
+        assert_eq!(at(32), None);
+        assert_eq!(at(64), Some("bsr:8x8".to_string()));
+        assert_eq!(at(128), Some("bsr:8x8".to_string()));
+        assert!(block_format(Operator::Spmv, &f, "csr", true).is_none());
         // 4 x 4 blocks full, 8 x 8 blocks a quarter full: the smaller block.
         let (p, j) = blocks(256, 4, 0);
         let f = features(Operator::Spmm, &p, &j, 256);

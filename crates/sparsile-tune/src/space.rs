@@ -32,7 +32,10 @@ use crate::op::Operator;
 /// hosts (`masked=on`), and `rowwise:masked=off` is an SpMV candidate. 4: `rowwise` on a
 /// block format holds SpMM's output tile in registers across a block row (`register_tile`),
 /// so the block candidates of SpMM are another kernel (CSR candidates are unchanged).
-pub const SPACE_VERSION: u32 = 4;
+/// 5: SDDMM has block candidates (`bsr:RxR` with `rowwise`, pairs of block rows as one
+/// register tile), and block formats read their block coordinates unguarded (CSR
+/// candidates are unchanged).
+pub const SPACE_VERSION: u32 = 5;
 
 /// The smallest block fill at which a block format is a candidate.
 pub const MIN_BLOCK_FILL: f64 = 0.35;
@@ -167,6 +170,19 @@ pub fn space(
     if other_formats && format == "csr" {
         let fill = |name: &str| features.get(name).unwrap_or(0.0);
         let mut alt: Vec<&str> = Vec::new();
+        if op == Operator::Sddmm {
+            // The output takes the operand's blocks: square blocks only, and only
+            // `rowwise` (the default schedule computes every padded element one by one).
+            for (f, b) in [
+                ("fill_4x4", "bsr:4x4"),
+                ("fill_8x8", "bsr:8x8"),
+                ("fill_16x16", "bsr:16x16"),
+            ] {
+                if fill(f) >= MIN_BLOCK_FILL {
+                    out.push(Candidate::new(b, "rowwise"));
+                }
+            }
+        }
         if matches!(op, Operator::Spmm | Operator::Spmv) {
             for (f, b) in [
                 ("fill_4x4", "bsr:4x4"),

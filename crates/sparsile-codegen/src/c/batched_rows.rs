@@ -162,7 +162,7 @@ pub(crate) fn emit_batched_rows(
             "for (int64_t {row} = {pair}; {row} < {pair} + {ROWS}; ++{row}) {{"
         ));
         w.line(&format!(
-            "    for (int64_t {column} = {}; {column} < {}; ++{column}) {ok} = {ok} && {};",
+            "    for (int64_t {column} = {}; {column} < {}; ++{column}) {ok} &= {};",
             tile.first_column,
             tile.first_column + tile.column_count,
             conds?.join(" && ")

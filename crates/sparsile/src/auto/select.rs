@@ -243,8 +243,8 @@ pub fn select(
             Err(e) => note = Some(e.to_string()),
         }
     }
-    // The selector's labels hold CSR candidates only: a nearly full block structure
-    // decides the format first.
+    // The selector's corpus holds few operands with full blocks (and its SDDMM labels no
+    // block candidate): a nearly full block structure decides the format first.
     if let Some(c) = block_format(op, &features, &p.format, ctx.other_formats) {
         return Selection {
             op,
