@@ -3,7 +3,8 @@
 //!
 //! For every (matrix, operator): an exhaustive search (every candidate, rounds measured
 //! in turn, close calls measured again), then the picks of each way of choosing — the
-//! selector, the static rule, `default` in the matrix's format, one static candidate
+//! selector (as the automatic choice consults it: after the block rule, which stores an
+//! operand whose aligned blocks are nearly full in a block format), the static rule, `default` in the matrix's format, one static candidate
 //! for every input (`--static`), and the pruned search (which measures the candidates
 //! the selector predicts within 1.2 times its best prediction, at most a fifth of the
 //! space, and keeps the fastest: taken from the same measurements) — are measured again,

@@ -35,6 +35,8 @@ pub(crate) enum Helper {
     ScalarLoopMacro,
     /// `SPARSILE_KEEP_VECTOR(v)`: keeps a loaded vector in a register (row tiles).
     KeepVectorMacro,
+    /// `SPARSILE_NO_FULL_UNROLL`: keeps a short vectorized loop with guarded loads a loop.
+    NoFullUnrollMacro,
     /// The x86 intrinsics header, where the target has AVX-512 (masked lanes).
     Intrinsics,
     VectorTypes,
@@ -81,6 +83,7 @@ impl Helper {
             | Helper::NoOuterVectorizeMacro
             | Helper::ScalarLoopMacro
             | Helper::KeepVectorMacro
+            | Helper::NoFullUnrollMacro
             | Helper::Intrinsics
             | Helper::VectorTypes
             | Helper::TransposedSums
@@ -298,6 +301,17 @@ static inline int64_t sparsile_search_i64(const int64_t *a, int64_t lo, int64_t 
 #define SPARSILE_SCALAR_LOOP __asm__ volatile(\"\");
 #else
 #define SPARSILE_SCALAR_LOOP
+#endif
+"
+            }
+            Helper::NoFullUnrollMacro => {
+                "/* A short vectorized loop whose loads are guarded (a block on the matrix's edge):
+ * GCC would unroll it completely and then leave the guarded loads scalar; kept a loop,
+ * it is vectorized with masked loads. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SPARSILE_NO_FULL_UNROLL _Pragma(\"GCC unroll 1\")
+#else
+#define SPARSILE_NO_FULL_UNROLL
 #endif
 "
             }

@@ -20,7 +20,7 @@ use sparsile_tune::cost::{rank_correlation, CostModel, Machine, Shape};
 use sparsile_tune::db::Record;
 use sparsile_tune::features::Features;
 use sparsile_tune::op::{OpInfo, Operator};
-use sparsile_tune::rule::rule;
+use sparsile_tune::rule::{block_format, rule};
 use sparsile_tune::search::{ranking, search, Progress, SearchOptions, SearchResult, Strategy};
 use sparsile_tune::space::{space, Candidate};
 
@@ -79,6 +79,8 @@ pub struct TuneReport {
     pub best_ms: Option<f64>,
     /// `default`'s median when measured.
     pub default_ms: Option<f64>,
+    /// What the automatic choice picks without a database: the block rule's format where
+    /// aligned blocks are nearly full, else the selector's prediction.
     pub selector_pick: Option<String>,
     pub rule_pick: String,
     /// Spearman correlation of the cost estimates with the measured medians.
@@ -184,6 +186,11 @@ pub fn tune(
             (vec![None; candidates.len()], None)
         }
     };
+    // The automatic choice without a database: a nearly full block structure decides the
+    // format first (`block_format`, as `select` does), then the model.
+    let selector_pick = block_format(req.op, &features, &p.format, req.other_formats)
+        .filter(|b| candidates.contains(b))
+        .or(selector_pick);
     let model_ms = t1.elapsed().as_secs_f64() * 1e3;
     let rule_pick = rule(req.op, &features, &p.format, req.other_formats);
     // The pruned search measures the candidates predicted close to the best; without
