@@ -54,7 +54,7 @@ pub const BLOCK_RULE_FILL: f64 = 0.75;
 /// block row is too narrow for it): `bsr:16x16` from a width of 32, `bsr:8x8` from 64
 /// (at 32 its many small blocks cost as much as they save). Measured with `rowwise`,
 /// two threads, time against CSR's at K = 32 / 128 (medians; this host's speed drifts
-/// between runs): BigBird (16 × 16 fill 100 %) 0.55–0.68 / 0.50–0.62, Longformer
+/// between runs): BigBird (16 × 16 fill 100 %) 0.65–0.92 / 0.56–0.62, Longformer
 /// (92 %) 0.77–0.86 / 0.75–0.76, a causal window (94 %) 0.93 / 0.69, with `bsr:16x16`;
 /// the fixed sparse transformer (16 × 16 fill 59 %, 8 × 8 98 %) with `bsr:8x8`
 /// 1.02–1.28 / 0.40–0.87. Where blocks are half full (the strided sparse transformer,
