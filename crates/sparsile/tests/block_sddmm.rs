@@ -15,10 +15,10 @@ mod support;
 
 use std::collections::HashMap;
 
-use sparsile::formats::{Format, SparseTensor};
+use sparsile::formats::SparseTensor;
 use sparsile::ir::DType;
 use sparsile::{compile_recipe, Stage};
-use support::{check_kernel, dense, have_compiler, matrix, rng};
+use support::{check_kernel, have_compiler, operands};
 
 fn sddmm(dtype: DType, format: &str) -> String {
     let t = if dtype == DType::F32 { "f32" } else { "f64" };
@@ -34,17 +34,14 @@ fn inputs(
     dtype: DType,
     seed: u64,
 ) -> HashMap<String, SparseTensor<'static>> {
-    let mut g = rng(seed);
-    let coo = matrix(kind, m, n, &mut g);
-    let format: Format = format.parse().unwrap();
-    HashMap::from([
-        (
-            "A".to_string(),
-            SparseTensor::from_coo_with(&coo, &format, dtype).unwrap(),
-        ),
-        ("X".to_string(), dense(&[m, k], dtype, &mut g)),
-        ("Y".to_string(), dense(&[n, k], dtype, &mut g)),
-    ])
+    operands(
+        kind,
+        (m, n),
+        format,
+        dtype,
+        seed,
+        &[("X", &[m, k]), ("Y", &[n, k])],
+    )
 }
 
 /// (kind, m, n): edges off the block sizes, one long row, empty.

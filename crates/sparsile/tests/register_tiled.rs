@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use sparsile::formats::{Format, SparseTensor};
 use sparsile::ir::DType;
 use sparsile::{compile_recipe, Stage};
-use support::{check_kernel, dense, have_compiler, matrix, rng};
+use support::{check_kernel, dense, have_compiler, matrix, operands, rng};
 
 fn spmm(dtype: DType, format: &str) -> String {
     let t = if dtype == DType::F32 { "f32" } else { "f64" };
@@ -33,16 +33,7 @@ fn inputs(
     dtype: DType,
     seed: u64,
 ) -> HashMap<String, SparseTensor<'static>> {
-    let mut g = rng(seed);
-    let coo = matrix(kind, m, n, &mut g);
-    let format: Format = format.parse().unwrap();
-    HashMap::from([
-        (
-            "A".to_string(),
-            SparseTensor::from_coo_with(&coo, &format, dtype).unwrap(),
-        ),
-        ("B".to_string(), dense(&[n, k], dtype, &mut g)),
-    ])
+    operands(kind, (m, n), format, dtype, seed, &[("B", &[n, k])])
 }
 
 /// (kind, m, n, k): edges off the block sizes, widths around the vector widths.

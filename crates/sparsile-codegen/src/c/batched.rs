@@ -48,7 +48,7 @@
 //!       }
 //! ```
 
-use sparsile_ir::loops::{batched_shape, Expr, For, Stmt};
+use sparsile_ir::loops::{batched_shape, BatchedShape, Expr, For, Stmt};
 use sparsile_ir::BufferId;
 
 use super::ctx::Ctx;
@@ -68,18 +68,10 @@ pub(crate) fn emit_batched_loop(
     f: &For,
     block: Option<&str>,
 ) -> Result<bool, CodegenError> {
-    let Ok(shape) = batched_shape(ctx.func, f) else {
-        return Ok(false);
-    };
-    let Stmt::For(inner) = &f.body[shape.reduction] else {
+    let Some((shape, inner, ty)) = groupable(ctx, f)? else {
         return Ok(false);
     };
     let acc = &shape.accumulator;
-    let ty = ctx.buffer_ty(acc.buffer)?;
-    // The groups add into the accumulator's element in place (not f16/bf16 bits).
-    if !ty.is_float() || ctx.buffer(acc.buffer)?.dtype.is_half() {
-        return Ok(false);
-    }
     let width = lanes(ty);
     let (Expr::Int(lo), Expr::Int(hi)) = (&inner.lo, &inner.hi) else {
         return Ok(false);
@@ -194,6 +186,26 @@ pub(crate) fn emit_batched_loop(
     w.indent -= 1;
     w.line("}");
     Ok(true)
+}
+
+/// The shape of the batched loop `f`, its reduction loop and its accumulator's type,
+/// when groups can be written for it: [`batched_shape`] holds and the accumulator is an
+/// f32 or f64 buffer (the groups add into its element in place, not into f16/bf16 bits).
+pub(crate) fn groupable<'f>(
+    ctx: &Ctx,
+    f: &'f For,
+) -> Result<Option<(BatchedShape, &'f For, Ty)>, CodegenError> {
+    let Ok(shape) = batched_shape(ctx.func, f) else {
+        return Ok(None);
+    };
+    let Stmt::For(inner) = &f.body[shape.reduction] else {
+        return Ok(None);
+    };
+    let ty = ctx.buffer_ty(shape.accumulator.buffer)?;
+    if !ty.is_float() || ctx.buffer(shape.accumulator.buffer)?.dtype.is_half() {
+        return Ok(None);
+    }
+    Ok(Some((shape, inner, ty)))
 }
 
 /// The `let`s of `pre` (top level, in order) when the group's reductions may run side by

@@ -47,10 +47,10 @@
 
 use std::collections::HashSet;
 
-use sparsile_ir::coord::BinaryOp;
-use sparsile_ir::loops::{batched_shape, reduction_addend, Expr, For, ForKind, Stmt};
+use sparsile_ir::loops::{reduction_addend, Expr, For, ForKind, Stmt};
 use sparsile_ir::{BufferId, VarId};
 
+use super::batched::groupable;
 use super::ctx::Ctx;
 use super::expr::{emit_offset, emit_truth};
 use super::prelude::Helper;
@@ -290,17 +290,10 @@ fn tileable<'f>(ctx: &mut Ctx, f: &'f For) -> Result<Option<Tile<'f>>, CodegenEr
     if column_count <= 0 || column_count % COLUMNS != 0 {
         return Ok(None);
     }
-    let Ok(shape) = batched_shape(ctx.func, columns) else {
-        return Ok(None);
-    };
-    let Stmt::For(reduction) = &columns.body[shape.reduction] else {
+    let Some((shape, reduction, ty)) = groupable(ctx, columns)? else {
         return Ok(None);
     };
     let acc = &shape.accumulator;
-    let ty = ctx.buffer_ty(acc.buffer)?;
-    if !ty.is_float() || ctx.buffer(acc.buffer)?.dtype.is_half() {
-        return Ok(None);
-    }
     let width = lanes(ty);
     if COLUMNS % width != 0 {
         return Ok(None);
@@ -363,17 +356,15 @@ fn tileable<'f>(ctx: &mut Ctx, f: &'f For) -> Result<Option<Tile<'f>>, CodegenEr
         return Ok(None);
     }
     // The factors: those that read the row form the row vector, the rest the column's.
-    let mut factors = Vec::new();
-    flatten_product(&addend, &mut factors);
     let (mut row, mut col) = (Vec::new(), Vec::new());
-    for x in factors {
+    for x in addend.factors() {
         match (reads(x, f.var), reads(x, columns.var)) {
             (true, true) => return Ok(None),
-            (true, false) => row.push(x.clone()),
-            _ => col.push(x.clone()),
+            (true, false) => row.push(x),
+            _ => col.push(x),
         }
     }
-    let (Some(row_factor), Some(column_factor)) = (product(row), product(col)) else {
+    let (Some(row_factor), Some(column_factor)) = (Expr::product(row), Expr::product(col)) else {
         return Ok(None);
     };
     if !reads(&row_factor, k) || !reads(&column_factor, k) {
@@ -424,30 +415,6 @@ fn without_selects(e: &Expr, k: VarId, guards: &mut Vec<Expr>) -> Expr {
         },
         other => other.clone(),
     }
-}
-
-/// The factors of a product tree.
-fn flatten_product<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match e {
-        Expr::Binary {
-            op: BinaryOp::Mul,
-            lhs,
-            rhs,
-        } => {
-            flatten_product(lhs, out);
-            flatten_product(rhs, out);
-        }
-        other => out.push(other),
-    }
-}
-
-/// The product of `factors` in order, `None` when there are none.
-fn product(factors: Vec<Expr>) -> Option<Expr> {
-    factors.into_iter().reduce(|a, b| Expr::Binary {
-        op: BinaryOp::Mul,
-        lhs: Box::new(a),
-        rhs: Box::new(b),
-    })
 }
 
 /// Whether `e` reads the variable `v`.

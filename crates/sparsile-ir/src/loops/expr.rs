@@ -142,6 +142,36 @@ impl Expr {
         }
     }
 
+    /// The factors of this expression as a product `a * b * …` (any nesting of `*`), left
+    /// to right; an expression that is not a product is its own only factor.
+    pub fn factors(&self) -> Vec<&Expr> {
+        fn walk<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+            match e {
+                Expr::Binary {
+                    op: BinaryOp::Mul,
+                    lhs,
+                    rhs,
+                } => {
+                    walk(lhs, out);
+                    walk(rhs, out);
+                }
+                _ => out.push(e),
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out
+    }
+
+    /// The product of `factors` multiplied left to right (`(a * b) * c`), `None` when
+    /// there are none.
+    pub fn product<'e>(factors: impl IntoIterator<Item = &'e Expr>) -> Option<Expr> {
+        factors
+            .into_iter()
+            .cloned()
+            .reduce(|acc, e| Expr::binary(BinaryOp::Mul, acc, e))
+    }
+
     /// Adds to `out` every buffer this expression loads or searches.
     pub fn loaded_buffers(&self, out: &mut std::collections::HashSet<BufferId>) {
         self.visit(&mut |x| {

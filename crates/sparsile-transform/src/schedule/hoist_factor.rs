@@ -105,18 +105,16 @@ pub fn hoist_factor(func: &Func, target: &LoopRef) -> Result<Func, ScheduleError
         let Some(addend) = reduction_addend(update) else {
             continue;
         };
-        let mut factors = Vec::new();
-        flatten_product(addend, &mut factors);
         let (outside, varying): (Vec<&Expr>, Vec<&Expr>) =
-            factors.into_iter().partition(|e| fixed(e));
+            addend.factors().into_iter().partition(|e| fixed(e));
         if outside.is_empty() || varying.is_empty() {
             continue;
         }
         plans.push(Plan {
             buffer: r.buffer,
             index: r.index.clone(),
-            outside: product(outside),
-            varying: product(varying),
+            outside: Expr::product(outside).expect("checked: not empty"),
+            varying: Expr::product(varying).expect("checked: not empty"),
         });
     }
     if plans.is_empty() {
@@ -207,28 +205,6 @@ struct Plan {
     varying: Expr,
 }
 
-/// The factors of a product `a * b * …` (any nesting of `*`).
-fn flatten_product<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match e {
-        Expr::Binary {
-            op: BinaryOp::Mul,
-            lhs,
-            rhs,
-        } => {
-            flatten_product(lhs, out);
-            flatten_product(rhs, out);
-        }
-        _ => out.push(e),
-    }
-}
-
-/// The product of `factors` (at least one), left to right.
-fn product(factors: Vec<&Expr>) -> Expr {
-    let mut it = factors.into_iter().cloned();
-    let first = it.next().expect("at least one factor");
-    it.fold(first, |acc, e| Expr::binary(BinaryOp::Mul, acc, e))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,10 +213,9 @@ mod tests {
     fn products_flatten_and_rebuild_left_to_right() {
         let x = |n: i64| Expr::Int(n);
         let e = Expr::binary(BinaryOp::Mul, x(1), Expr::binary(BinaryOp::Mul, x(2), x(3)));
-        let mut f = Vec::new();
-        flatten_product(&e, &mut f);
+        let f = e.factors();
         assert_eq!(f, vec![&x(1), &x(2), &x(3)]);
-        let p = product(f);
+        let p = Expr::product(f).unwrap();
         assert_eq!(
             p,
             Expr::binary(BinaryOp::Mul, Expr::binary(BinaryOp::Mul, x(1), x(2)), x(3))

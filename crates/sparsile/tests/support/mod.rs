@@ -71,6 +71,29 @@ pub fn dense(shape: &[usize], dtype: DType, rng: &mut ChaCha8Rng) -> SparseTenso
     SparseTensor::dense_from_f64(shape, &v, dtype).unwrap()
 }
 
+/// A seeded `kind` matrix of `m x n` stored as `A` in `format`, and the dense operands
+/// named and shaped by `dense`, drawn after it from the same generator.
+pub fn operands(
+    kind: &str,
+    (m, n): (usize, usize),
+    format: &str,
+    dtype: DType,
+    seed: u64,
+    dense_shapes: &[(&str, &[usize])],
+) -> HashMap<String, SparseTensor<'static>> {
+    let mut g = rng(seed);
+    let coo = matrix(kind, m, n, &mut g);
+    let format: sparsile::formats::Format = format.parse().unwrap();
+    let mut out = HashMap::from([(
+        "A".to_string(),
+        SparseTensor::from_coo_with(&coo, &format, dtype).unwrap(),
+    )]);
+    for (name, shape) in dense_shapes {
+        out.insert(name.to_string(), dense(shape, dtype, &mut g));
+    }
+    out
+}
+
 pub fn close(a: &[f64], b: &[f64], tol: f64, what: &str) {
     assert_eq!(a.len(), b.len(), "{what}: lengths differ");
     for (k, (x, y)) in a.iter().zip(b).enumerate() {
