@@ -77,7 +77,8 @@ struct Tile<'f> {
     /// The body of the batched loop before and after the reduction.
     pre: &'f [Stmt],
     post: &'f [Stmt],
-    /// Conditions (none reads `k`) under which the reduction adds `rows * columns`.
+    /// The conditions (none reads `k`) that guard the reduction's loads and update: the
+    /// tile runs without them for a pair of rows where they hold at every column.
     guards: Vec<Expr>,
     row_factor: Expr,
     column_factor: Expr,
