@@ -169,30 +169,24 @@ pub fn space(
     let mut out: Vec<Candidate> = recipes.iter().map(|r| Candidate::new(format, r)).collect();
     if other_formats && format == "csr" {
         let fill = |name: &str| features.get(name).unwrap_or(0.0);
+        // Square blocks full enough to pay.
+        let square: Vec<&str> = [
+            ("fill_4x4", "bsr:4x4"),
+            ("fill_8x8", "bsr:8x8"),
+            ("fill_16x16", "bsr:16x16"),
+        ]
+        .into_iter()
+        .filter(|(f, _)| fill(f) >= MIN_BLOCK_FILL)
+        .map(|(_, b)| b)
+        .collect();
         let mut alt: Vec<&str> = Vec::new();
         if op == Operator::Sddmm {
             // The output takes the operand's blocks: square blocks only, and only
             // `rowwise` (the default schedule computes every padded element one by one).
-            for (f, b) in [
-                ("fill_4x4", "bsr:4x4"),
-                ("fill_8x8", "bsr:8x8"),
-                ("fill_16x16", "bsr:16x16"),
-            ] {
-                if fill(f) >= MIN_BLOCK_FILL {
-                    out.push(Candidate::new(b, "rowwise"));
-                }
-            }
+            out.extend(square.iter().map(|b| Candidate::new(*b, "rowwise")));
         }
         if matches!(op, Operator::Spmm | Operator::Spmv) {
-            for (f, b) in [
-                ("fill_4x4", "bsr:4x4"),
-                ("fill_8x8", "bsr:8x8"),
-                ("fill_16x16", "bsr:16x16"),
-            ] {
-                if fill(f) >= MIN_BLOCK_FILL {
-                    alt.push(b);
-                }
-            }
+            alt.extend(&square);
             for (f, b) in [("fill_1x16", "bsr:1x16"), ("fill_1x32", "bsr:1x32")] {
                 if fill(f) >= MIN_ROW_BLOCK_FILL {
                     alt.push(b);

@@ -230,7 +230,7 @@ fn interleavable(pre: &[Stmt], reduction: &For, acc: BufferId) -> Option<Vec<Stm
 }
 
 /// `stmts` without their prefetches (and without `if`s left empty by that).
-fn without_prefetches(stmts: &[Stmt]) -> Vec<Stmt> {
+pub(crate) fn without_prefetches(stmts: &[Stmt]) -> Vec<Stmt> {
     stmts
         .iter()
         .filter_map(|s| match s {

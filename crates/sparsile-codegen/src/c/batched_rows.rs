@@ -50,7 +50,7 @@ use std::collections::HashSet;
 use sparsile_ir::loops::{reduction_addend, Expr, For, ForKind, Stmt};
 use sparsile_ir::{BufferId, VarId};
 
-use super::batched::groupable;
+use super::batched::{groupable, without_prefetches};
 use super::ctx::Ctx;
 use super::expr::{emit_offset, emit_truth};
 use super::prelude::Helper;
@@ -119,14 +119,9 @@ pub(crate) fn emit_batched_rows(
     ctx.helpers.insert(Helper::VectorTypes);
     ctx.helpers.insert(Helper::TransposedSums);
     ctx.helpers.insert(Helper::KeepVectorMacro);
-    // `pre` again before each sum is added: its stores (its prefetches were for the
+    // `pre` again before each sum is added, without its prefetches (they were for the
     // first pass, which this tile does not run).
-    let pre: Vec<Stmt> = tile
-        .pre
-        .iter()
-        .filter(|s| matches!(s, Stmt::Store { .. }))
-        .cloned()
-        .collect();
+    let pre = without_prefetches(tile.pre);
     let comment = loop_comment(block, f.kind);
     let plain_rows = |ctx: &mut Ctx, w: &mut Writer, from: &str, to: &str| {
         w.line(&format!(

@@ -29,9 +29,9 @@
 //!   besides `let`s and prefetches (those of a gather ahead: BSR SDDMM's loop over a
 //!   block row's blocks prefetches rows of the dense operand before its loops over the
 //!   block), down to the loop whose body opens (after its `let`s) with a loop nest
-//!   copying `buffer`
-//!   into a local array and ends with one copying the local back — the shape
-//!   `cache_write` builds, recognised structurally ([`ScheduleError::AbsorbTargetShape`]);
+//!   copying `buffer` into a local array and ends with one copying the local back — the
+//!   shape `cache_write` builds, recognised structurally
+//!   ([`ScheduleError::AbsorbTargetShape`]);
 //! - the stores back cover every element, in exactly one iteration of the enclosing
 //!   loops: each enclosing loop runs over the whole range of its own index position of
 //!   `buffer` (as for the init block), every other position is a dense one and the
@@ -39,8 +39,8 @@
 //!   the length itself as the bound), and the copy back is guarded at most by
 //!   `v < length` / `v >= 0` ([`ScheduleError::AbsorbRegionNotFull`]);
 //! - inside `block`, `buffer` is accessed only by the load and the store of those copy
-//!   loops (not by the `let`s and prefetches beside the chain either), and the load reads the iteration's own elements
-//!   ([`ScheduleError::AbsorbOtherAccess`]).
+//!   loops (not by the `let`s and prefetches beside the chain either), and the load
+//!   reads the iteration's own elements ([`ScheduleError::AbsorbOtherAccess`]).
 //!
 //! Then every element of `buffer` holds the init constant until the iteration that owns
 //! it loads it, so the load can be replaced by the constant; and every element is
@@ -672,7 +672,7 @@ impl Ctx<'_> {
         // The chain of loops down to the one whose body opens with the load nest.
         let mut chain: Vec<&For> = Vec::new();
         // The `let`s and prefetches beside the chain's loops.
-        let mut beside: Vec<Stmt> = Vec::new();
+        let mut beside: Vec<&Stmt> = Vec::new();
         let mut stmts = body;
         let (cached, lets, load) = loop {
             let link = the_loop(stmts);
@@ -682,7 +682,7 @@ impl Ctx<'_> {
                         .iter()
                         .enumerate()
                         .filter(|(j, _)| *j != k)
-                        .map(|(_, s)| s.clone()),
+                        .map(|(_, s)| s),
                 );
             }
             let Some(Stmt::For(f)) = link.map(|k| &stmts[k]) else {
@@ -886,7 +886,9 @@ impl Ctx<'_> {
                 rest.extend(accesses(std::slice::from_ref(&s), self.buf));
             }
         }
-        rest.extend(accesses(&beside, self.buf));
+        for s in &beside {
+            rest.extend(accesses(std::slice::from_ref(*s), self.buf));
+        }
         rest.extend(accesses(&cached.body[..lets], self.buf));
         rest.extend(accesses(
             &cached.body[lets + 1..cached.body.len() - 1],
