@@ -157,20 +157,29 @@ pub(crate) fn emit_batched_loop(
         "const {vty} {total} = sparsile_tsum_{suffix}({});",
         sums.join(", ")
     ));
-    // Then, in order, each iteration's `pre` again (no prefetches), its sum, its `post`.
+    // Then, in order, each iteration's `pre` again (no prefetches), its sum, its `post`:
+    // a loop kept a loop (GCC would unroll it completely and leave it scalar), which the
+    // C compiler vectorizes where the epilogue allows it (CSR SDDMM's `C[jp] = A[jp] *
+    // sum` over consecutive positions).
     let pre_again = without_prefetches(pre);
-    for l in 0..width {
-        w.line("{");
-        w.indent += 1;
-        w.line(&format!("const int64_t {v} = {group} + {l};"));
-        emit_stmts(ctx, w, &pre_again, block)?;
-        w.line(&format!(
-            "{buffer}[{offset}] = {buffer}[{offset}] + {total}[{l}];"
-        ));
-        emit_stmts(ctx, w, post, block)?;
-        w.indent -= 1;
-        w.line("}");
-    }
+    let lanes_of_total = ctx.names.fresh(&format!("{buffer}_sums"));
+    let l = ctx.names.fresh(&format!("{v}_lane"));
+    ctx.helpers.insert(Helper::NoFullUnrollMacro);
+    w.line(&format!("{} {lanes_of_total}[{width}];", ty.c_name()));
+    w.line(&format!(
+        "__builtin_memcpy({lanes_of_total}, &{total}, sizeof {total});"
+    ));
+    w.line("SPARSILE_NO_FULL_UNROLL");
+    w.line(&format!("for (int64_t {l} = 0; {l} < {width}; ++{l}) {{"));
+    w.indent += 1;
+    w.line(&format!("const int64_t {v} = {group} + {l};"));
+    emit_stmts(ctx, w, &pre_again, block)?;
+    w.line(&format!(
+        "{buffer}[{offset}] = {buffer}[{offset}] + {lanes_of_total}[{l}];"
+    ));
+    emit_stmts(ctx, w, post, block)?;
+    w.indent -= 1;
+    w.line("}");
     w.indent -= 1;
     w.line("}");
     // The iterations left: the plain loop.

@@ -226,24 +226,43 @@ pub(crate) fn emit_batched_rows(
             }
         }
     }
-    // Then, in the plain loop's order, every iteration's `pre`, its sum and its `post`.
+    // Then, in the plain loop's order, every iteration's `pre`, its sum and its `post`:
+    // a loop over the columns of each row, kept a loop (GCC would unroll it completely
+    // and leave the straight-line code scalar) that the C compiler vectorizes where the
+    // epilogue allows it: SDDMM's `O[p] = A[p] * sum`, elementwise along a block row.
     let acc = &tile.accumulator.name;
+    let scalar = ty.c_name();
     for (r, row_totals) in totals.iter().enumerate() {
-        for l in 0..tile.column_count {
-            w.line("{");
-            w.indent += 1;
-            w.line(&format!("const int64_t {row} = {pair} + {r};"));
+        let sums = ctx.names.fresh(&format!("tile_sums{r}"));
+        w.line("{");
+        w.indent += 1;
+        w.line(&format!("{scalar} {sums}[{}];", tile.column_count));
+        for (g, t) in row_totals.iter().enumerate() {
             w.line(&format!(
-                "const int64_t {column} = {};",
-                tile.first_column + l
+                "__builtin_memcpy(&{sums}[{}], &{t}, sizeof {t});",
+                g as i64 * width
             ));
-            emit_stmts(ctx, w, &pre, block)?;
-            let t = &row_totals[(l / width) as usize];
-            w.line(&format!("{acc} = {acc} + {t}[{}];", l % width));
-            emit_stmts(ctx, w, tile.post, block)?;
-            w.indent -= 1;
-            w.line("}");
         }
+        let l = ctx.names.fresh("tile_l");
+        ctx.helpers.insert(Helper::NoFullUnrollMacro);
+        w.line("SPARSILE_NO_FULL_UNROLL");
+        w.line(&format!(
+            "for (int64_t {l} = 0; {l} < {}; ++{l}) {{",
+            tile.column_count
+        ));
+        w.indent += 1;
+        w.line(&format!("const int64_t {row} = {pair} + {r};"));
+        w.line(&format!(
+            "const int64_t {column} = {} + {l};",
+            tile.first_column
+        ));
+        emit_stmts(ctx, w, &pre, block)?;
+        w.line(&format!("{acc} = {acc} + {sums}[{l}];"));
+        emit_stmts(ctx, w, tile.post, block)?;
+        w.indent -= 1;
+        w.line("}");
+        w.indent -= 1;
+        w.line("}");
     }
     w.indent -= 1;
     w.line("} else {");

@@ -35,7 +35,7 @@ pub(crate) enum Helper {
     ScalarLoopMacro,
     /// `SPARSILE_KEEP_VECTOR(v)`: keeps a loaded vector in a register (row tiles).
     KeepVectorMacro,
-    /// `SPARSILE_NO_FULL_UNROLL`: keeps a short vectorized loop with guarded loads a loop.
+    /// `SPARSILE_NO_FULL_UNROLL`: keeps a short loop a loop for GCC's loop vectorizer.
     NoFullUnrollMacro,
     /// The x86 intrinsics header, where the target has AVX-512 (masked lanes).
     Intrinsics,
@@ -305,9 +305,9 @@ static inline int64_t sparsile_search_i64(const int64_t *a, int64_t lo, int64_t 
 "
             }
             Helper::NoFullUnrollMacro => {
-                "/* A short vectorized loop whose loads are guarded (a block on the matrix's edge):
- * GCC would unroll it completely and then leave the guarded loads scalar; kept a loop,
- * it is vectorized with masked loads. */
+                "/* A short loop that GCC would unroll completely and then leave scalar: a
+ * vectorized loop whose loads are guarded (a block on the matrix's edge; kept a loop, it is
+ * vectorized with masked loads), or the epilogue of a row tile (elementwise stores). */
 #if defined(__GNUC__) && !defined(__clang__)
 #define SPARSILE_NO_FULL_UNROLL _Pragma(\"GCC unroll 1\")
 #else
