@@ -63,6 +63,7 @@ mod batched_rows;
 pub(crate) mod ctx;
 pub(crate) mod expr;
 pub(crate) mod half_sums;
+mod invariant_guards;
 mod literal;
 mod masked;
 pub(crate) mod names;

@@ -23,6 +23,7 @@ use super::batched::emit_batched_loop;
 use super::batched_rows::emit_batched_rows;
 use super::ctx::Ctx;
 use super::expr::{emit_as, emit_offset, emit_truth};
+use super::invariant_guards::{invariant_guards, where_guards_fail, without_guards};
 use super::prelude::Helper;
 use super::reduction::{accumulate, emit_reassociated_loop};
 use super::register_tiled::emit_register_tiled_loop;
@@ -74,46 +75,39 @@ fn emit_stmt(
         Stmt::For(f) if f.kind == ForKind::Serial && emit_batched_rows(ctx, w, f, block)? => {}
         Stmt::For(f)
             if f.kind == ForKind::RegisterTiled && emit_register_tiled_loop(ctx, w, f, block)? => {}
-        Stmt::For(f) => {
-            ctx.span = f.span;
-            let header = for_header(ctx, f)?;
-            match f.kind {
-                ForKind::Vectorized => {
-                    ctx.helpers.insert(Helper::IvdepMacro);
-                    w.line("SPARSILE_IVDEP");
-                    if holds_guarded_load(&f.body) {
-                        ctx.helpers.insert(Helper::NoFullUnrollMacro);
-                        w.line("SPARSILE_NO_FULL_UNROLL");
+        Stmt::For(f) if f.kind == ForKind::Vectorized => {
+            let guards = invariant_guards(f);
+            if guards.is_empty() {
+                emit_for(ctx, w, f, block)?;
+            } else {
+                // Unswitched on the guards: without them where they hold; elsewhere
+                // without the stores that then add zero (see `invariant_guards`).
+                ctx.span = f.span;
+                let conds: Result<Vec<String>, CodegenError> = guards
+                    .iter()
+                    .map(|g| Ok(format!("({})", emit_truth(ctx, g)?.text)))
+                    .collect();
+                w.line(&format!("if ({}) {{", conds?.join(" && ")));
+                w.indent += 1;
+                let stripped = For {
+                    body: without_guards(&f.body, &guards),
+                    ..f.clone()
+                };
+                emit_for(ctx, w, &stripped, block)?;
+                w.indent -= 1;
+                match where_guards_fail(&f.body, &guards) {
+                    Some(body) => {
+                        w.line("} else {");
+                        w.indent += 1;
+                        emit_for(ctx, w, &For { body, ..f.clone() }, block)?;
+                        w.indent -= 1;
+                        w.line("}");
                     }
-                }
-                ForKind::Unrolled => {
-                    ctx.helpers.insert(Helper::UnrollMacro);
-                    w.line("SPARSILE_UNROLL");
-                }
-                ForKind::Serial
-                | ForKind::Parallel
-                | ForKind::ParallelDynamic
-                | ForKind::ParallelBalanced { .. }
-                | ForKind::VectorizedReduction { .. }
-                | ForKind::Batched
-                | ForKind::RegisterTiled => {}
-                ForKind::Bound(axis) => {
-                    return Err(CodegenError::GpuNode {
-                        what: format!("a loop bound to `{axis}`"),
-                        span: f.span,
-                    })
+                    None => w.line("}"),
                 }
             }
-            w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
-            w.indent += 1;
-            if !f.kind.is_vectorized() && holds_vectorized_loop(&f.body) {
-                ctx.helpers.insert(Helper::NoOuterVectorizeMacro);
-                w.line("SPARSILE_NO_OUTER_VECTORIZE");
-            }
-            emit_stmts(ctx, w, &f.body, block)?;
-            w.indent -= 1;
-            w.line("}");
         }
+        Stmt::For(f) => emit_for(ctx, w, f, block)?,
         Stmt::If {
             cond,
             then_body,
@@ -375,6 +369,54 @@ pub(crate) fn loop_comment(block: Option<&str>, kind: ForKind) -> String {
 /// `text` made safe inside a C comment.
 pub(crate) fn comment_text(text: &str) -> String {
     text.replace("*/", "* /")
+}
+
+/// Writes the loop `f` as one C loop (its pragmas, header and body).
+fn emit_for(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    f: &For,
+    block: Option<&str>,
+) -> Result<(), CodegenError> {
+    ctx.span = f.span;
+    let header = for_header(ctx, f)?;
+    match f.kind {
+        ForKind::Vectorized => {
+            ctx.helpers.insert(Helper::IvdepMacro);
+            w.line("SPARSILE_IVDEP");
+            if holds_guarded_load(&f.body) {
+                ctx.helpers.insert(Helper::NoFullUnrollMacro);
+                w.line("SPARSILE_NO_FULL_UNROLL");
+            }
+        }
+        ForKind::Unrolled => {
+            ctx.helpers.insert(Helper::UnrollMacro);
+            w.line("SPARSILE_UNROLL");
+        }
+        ForKind::Serial
+        | ForKind::Parallel
+        | ForKind::ParallelDynamic
+        | ForKind::ParallelBalanced { .. }
+        | ForKind::VectorizedReduction { .. }
+        | ForKind::Batched
+        | ForKind::RegisterTiled => {}
+        ForKind::Bound(axis) => {
+            return Err(CodegenError::GpuNode {
+                what: format!("a loop bound to `{axis}`"),
+                span: f.span,
+            })
+        }
+    }
+    w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
+    w.indent += 1;
+    if !f.kind.is_vectorized() && holds_vectorized_loop(&f.body) {
+        ctx.helpers.insert(Helper::NoOuterVectorizeMacro);
+        w.line("SPARSILE_NO_OUTER_VECTORIZE");
+    }
+    emit_stmts(ctx, w, &f.body, block)?;
+    w.indent -= 1;
+    w.line("}");
+    Ok(())
 }
 
 /// Whether a statement of `stmts` reads memory under a `select` (a load guarded by a
