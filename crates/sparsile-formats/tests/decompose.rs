@@ -75,6 +75,44 @@ proptest! {
         prop_assert_eq!(parts[0].format(), &format.parse::<Format>().unwrap());
         prop_assert_eq!(parts[0].to_dense_f64(), a.to_dense_f64());
     }
+
+    #[test]
+    fn block_parts_add_up_to_the_source(
+        m in 0usize..14, n in 1usize..14, r in 1usize..5, c in 1usize..5, fill in 1u32..101,
+        keep in prop::collection::vec(any::<bool>(), 1..40),
+    ) {
+        let a = SparseTensor::from_coo(&random(m, n, &keep, &[1.5, -2.0, 3.0, 0.5]), &Format::Csr).unwrap();
+        let rule = DecomposeRule::Blocks { r, c, fill };
+        let plan = DecomposePlan::new(&rule, &a.structure).unwrap();
+        let parts = plan.gather(&a.values);
+        prop_assert_eq!(parts.len(), 2);
+        prop_assert_eq!(parts[0].format(), &Format::Bsr { r, c });
+        prop_assert_eq!(parts[1].format(), &Format::Csr);
+        prop_assert_eq!(sum_of_parts(&parts, m * n), a.to_dense_f64());
+        let stored: usize = plan.parts.iter().map(|p| p.gather.iter().filter(|&&g| g != PADDING).count()).sum();
+        prop_assert_eq!(stored, a.values.len());
+        // Every block of the tile part is full enough; no block of the rest is.
+        let dense_a = a.to_dense_f64();
+        let count = |bi: usize, bj: usize| {
+            (bi * r..(bi * r + r).min(m))
+                .flat_map(|i| (bj * c..(bj * c + c).min(n)).map(move |j| (i, j)))
+                .filter(|&(i, j)| dense_a[i * n + j] != 0.0)
+                .count()
+        };
+        let full = |bi, bj| count(bi, bj) * 100 >= fill as usize * r * c;
+        let tiles = parts[0].to_dense_f64();
+        let rest = parts[1].to_dense_f64();
+        for i in 0..m {
+            for j in 0..n {
+                let e = i * n + j;
+                if dense_a[e] != 0.0 {
+                    let in_tile = full(i / r, j / c);
+                    prop_assert_eq!(tiles[e] != 0.0, in_tile);
+                    prop_assert_eq!(rest[e] != 0.0, !in_tile);
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -84,6 +122,8 @@ fn rules_round_trip_through_their_text_form() {
         "convert(dbsr, 2, 2)",
         "convert(csr)",
         "convert(ell, 4)",
+        "blocks(8, 8, 50)",
+        "blocks(3, 16, 100)",
     ] {
         let rule: DecomposeRule = text.parse().unwrap();
         assert_eq!(rule.to_string(), text);
@@ -96,6 +136,12 @@ fn rules_round_trip_through_their_text_form() {
         "nope(1)",
         "convert(bsr, 0, 1)",
         "hyb",
+        "blocks(8, 8)",
+        "blocks(0, 8, 50)",
+        "blocks(8, 8, 0)",
+        "blocks(8, 8, 101)",
+        "blocks(8, 999, 50)",
+        "blocks(8, x, 50)",
     ] {
         assert!(bad.parse::<DecomposeRule>().is_err(), "{bad}");
     }

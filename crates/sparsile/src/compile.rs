@@ -474,6 +474,30 @@ impl Kernel {
         }
     }
 
+    /// The parts of the inputs that this kernel's schedule decomposed
+    /// (`decompose_format`), computed from `inputs` (by declared tensor name), by part
+    /// buffer name (`A_p0`, `A_p1`, …); empty when nothing was decomposed.
+    ///
+    /// A run computes the parts it is not given: the pattern's plan once (cached), the
+    /// values on every run. A caller whose decomposed input keeps its values from run to
+    /// run (a pruned weight, a fixed attention mask) computes them once here and passes
+    /// them along with the inputs, as it would convert an input to another format once.
+    /// Parts computed from other values give wrong results.
+    pub fn derive_parts(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+    ) -> Result<HashMap<String, SparseTensor<'static>>, CompileError> {
+        if self.lowered.stage1.derived.is_empty() {
+            return Ok(HashMap::new());
+        }
+        sparsile_runtime::interp::derived::derive_inputs(
+            &self.lowered.stage1,
+            &by_buffer(inputs),
+            Some(&self.decompose_cache),
+        )
+        .map_err(|e| CompileError::from(sparsile_runtime::KernelError::from(e)))
+    }
+
     /// Runs the kernel on `inputs`, by declared tensor name.
     pub fn run(
         &self,
@@ -565,7 +589,14 @@ impl Kernel {
     ) -> Result<(HashMap<String, SparseTensor<'a>>, KernelOptions), CompileError> {
         let mut params = options.params.clone();
         if let Some(ast) = &self.ast {
-            params.extend(declared_dim_params(ast, &self.lowered.stage1, inputs)?);
+            // The parts of decomposed inputs (see `derive_parts`) bind no dimension.
+            let stage1 = &self.lowered.stage1;
+            let declared: HashMap<String, SparseTensor<'_>> = inputs
+                .iter()
+                .filter(|(name, _)| !is_part(stage1, name))
+                .map(|(name, t)| (name.clone(), t.view()))
+                .collect();
+            params.extend(declared_dim_params(ast, stage1, &declared)?);
         }
         let out = options
             .out
@@ -618,4 +649,14 @@ impl Kernel {
         }
         Ok(timed)
     }
+}
+
+/// Whether `name` is the buffer of a part that `program` derives from an input.
+fn is_part(program: &Program, name: &str) -> bool {
+    program.derived.iter().any(|d| {
+        program
+            .buffers
+            .get(d.buffer)
+            .is_some_and(|b| b.name == name)
+    })
 }

@@ -1,5 +1,6 @@
 //! Compiled kernels with decomposed operands: SpMM with `A` (CSR) decomposed by hyb(c, k)
-//! (parts horizontally fused into one loop), converted to DBSR and to SR-BCRS, and RGMS
+//! (parts horizontally fused into one loop), by its dense tiles and the rest (`blocks`,
+//! also through the `blocks` recipe, SpMM and SpMV), converted to DBSR and to SR-BCRS, and RGMS
 //! with a 3-D hyb, run through `Kernel::run` (which derives the parts from `A`, caching
 //! the plan per pattern) against the reference interpreter on the original program, f32
 //! and f64. Without a C compiler the test prints that it skipped.
@@ -120,6 +121,21 @@ fn spmm_with_decomposed_operands() {
         DecomposeRule::Convert {
             format: "srbcrs:4x2".into(),
         },
+        DecomposeRule::Blocks {
+            r: 2,
+            c: 2,
+            fill: 50,
+        },
+        DecomposeRule::Blocks {
+            r: 3,
+            c: 4,
+            fill: 25,
+        },
+        DecomposeRule::Blocks {
+            r: 4,
+            c: 4,
+            fill: 100,
+        },
     ];
     for dtype in [DType::F32, DType::F64] {
         let text = format!(
@@ -224,5 +240,92 @@ fn hyb_and_rgms_hyb_recipes() {
     let got = kernel.run(&inputs, &RunOptions::default()).unwrap()["C"].to_dense_f64();
     for (g, w) in got.iter().zip(&want) {
         assert!((g - w).abs() <= 1e-10 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+}
+
+/// Dense `b × b` blocks along the diagonal (every other one 3/4 full), entries scattered
+/// elsewhere, one long row and one empty row; sizes that no tile side divides.
+fn tiles_and_scatter(m: usize, n: usize, b: usize, rng: &mut ChaCha8Rng) -> CooTensor {
+    let mut t = Vec::new();
+    for i in 0..m {
+        for j in 0..n {
+            let (bi, bj) = (i / b, j / b);
+            let in_tile = bi == bj && (bi % 2 == 0 || (i + j) % 4 != 0);
+            let keep = i != 1 && (in_tile || i == m / 2 || rng.random::<f64>() < 0.06);
+            if keep {
+                t.push((i, j, rng.random_range(-1.0..1.0)));
+            }
+        }
+    }
+    CooTensor::from_triplets(vec![m, n], &t).unwrap()
+}
+
+#[test]
+fn blocks_recipe_splits_dense_tiles_from_the_rest() {
+    use sparsile::recipe::{self, RecipeContext};
+    let ctx = RecipeContext::default();
+    for dtype in [DType::F32, DType::F64] {
+        let spmm = format!(
+            "tensor A: {dtype}[m, n] csr\ntensor B: {dtype}[n, k]\ntensor C: {dtype}[m, k]\nC[i,k] = A[i,j] * B[j,k]\n"
+        );
+        let spmv = format!(
+            "tensor A: {dtype}[m, n] csr\ntensor x: {dtype}[n]\ntensor y: {dtype}[m]\ny[i] = A[i,j] * x[j]\n"
+        );
+        let stage1 = compile_notation(&spmm).unwrap();
+        let trace = recipe::trace("blocks:r=4,c=4,fill=50,k=20", &stage1, &ctx).unwrap();
+        let steps: Vec<&str> = trace.steps.iter().map(|s| s.primitive()).collect();
+        assert!(steps.contains(&"decompose_format"), "{steps:?}");
+        // No part adds into another's rows concurrently: no atomics.
+        assert!(!steps.contains(&"parallel_reduce"), "{steps:?}");
+        // With the width fixed: the tiles in registers, the rest's rows in a local.
+        assert!(steps.contains(&"register_tile"), "{steps:?}");
+        assert!(steps.contains(&"cache_write"), "{steps:?}");
+        if !have_compiler() {
+            return;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(43);
+        for (m, n) in [(37, 45), (8, 8), (3, 70)] {
+            let coo = tiles_and_scatter(m, n, 4, &mut rng);
+            let a = SparseTensor::from_coo_with(&coo, &Format::Csr, dtype).unwrap();
+            for spec in [
+                "blocks:r=4,c=4,fill=50",
+                "blocks:r=8,c=8,fill=25",
+                "blocks:r=3,c=5,fill=100",
+            ] {
+                for (program, dense_input) in [
+                    (&spmm, ("B".to_string(), dense(&[n, 20], dtype, &mut rng))),
+                    (&spmv, ("x".to_string(), dense(&[n], dtype, &mut rng))),
+                ] {
+                    let what = format!("{spec} {m}x{n} {dtype}\n{program}");
+                    let inputs = HashMap::from([("A".to_string(), a.clone()), dense_input]);
+                    let kernel = sparsile::compile_recipe(program, &inputs, spec)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let want = evaluate(program, &inputs).unwrap();
+                    let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
+                    // The parts computed once and passed along give the same result.
+                    let parts = kernel.derive_parts(&inputs).unwrap();
+                    assert_eq!(parts.len(), 2, "{what}");
+                    let mut with_parts = inputs.clone();
+                    with_parts.extend(parts);
+                    for (threads, inputs) in [(1, &inputs), (2, &inputs), (2, &with_parts)] {
+                        let options = RunOptions {
+                            threads: Some(threads),
+                            parallelism: sparsile::Parallelism::Always,
+                            ..RunOptions::default()
+                        };
+                        let got = kernel.run(inputs, &options).unwrap();
+                        for (name, t) in &want {
+                            let (g, w) = (got[name].to_dense_f64(), t.to_dense_f64());
+                            for (x, y) in g.iter().zip(&w) {
+                                assert!(
+                                    (x - y).abs() <= tol * (1.0 + y.abs()),
+                                    "{what} ({threads} threads): {name}: {x} vs {y}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@
 //!   each part: one pass over the part's storage, done on every run.
 //!
 //! Preconditions: the source has no duplicate coordinates (every canonical tensor), and
-//! for [`DecomposeRule::Hyb`] it has order 2 or 3. Errors name the rule and the problem.
+//! for [`DecomposeRule::Hyb`] it has order 2 or 3 ([`DecomposeRule::Blocks`]: order 2). Errors name the rule and the problem.
 //!
 //! ```
 //! use sparsile_formats::decompose::{DecomposePlan, DecomposeRule};
@@ -36,6 +36,7 @@
 //! assert_eq!(sum, a.to_dense_f64());
 //! ```
 
+mod blocks;
 mod cache;
 mod convert_rule;
 mod hyb;

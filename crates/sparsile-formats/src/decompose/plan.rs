@@ -63,6 +63,9 @@ impl DecomposePlan {
                 )?]
             }
             DecomposeRule::Hyb { c, k } => super::hyb::plan(rule, *c, *k, &entries, index_type)?,
+            DecomposeRule::Blocks { r, c, fill } => {
+                super::blocks::plan(rule, (*r, *c, *fill), &entries, index_type)?
+            }
         };
         Ok(DecomposePlan {
             rule: rule.clone(),

@@ -24,11 +24,19 @@ pub enum DecomposeRule {
     /// sparse_variable(R, nonunique), J: sparse_fixed(I, per=2^b)]`. Padding slots hold
     /// the sentinel coordinate `n` and value 0.
     Hyb { c: usize, k: u32 },
+    /// The dense tiles of a matrix and the rest (STile's first level): the aligned
+    /// `r × c` blocks whose stored entries fill at least `fill` percent of their cells go
+    /// whole to part 0, `bsr:RxC` (missing cells stored as zeros); every other entry to
+    /// part 1, `csr`. Order 2 only.
+    Blocks { r: usize, c: usize, fill: u32 },
 }
 
 impl DecomposeRule {
     /// The largest `k` accepted by [`DecomposeRule::Hyb`] (widths up to 2^20).
     pub const MAX_HYB_K: u32 = 20;
+
+    /// The largest side of a [`DecomposeRule::Blocks`] tile.
+    pub const MAX_BLOCK: usize = 256;
 
     /// The rule as the IR records it: `convert(dbsr, 2, 2)`, `hyb(2, 3)`.
     pub fn to_spec(&self) -> RuleSpec {
@@ -44,6 +52,10 @@ impl DecomposeRule {
                 RuleSpec::new("convert", args)
             }
             DecomposeRule::Hyb { c, k } => RuleSpec::new("hyb", vec![c.to_string(), k.to_string()]),
+            DecomposeRule::Blocks { r, c, fill } => RuleSpec::new(
+                "blocks",
+                vec![r.to_string(), c.to_string(), fill.to_string()],
+            ),
         }
     }
 
@@ -80,7 +92,28 @@ impl DecomposeRule {
                     .map_err(|_| bad(format!("`k` must be an integer, found `{k}`")))?;
                 DecomposeRule::Hyb { c, k }
             }
-            other => return Err(bad(format!("unknown rule `{other}` (known: convert, hyb)"))),
+            "blocks" => {
+                let [r, c, fill] = spec.args.as_slice() else {
+                    return Err(bad(format!(
+                        "expected three arguments `blocks(r, c, fill)`, found {}",
+                        spec.args.len()
+                    )));
+                };
+                let int = |name: &str, text: &str| {
+                    text.parse::<usize>()
+                        .map_err(|_| bad(format!("`{name}` must be an integer, found `{text}`")))
+                };
+                DecomposeRule::Blocks {
+                    r: int("r", r)?,
+                    c: int("c", c)?,
+                    fill: int("fill", fill)?.min(u32::MAX as usize) as u32,
+                }
+            }
+            other => {
+                return Err(bad(format!(
+                    "unknown rule `{other}` (known: convert, hyb, blocks)"
+                )))
+            }
         };
         rule.check()?;
         Ok(rule)
@@ -110,6 +143,19 @@ impl DecomposeRule {
                     )));
                 }
             }
+            DecomposeRule::Blocks { r, c, fill } => {
+                if !(1..=Self::MAX_BLOCK).contains(r) || !(1..=Self::MAX_BLOCK).contains(c) {
+                    return Err(bad(format!(
+                        "blocks of {r} x {c}: each side must be from 1 to {}",
+                        Self::MAX_BLOCK
+                    )));
+                }
+                if !(1..=100).contains(fill) {
+                    return Err(bad(format!(
+                        "`fill` is a percentage from 1 to 100, found {fill}"
+                    )));
+                }
+            }
         }
         Ok(())
     }
@@ -126,7 +172,7 @@ impl DecomposeRule {
                         reason: e.to_string(),
                     })
             }
-            DecomposeRule::Hyb { .. } => Ok(None),
+            DecomposeRule::Hyb { .. } | DecomposeRule::Blocks { .. } => Ok(None),
         }
     }
 
@@ -135,6 +181,7 @@ impl DecomposeRule {
         match self {
             DecomposeRule::Convert { .. } => 1,
             DecomposeRule::Hyb { c, k } => c * (*k as usize + 1),
+            DecomposeRule::Blocks { .. } => 2,
         }
     }
 
@@ -166,6 +213,24 @@ impl DecomposeRule {
                 Ok((0..self.num_parts())
                     .map(|p| one(p as u32 % (k + 1)))
                     .collect())
+            }
+            DecomposeRule::Blocks { r, c, .. } => {
+                if ndim != 2 {
+                    return Err(DecomposeError::UnsupportedOrder {
+                        rule: self.to_spec().to_string(),
+                        ndim,
+                        supported: "2",
+                    });
+                }
+                [Format::Bsr { r: *r, c: *c }, Format::Csr]
+                    .iter()
+                    .map(|f| {
+                        f.layout(ndim).map_err(|source| DecomposeError::Format {
+                            rule: self.to_spec().to_string(),
+                            source,
+                        })
+                    })
+                    .collect()
             }
         }
     }

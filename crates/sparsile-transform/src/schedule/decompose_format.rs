@@ -214,13 +214,15 @@ fn declare_part(
     let mut axes: Vec<AxisId> = Vec::with_capacity(layout.axes.len());
     for (a, spec) in layout.axes.iter().enumerate() {
         // Which axes may hold the padding sentinel: the slots of hyb's ELL buckets, or
-        // every sparse axis of a target format that pads.
+        // every sparse axis of a target format that stores it.
         let padded = spec.kind.is_sparse()
             && match rule {
                 DecomposeRule::Hyb { .. } => a + 1 == layout.axes.len(),
                 DecomposeRule::Convert { format } => format
                     .parse::<sparsile_formats::Format>()
                     .is_ok_and(|f| f.stores_sentinel()),
+                // A BSR part and a CSR part: neither stores the sentinel.
+                DecomposeRule::Blocks { .. } => false,
             };
         let axis_name = names.fresh(&format!("{buffer_name}_{}", spec.name));
         let mut param = |out: &mut Program, what: &str| {

@@ -28,6 +28,7 @@
 //! ```
 
 mod args;
+mod blocks;
 mod daspmm;
 mod default;
 mod gpu_block;
@@ -149,6 +150,7 @@ fn registry() -> Vec<Recipe> {
         rowwise::RECIPE,
         daspmm::RECIPE,
         hyb::RECIPE,
+        blocks::RECIPE,
         rgms_hyb::RECIPE,
         gpu_rowwise::RECIPE,
         gpu_warp::RECIPE,

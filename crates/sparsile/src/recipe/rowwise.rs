@@ -164,13 +164,23 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
 /// block format): the innermost serial loop with variable bounds for which
 /// `register_tile` holds. Nothing happens (and nothing is recorded) when it does not apply.
 fn register_tile_blocks(sch: &mut Schedule, recipe: &str) -> Result<(), RecipeError> {
-    let Some(main) = main_iteration(sch.program()) else {
-        return Ok(());
-    };
+    match main_iteration(sch.program()) {
+        Some(main) => register_tile_in(sch, recipe, &main),
+        None => Ok(()),
+    }
+}
+
+/// [`register_tile_blocks`] for block `main`.
+pub(super) fn register_tile_in(
+    sch: &mut Schedule,
+    recipe: &str,
+    main: &str,
+) -> Result<(), RecipeError> {
     let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
     let Some((_, body)) = top_blocks(&func).find(|(name, _)| *name == main) else {
         return Ok(());
     };
+    let main = main.to_string();
     // Every serial loop with variable bounds in the block (a cached output row puts
     // its copy loops before the loop over the row's blocks), innermost last.
     let mut candidates = Vec::new();
@@ -202,11 +212,22 @@ fn vectorize_local_sums(
     scalar_sums: u32,
     masked: bool,
 ) -> Result<(), RecipeError> {
-    let Some(main) = main_iteration(sch.program()) else {
-        return Ok(());
-    };
+    match main_iteration(sch.program()) {
+        Some(main) => vectorize_local_sums_in(sch, recipe, &main, scalar_sums, masked),
+        None => Ok(()),
+    }
+}
+
+/// [`vectorize_local_sums`] for block `main`.
+pub(super) fn vectorize_local_sums_in(
+    sch: &mut Schedule,
+    recipe: &str,
+    main: &str,
+    scalar_sums: u32,
+    masked: bool,
+) -> Result<(), RecipeError> {
     let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
-    let Some((inner, _)) = nest(&func, &main).pop() else {
+    let Some((inner, _)) = nest(&func, main).pop() else {
         return Ok(());
     };
     match sch.vectorize_reduction(&inner, scalar_sums, masked) {
@@ -394,7 +415,7 @@ fn split_reduction(sch: &mut Schedule, recipe: &str, lanes: i64) -> Result<(), R
 }
 
 /// The values buffers stored to in the body of `f`, by name, in order.
-fn stored_values(func: &Func, f: &For) -> Vec<String> {
+pub(super) fn stored_values(func: &Func, f: &For) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     Stmt::visit_all(&f.body, &mut |s| {
         if let Stmt::Store { buffer, .. } = s {
@@ -504,14 +525,24 @@ pub(super) fn prefetch_gathers(
     recipe: &str,
     distance: i64,
 ) -> Result<(), RecipeError> {
+    match main_iteration(sch.program()) {
+        Some(main) => prefetch_gathers_in(sch, recipe, &main, distance),
+        None => Ok(()),
+    }
+}
+
+/// [`prefetch_gathers`] in block `main`.
+pub(super) fn prefetch_gathers_in(
+    sch: &mut Schedule,
+    recipe: &str,
+    main: &str,
+    distance: i64,
+) -> Result<(), RecipeError> {
     if distance == 0 {
         return Ok(());
     }
-    let Some(main) = main_iteration(sch.program()) else {
-        return Ok(());
-    };
     let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
-    for (target, buffer) in gathered_rows(&func, &main) {
+    for (target, buffer) in gathered_rows(&func, main) {
         match sch.prefetch(&target, &buffer, distance) {
             Ok(()) => {}
             // A gather the primitive cannot compute ahead is left as it is.
