@@ -96,6 +96,11 @@ pub struct BenchArgs {
     /// Measure bandwidth and peak again instead of using the cached probe results.
     #[arg(long)]
     pub reprobe: bool,
+    /// Measure bandwidth and peak again before each matrix (cpu target), so that every
+    /// case's floor comes from a probe taken minutes, not hours, from it: on a host whose
+    /// speed drifts, one probe for a whole suite run over- or understates every later floor.
+    #[arg(long)]
+    pub probe_each: bool,
 }
 
 /// How many untimed and timed runs each system makes per case and round.

@@ -344,16 +344,30 @@ fn measure_all(
     let bar = progress_bar((steps * context.args.rounds) as u64);
     let mut records: Vec<Vec<Record>> = Vec::new();
     let mut matrix: Option<Matrix> = None;
+    let mut roof = context.roof;
     for (index, (case, entries)) in cases.iter().zip(entries).enumerate() {
         if matrix.as_ref().is_none_or(|m| m.path != case.path) {
             bar.set_message(format!("reading {}", case.matrix));
             matrix = Some(read_matrix(&case.path)?);
+            if context.args.probe_each && context.target.is_none() {
+                bar.set_message(format!("probing the roofline before {}", case.matrix));
+                roof = roofline::roofline(
+                    context.threads,
+                    context.args.bandwidth,
+                    context.args.peak,
+                    true,
+                    &Settings::from_env(),
+                )?
+                .0;
+            }
         }
         let mat = matrix.as_ref().expect("read just above");
         let dir = work.path().join(format!("case{index}"));
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        records.push(measure_case(case, entries, mat, &dir, context, ours, &bar)?);
+        records.push(measure_case(
+            case, entries, mat, &dir, context, roof, ours, &bar,
+        )?);
         let _ = std::fs::remove_dir_all(&dir);
     }
     bar.finish_and_clear();
@@ -397,13 +411,15 @@ fn write_report(args: &BenchArgs, cases: &[Vec<Record>], work: &Path) -> Result<
 }
 
 /// Measures one case: each entry (the case with one of Sparsile's recipes) with
-/// `ours`, then every peer; returns Sparsile's records first.
+/// `ours`, then every peer, its floor from `roof`; returns Sparsile's records first.
+#[allow(clippy::too_many_arguments)]
 fn measure_case(
     case: &Case,
     entries: &[Entry],
     mat: &Matrix,
     dir: &Path,
     context: &RunContext<'_>,
+    roof: Roofline,
     ours: &mut MeasureOurs<'_>,
     bar: &ProgressBar,
 ) -> Result<Vec<Record>> {
@@ -411,7 +427,6 @@ fn measure_case(
     let csr = &mat.csr;
     let k = case.k.unwrap_or(1);
     let c = cost(case.op, csr.m, csr.n, csr.nnz(), k);
-    let roof = context.roof;
     let base = Record {
         matrix: case.matrix.clone(),
         op: case.op.name().into(),
