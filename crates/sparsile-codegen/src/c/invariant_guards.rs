@@ -95,54 +95,13 @@ pub(crate) fn without_guards(stmts: &[Stmt], guards: &[Expr]) -> Vec<Stmt> {
     Stmt::map_exprs(stmts, &mut |e| strip(e, guards))
 }
 
+/// `e` with every `select` on one of `guards` replaced by its first value (bottom-up: a
+/// guard holds no `select`, so mapping the children leaves it as it is).
 fn strip(e: &Expr, guards: &[Expr]) -> Expr {
-    match e {
-        Expr::Select { cond, then, .. } if guards.contains(cond) => strip(then, guards),
-        Expr::Select {
-            cond,
-            then,
-            otherwise,
-        } => Expr::Select {
-            cond: Box::new(strip(cond, guards)),
-            then: Box::new(strip(then, guards)),
-            otherwise: Box::new(strip(otherwise, guards)),
-        },
-        Expr::Unary { op, arg } => Expr::Unary {
-            op: *op,
-            arg: Box::new(strip(arg, guards)),
-        },
-        Expr::Binary { op, lhs, rhs } => Expr::Binary {
-            op: *op,
-            lhs: Box::new(strip(lhs, guards)),
-            rhs: Box::new(strip(rhs, guards)),
-        },
-        Expr::Cmp { op, lhs, rhs } => Expr::Cmp {
-            op: *op,
-            lhs: Box::new(strip(lhs, guards)),
-            rhs: Box::new(strip(rhs, guards)),
-        },
-        Expr::Logic { op, lhs, rhs } => Expr::Logic {
-            op: *op,
-            lhs: Box::new(strip(lhs, guards)),
-            rhs: Box::new(strip(rhs, guards)),
-        },
-        Expr::Load { buffer, indices } => Expr::Load {
-            buffer: *buffer,
-            indices: indices.iter().map(|i| strip(i, guards)).collect(),
-        },
-        Expr::Search {
-            buffer,
-            lo,
-            hi,
-            value,
-        } => Expr::Search {
-            buffer: *buffer,
-            lo: Box::new(strip(lo, guards)),
-            hi: Box::new(strip(hi, guards)),
-            value: Box::new(strip(value, guards)),
-        },
-        Expr::Int(_) | Expr::Float(_) | Expr::Var(_) | Expr::Param(_) => e.clone(),
-    }
+    e.map(&mut |x| match x {
+        Expr::Select { cond, then, .. } if guards.contains(cond) => Some((**then).clone()),
+        _ => None,
+    })
 }
 
 /// Whether `cond` reads none of `inner` and nothing but variables, parameters and

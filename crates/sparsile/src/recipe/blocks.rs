@@ -23,8 +23,8 @@ use super::default::parallel_outer;
 use super::hyb::{decompose_parts, pick_buffer};
 use super::nest::nest;
 use super::rowwise::{
-    cache_row, prefetch_gathers_in, register_tile_in, stored_values, vectorize_innermost,
-    vectorize_local_sums_in, width,
+    cache_row, prefetch_gathers_in, prefetch_param, register_tile_in, stored_values,
+    vectorize_innermost, vectorize_local_sums_in, width, width_param,
 };
 use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
@@ -54,16 +54,8 @@ fn info() -> RecipeInfo {
                 default: "50",
                 doc: "the percentage of a tile's cells that must hold non-zeros for it to be stored dense",
             },
-            ParamInfo {
-                name: "k",
-                default: "auto",
-                doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
-            },
-            ParamInfo {
-                name: "prefetch",
-                default: "8",
-                doc: "how many non-zeros ahead gathered dense rows are prefetched (0: never)",
-            },
+            width_param("k"),
+            prefetch_param(),
             ParamInfo {
                 name: "buffer",
                 default: "auto",

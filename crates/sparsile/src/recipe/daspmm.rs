@@ -58,11 +58,7 @@ fn info() -> RecipeInfo {
                 doc:
                     "`seq`: one accumulation chain per element; `par`: partial sums combined after",
             },
-            ParamInfo {
-                name: "k",
-                default: "auto",
-                doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
-            },
+            super::rowwise::width_param("k"),
             ParamInfo {
                 name: "prefetch",
                 default: "8",

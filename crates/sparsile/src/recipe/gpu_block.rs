@@ -14,14 +14,7 @@ pub(super) const BLOCK_X: GpuAxis = GpuAxis::Block(GpuDim::X);
 pub(super) const THREAD_X: GpuAxis = GpuAxis::Thread(GpuDim::X);
 pub(super) const THREAD_Y: GpuAxis = GpuAxis::Thread(GpuDim::Y);
 
-/// The dense-width parameter (named `name`: `k`, or `width` where `k` is taken).
-pub(super) fn width_param(name: &'static str) -> ParamInfo {
-    ParamInfo {
-        name,
-        default: "auto",
-        doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
-    }
-}
+pub(super) use super::rowwise::width_param;
 
 /// The `lanes` parameter, with what the lanes run in this recipe.
 pub(super) fn lanes_param(doc: &'static str) -> ParamInfo {

@@ -47,16 +47,8 @@ fn info() -> RecipeInfo {
         ops: &["spmm", "sddmm", "spmv"],
         formats: &["any"],
         params: vec![
-            ParamInfo {
-                name: "k",
-                default: "auto",
-                doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
-            },
-            ParamInfo {
-                name: "prefetch",
-                default: "8",
-                doc: "how many non-zeros ahead gathered dense rows are prefetched (0: never)",
-            },
+            width_param("k"),
+            prefetch_param(),
             ParamInfo {
                 name: "partition",
                 default: "balanced",
@@ -452,6 +444,24 @@ fn row_indptr(func: &Func, f: &For) -> Option<String> {
         }
     }
     found
+}
+
+/// The dense-width parameter (named `name`: `k`, or `width` where `k` is taken).
+pub(super) fn width_param(name: &'static str) -> ParamInfo {
+    ParamInfo {
+        name,
+        default: "auto",
+        doc: "the dense width to compile for: `auto` (the inputs'), `none`, or a number",
+    }
+}
+
+/// The `prefetch` parameter of the CPU recipes that gather dense rows.
+pub(super) fn prefetch_param() -> ParamInfo {
+    ParamInfo {
+        name: "prefetch",
+        default: "8",
+        doc: "how many non-zeros ahead gathered dense rows are prefetched (0: never)",
+    }
 }
 
 /// The parameter bounding the innermost loop of the main iteration, and the value to
