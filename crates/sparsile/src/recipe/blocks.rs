@@ -23,8 +23,8 @@ use super::default::parallel_outer;
 use super::hyb::{decompose_parts, pick_buffer};
 use super::nest::nest;
 use super::rowwise::{
-    cache_row, prefetch_gathers_in, prefetch_param, register_tile_in, stored_values,
-    vectorize_innermost, vectorize_local_sums_in, width, width_param,
+    cache_row, prefetch_gathers, prefetch_param, register_tile_blocks, stored_values,
+    vectorize_innermost, vectorize_local_sums, width, width_param,
 };
 use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
@@ -89,7 +89,7 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     parallel_outer(sch, NAME)?;
     vectorize_innermost(sch, NAME)?;
     for part in [tiles, rest] {
-        prefetch_gathers_in(sch, NAME, part, distance)?;
+        prefetch_gathers(sch, NAME, part, distance)?;
     }
     // The rest's rows accumulate in a local, as CSR rows do under `rowwise`.
     let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
@@ -98,7 +98,7 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
             cache_row(sch, rows, rest, &stored, NAME)?;
         }
     }
-    register_tile_in(sch, NAME, tiles)?;
-    vectorize_local_sums_in(sch, NAME, rest, 1, true)?;
+    register_tile_blocks(sch, NAME, tiles)?;
+    vectorize_local_sums(sch, NAME, rest, 1, true)?;
     Ok(())
 }

@@ -136,7 +136,7 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     };
     // Prefetch before the loops are restructured (the gather loop is still whole).
     if dense == "row" {
-        prefetch_gathers(sch, NAME, distance)?;
+        prefetch_gathers(sch, NAME, &main, distance)?;
     }
     match (balance, dense, reduce) {
         ("row", "row", "seq") => {

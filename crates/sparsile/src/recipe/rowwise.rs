@@ -110,7 +110,11 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     let distance = args.int("prefetch", 0, 1 << 16)?;
     parallel_outer(sch, name)?;
     vectorize_innermost(sch, name)?;
-    prefetch_gathers(sch, name, distance)?;
+    // The main block: the iteration's name, which no step below changes.
+    let main = main_iteration(sch.program());
+    if let Some(main) = &main {
+        prefetch_gathers(sch, name, main, distance)?;
+    }
     let lanes = args.int("lanes", 0, 64)?;
     let dot = args.choice("dot", &["on", "off"])? == "on";
     let batch = args.choice("batch", &["on", "off"])? == "on";
@@ -118,9 +122,9 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     if !reduced && lanes > 1 {
         split_reduction(sch, name, lanes)?;
     }
-    if let Some(main) = main_iteration(sch.program()) {
+    if let Some(main) = &main {
         let func = sch.func_or_lower().map_err(sched(name))?.clone();
-        if let Some((rows, row_loop)) = nest(&func, &main).first().map(|(r, f)| (r.clone(), *f)) {
+        if let Some((rows, row_loop)) = nest(&func, main).first().map(|(r, f)| (r.clone(), *f)) {
             if cache {
                 for buffer in stored_values(&func, row_loop) {
                     cache_row(sch, &rows, &rows.block, &buffer, name)?;
@@ -140,30 +144,26 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
             }
         }
     }
-    if args.choice("tile", &["on", "off"])? == "on" {
-        register_tile_blocks(sch, name)?;
+    let tile = args.choice("tile", &["on", "off"])? == "on";
+    if let (true, Some(main)) = (tile, &main) {
+        register_tile_blocks(sch, name, main)?;
     }
     if args.choice("reassociate", &["on", "off"])? == "on" {
         let sums = args.int("scalar_sums", 1, i64::from(ForKind::MAX_SCALAR_SUMS))?;
         let masked = args.choice("masked", &["on", "off"])? == "on";
-        vectorize_local_sums(sch, name, sums as u32, masked)?;
+        if let Some(main) = &main {
+            vectorize_local_sums(sch, name, main, sums as u32, masked)?;
+        }
     }
     Ok(())
 }
 
-/// Marks the loop over the blocks of a block row `register_tiled` (`register_tile`) when
-/// its body is a dense tile product into outputs fixed across the row (SpMM over a
-/// block format): the innermost serial loop with variable bounds for which
-/// `register_tile` holds. Nothing happens (and nothing is recorded) when it does not apply.
-fn register_tile_blocks(sch: &mut Schedule, recipe: &str) -> Result<(), RecipeError> {
-    match main_iteration(sch.program()) {
-        Some(main) => register_tile_in(sch, recipe, &main),
-        None => Ok(()),
-    }
-}
-
-/// [`register_tile_blocks`] for block `main`.
-pub(super) fn register_tile_in(
+/// Marks the loop over the blocks of a block row of block `main` `register_tiled`
+/// (`register_tile`) when its body is a dense tile product into outputs fixed across the
+/// row (SpMM over a block format): the innermost serial loop with variable bounds for
+/// which `register_tile` holds. Nothing happens (and nothing is recorded) when it does
+/// not apply.
+pub(super) fn register_tile_blocks(
     sch: &mut Schedule,
     recipe: &str,
     main: &str,
@@ -172,7 +172,6 @@ pub(super) fn register_tile_in(
     let Some((_, body)) = top_blocks(&func).find(|(name, _)| *name == main) else {
         return Ok(());
     };
-    let main = main.to_string();
     // Every serial loop with variable bounds in the block (a cached output row puts
     // its copy loops before the loop over the row's blocks), innermost last.
     let mut candidates = Vec::new();
@@ -180,7 +179,7 @@ pub(super) fn register_tile_in(
         if let Stmt::For(g) = s {
             if g.kind == ForKind::Serial && !matches!((&g.lo, &g.hi), (Expr::Int(_), Expr::Int(_)))
             {
-                candidates.push(LoopRef::new(&main, func.vars[g.var].name.clone()));
+                candidates.push(LoopRef::new(main, func.vars[g.var].name.clone()));
             }
         }
     });
@@ -194,24 +193,11 @@ pub(super) fn register_tile_in(
     Ok(())
 }
 
-/// Vectorises the innermost loop of the main iteration with its sums reassociated
+/// Vectorises the innermost loop of block `main` with its sums reassociated
 /// (`vectorize_reduction`) when it is a serial loop summing into a local (SpMV's loop
 /// over the non-zeros of a row, after `cache_write`). Loops where that does not apply
 /// (already vectorised, no local sum, a dependence through memory) stay as they are.
-fn vectorize_local_sums(
-    sch: &mut Schedule,
-    recipe: &str,
-    scalar_sums: u32,
-    masked: bool,
-) -> Result<(), RecipeError> {
-    match main_iteration(sch.program()) {
-        Some(main) => vectorize_local_sums_in(sch, recipe, &main, scalar_sums, masked),
-        None => Ok(()),
-    }
-}
-
-/// [`vectorize_local_sums`] for block `main`.
-pub(super) fn vectorize_local_sums_in(
+pub(super) fn vectorize_local_sums(
     sch: &mut Schedule,
     recipe: &str,
     main: &str,
@@ -529,20 +515,8 @@ pub(super) fn vectorize_innermost(sch: &mut Schedule, recipe: &str) -> Result<()
 }
 
 /// Prefetches, `distance` iterations ahead, every dense row gathered through sparse
-/// indices in the main iteration (nothing when `distance` is 0).
+/// indices in block `main` (nothing when `distance` is 0).
 pub(super) fn prefetch_gathers(
-    sch: &mut Schedule,
-    recipe: &str,
-    distance: i64,
-) -> Result<(), RecipeError> {
-    match main_iteration(sch.program()) {
-        Some(main) => prefetch_gathers_in(sch, recipe, &main, distance),
-        None => Ok(()),
-    }
-}
-
-/// [`prefetch_gathers`] in block `main`.
-pub(super) fn prefetch_gathers_in(
     sch: &mut Schedule,
     recipe: &str,
     main: &str,
