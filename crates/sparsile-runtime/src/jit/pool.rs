@@ -34,9 +34,14 @@
 //! within it (both measured from the end of the pool's last job, whoever ran it). A
 //! caller whose job asks only for awake workers ([`Help::Awake`]) but finds them asleep
 //! while jobs come back to back (the last one ended within the spin time) wakes them
-//! anyway when a core is idle, at most once per [`REWAKE_GAP`]: otherwise a worker that
-//! fell asleep once (a slow yield, a job that came late) never sees the stream of
-//! medium-sized jobs again and they all run on one thread. A worker also stops spinning
+//! anyway when a core is idle: otherwise a worker that fell asleep once (a slow yield, a
+//! job that came late) never sees the stream of medium-sized jobs again and they all run
+//! on one thread. Such wakes are at least [`REWAKE_GAP`] apart while each is followed by a
+//! worker joining a job; while they are not (a worker that goes back to sleep at once),
+//! the gap doubles up to [`MAX_REWAKE_GAP`]. With a fixed gap of 1 ms, a worker that fell
+//! asleep in a stream of 20 µs calls left the next 40 or so on one thread, and the
+//! benchmark's medians of such a case moved between one- and two-thread speed from run to
+//! run. A worker also stops spinning
 //! at once when more threads are runnable than there are cores
 //! ([`SystemLoad::oversubscribed`]): beside a busy process it would take turns on a core
 //! with it, and a job it joined would wait for its turns. The caller
@@ -119,9 +124,14 @@ const PAUSE_PHASE: Duration = Duration::from_micros(3);
 const CONTENDED_YIELD: Duration = Duration::from_micros(30);
 
 /// The shortest time between two wakes of sleeping workers for jobs that ask only for
-/// awake ones (see the module docs): a worker that goes back to sleep at once (a busy
-/// core) costs a caller one system call per gap, not one per call.
-pub const REWAKE_GAP: Duration = Duration::from_millis(1);
+/// awake ones (see the module docs), used while each such wake is followed by a worker
+/// joining a job.
+pub const REWAKE_GAP: Duration = Duration::from_micros(100);
+
+/// The longest time between two such wakes: the gap doubles up to it while wakes are
+/// followed by no join (a worker that goes back to sleep at once, beside a busy thread),
+/// so that such a worker costs a caller one system call per gap, not one per call.
+pub const MAX_REWAKE_GAP: Duration = Duration::from_millis(2);
 
 /// How long after a refused wake the caller first looks at the machine again.
 pub const FIRST_LOOK_US: u64 = 50;
@@ -176,6 +186,10 @@ struct Shared {
     /// When a caller may next wake sleeping workers for a [`Help::Awake`] job, in µs
     /// since `epoch`.
     next_rewake_us: AtomicU64,
+    /// The current gap between such wakes, in µs (see [`REWAKE_GAP`]).
+    rewake_gap_us: AtomicU64,
+    /// A worker joined a job since the last such wake.
+    joined_since_rewake: AtomicBool,
     epoch: Instant,
     /// Each worker's thread id and the core its affinity last left out.
     slots: Vec<WorkerSlot>,
@@ -271,6 +285,8 @@ impl WorkerPool {
             look_gap_us: AtomicU64::new(0),
             last_end_us: AtomicU64::new(0),
             next_rewake_us: AtomicU64::new(0),
+            rewake_gap_us: AtomicU64::new(REWAKE_GAP.as_micros() as u64),
+            joined_since_rewake: AtomicBool::new(true),
             epoch: Instant::now(),
             slots: (0..threads - 1).map(|_| WorkerSlot::default()).collect(),
             cores: Cores::of_current_thread(),
@@ -454,8 +470,8 @@ fn now_us(shared: &Shared) -> u64 {
 
 /// Whether sleeping workers should be woken for a job that asks only for awake ones:
 /// the last job ended within the spin time (jobs come back to back, so a worker that
-/// spun would have caught this one), no such wake happened in the last [`REWAKE_GAP`],
-/// and the machine has a core to spare. Claims the gap when it says yes.
+/// spun would have caught this one), no such wake happened in the current gap (see
+/// [`rewake_gap`]), and the machine has a core to spare. Claims the gap when it says yes.
 fn back_to_back(shared: &Shared) -> bool {
     let now = now_us(shared);
     let last_end = shared.last_end_us.load(Ordering::Relaxed);
@@ -463,20 +479,40 @@ fn back_to_back(shared: &Shared) -> bool {
         return false;
     }
     let next = shared.next_rewake_us.load(Ordering::Relaxed);
-    if now < next
-        || shared
-            .next_rewake_us
-            .compare_exchange(
-                next,
-                now + REWAKE_GAP.as_micros() as u64,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_err()
+    if now < next {
+        return false;
+    }
+    // The gap: the shortest while the last wake paid (a worker joined a job since),
+    // doubled while wakes find workers that go back to sleep without joining.
+    let gap = rewake_gap(
+        shared.joined_since_rewake.load(Ordering::Relaxed),
+        shared.rewake_gap_us.load(Ordering::Relaxed),
+    );
+    if shared
+        .next_rewake_us
+        .compare_exchange(next, now + gap, Ordering::Relaxed, Ordering::Relaxed)
+        .is_err()
     {
         return false;
     }
-    shared.load.core_to_spare()
+    shared.rewake_gap_us.store(gap, Ordering::Relaxed);
+    let spare = shared.load.core_to_spare();
+    if spare {
+        shared.joined_since_rewake.store(false, Ordering::Relaxed);
+    }
+    spare
+}
+
+/// The gap in µs until the next wake for [`Help::Awake`] jobs, given whether a worker
+/// joined a job since the last one (`paid`) and the last gap: [`REWAKE_GAP`] while wakes
+/// pay, doubling up to [`MAX_REWAKE_GAP`] while they do not.
+fn rewake_gap(paid: bool, last_us: u64) -> u64 {
+    let min = REWAKE_GAP.as_micros() as u64;
+    if paid {
+        min
+    } else {
+        (2 * last_us).clamp(min, MAX_REWAKE_GAP.as_micros() as u64)
+    }
 }
 
 /// Wakes every sleeping worker.
@@ -657,6 +693,9 @@ fn worker(shared: &Shared, index: usize) {
         };
         if !joined {
             continue;
+        }
+        if !shared.joined_since_rewake.load(Ordering::Relaxed) {
+            shared.joined_since_rewake.store(true, Ordering::Relaxed);
         }
         let slot = shared.job.load(Ordering::Acquire);
         // SAFETY: this worker joined the open generation whose job `slot` points at (it
@@ -869,8 +908,23 @@ mod tests {
     }
 
     /// A worker asleep while medium-sized jobs ([`Help::Awake`]) come back to back is
-    /// woken by one of them (once per [`REWAKE_GAP`]) and takes part in the later ones;
+    /// woken by one of them (at most once per gap) and takes part in the later ones;
     /// without that it never saw one again and they all ran on the caller alone.
+    #[test]
+    fn the_rewake_gap_grows_while_wakes_do_not_pay() {
+        let min = REWAKE_GAP.as_micros() as u64;
+        let max = MAX_REWAKE_GAP.as_micros() as u64;
+        assert_eq!(rewake_gap(true, max), min);
+        assert_eq!(rewake_gap(false, min), 2 * min);
+        assert_eq!(rewake_gap(false, 0), min);
+        let mut gap = min;
+        for _ in 0..20 {
+            gap = rewake_gap(false, gap);
+        }
+        assert_eq!(gap, max);
+        assert_eq!(rewake_gap(true, gap), min);
+    }
+
     #[test]
     fn back_to_back_jobs_wake_a_sleeping_worker() {
         fn idle() -> Option<u64> {
