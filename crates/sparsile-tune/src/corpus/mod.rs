@@ -2,8 +2,9 @@
 //!
 //! The selector learns from measurements on a corpus of matrices that covers the
 //! sparsity structures Sparsile meets: power-law graphs, uniform random, banded,
-//! stencil meshes, block-sparse, pruned weights, attention masks and irregular
-//! corner cases. Every matrix is generated from a seed; none is real data.
+//! stencil meshes, block-sparse, pruned weights, attention masks, irregular corner cases
+//! and irregular triangulated meshes. Every matrix is generated from a seed; none is
+//! real data.
 //!
 //! [`corpus`] returns `per_family` members of each family listed by [`families`].
 //! Member `k` of a family is generated from its own random stream (derived from the
@@ -35,6 +36,7 @@ mod attention;
 mod banded;
 mod blocks;
 mod irregular;
+mod mesh;
 mod powerlaw;
 mod pruned;
 mod rmat;
@@ -81,7 +83,7 @@ pub fn families() -> &'static [(&'static str, &'static str)] {
     &FAMILIES
 }
 
-const FAMILIES: [(&str, &str); 9] = [
+const FAMILIES: [(&str, &str); 10] = [
     ("rmat", "R-MAT (Kronecker) power-law graphs with varied quadrant probabilities, symmetric or directed"),
     ("powerlaw", "Chung-Lu graphs with power-law expected degrees (exponents 1.9 to 3), hubs with thousands of edges"),
     ("uniform", "uniform random (Erdos-Renyi) matrices at varied densities and aspect ratios"),
@@ -91,11 +93,14 @@ const FAMILIES: [(&str, &str); 9] = [
     ("pruned", "pruned-weight masks: unstructured, N:M, whole rows or columns, and block pruning"),
     ("attention", "attention masks: local, dilated or strided windows, BigBird-like blocks, causal windows"),
     ("irregular", "corner cases: empty rows, arrowheads, huge rows, tall and wide, empty, one row or column"),
+    // Last: a family's index seeds its members, so a new family goes at the end and
+    // leaves the members of the others (and their labels) as they were.
+    ("mesh", "irregular triangulated 2-D meshes (4 to 8 neighbours), numbered at random, by grid or by patches"),
 ];
 
 type Generator = fn(usize, &mut Gen) -> Member;
 
-const GENERATORS: [Generator; 9] = [
+const GENERATORS: [Generator; 10] = [
     rmat::generate,
     powerlaw::generate,
     uniform::generate,
@@ -105,6 +110,7 @@ const GENERATORS: [Generator; 9] = [
     pruned::generate,
     attention::generate,
     irregular::generate,
+    mesh::generate,
 ];
 
 /// Generates the corpus described by `spec`: family by family, members in order.
