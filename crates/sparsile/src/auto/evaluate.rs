@@ -7,7 +7,8 @@
 //! runs it once and compares the result with an f64 reference computed from the matrix
 //! by plain loops: `max|got - ref| <= 1e-3 · (max|ref| + 1)` in f32 (`1e-9` in f64). A
 //! wrong answer is a failure, like a recipe that does not apply. Timing runs reuse the
-//! outputs (`run_into`), after warm-up runs, as a training loop does.
+//! outputs (`run_into`), after warm-up runs, as a training loop does: the asked number,
+//! and more until [`WARMUP_TIME`] has passed.
 //!
 //! ```text
 //! spmm:  Y[i,c] = A[i,j] * X[j,c]          X: n × K
@@ -29,6 +30,18 @@ use sparsile_tune::space::Candidate;
 
 use crate::compile::{Kernel, RunOptions};
 use crate::recipe::recipe_trace;
+
+/// The least time a candidate's warm-up runs take (unless [`MAX_WARMUP_RUNS`] come
+/// first). After the pause a search makes between candidates (checks, other candidates'
+/// conversions), calls of tens of microseconds run slow for the first few hundred
+/// microseconds on this project's host, both threads working (pubmed SpMV, 2 threads,
+/// call by call: 136, 86, 60, 50, 44, 48, 41, 35 µs); with a fixed two warm-up runs a
+/// five-run measurement fell on that ramp, and how far depended on the kernel's phases,
+/// which reordered candidates a longer measurement ranks the other way.
+pub const WARMUP_TIME: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The most warm-up runs [`WARMUP_TIME`] adds.
+pub const MAX_WARMUP_RUNS: usize = 200;
 
 /// The canonical program of `op` with the sparse operand in `format`.
 pub fn program_text(op: Operator, format: &str, dtype: DType) -> Option<String> {
@@ -321,10 +334,14 @@ impl Evaluator for OpEvaluator {
             .ok_or_else(|| format!("{c} was not prepared"))?;
         let mut inputs = inputs_of(&self.dense, &r.a);
         inputs.extend(r.parts.iter().map(|(k, t)| (k.clone(), t.view())));
-        for _ in 0..warmup {
+        // `warmup` runs, and more until WARMUP_TIME has passed (see there).
+        let start = Instant::now();
+        let mut runs = 0;
+        while runs < warmup || (runs < MAX_WARMUP_RUNS && start.elapsed() < WARMUP_TIME) {
             r.kernel
                 .run_into(&inputs, &mut r.outputs, &options)
                 .map_err(|e| e.to_string())?;
+            runs += 1;
         }
         let mut times = Vec::with_capacity(repeat);
         for _ in 0..repeat {
