@@ -71,7 +71,7 @@ fn label_train_eval_on_a_tiny_corpus() {
     let lines = std::fs::read_to_string(&labels).unwrap();
     assert_eq!(
         lines.lines().count(),
-        2 * 9,
+        2 * sparsile::tune::corpus::families().len(),
         "one example per matrix and op"
     );
     // Labelling again skips what is there.
