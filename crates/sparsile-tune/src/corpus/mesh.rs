@@ -1,15 +1,15 @@
 //! `mesh`: adjacency matrices of irregular triangulated 2-D meshes.
 //!
 //! Points on an `nx × ny` grid; every grid cell is split into two triangles by one of its
-//! diagonals, chosen at random, so a point has 4 to 8 neighbours (6 on average, as in a
-//! Delaunay triangulation of random points) and row lengths vary unpredictably from
-//! one row to the next, unlike a stencil's. Members cycle through three numberings of
-//! the points: `random` (a random symmetric permutation, as in meshes numbered in the
-//! order their points were generated), `grid` (x fastest) and `patches` (8 × 8 patches in
-//! random order, numbered within each patch: locality with random jumps, as in meshes
-//! numbered by region); and, independently, with or without the diagonal. Meshes have
-//! about 2,000 to 150,000 points at full scale, an aspect ratio up to 4. The structure is
-//! symmetric.
+//! diagonals, chosen at random, so an inner point has 4 to 8 neighbours (6 on average, as
+//! in a Delaunay triangulation of random points; fewer on the boundary) and row lengths
+//! vary unpredictably from one row to the next, unlike a stencil's. Members cycle through
+//! three numberings of the points: `random` (a random symmetric permutation, as in meshes
+//! numbered in the order their points were generated), `grid` (x fastest) and `patches`
+//! (8 × 8 patches in random order, numbered within each patch: locality with random
+//! jumps, as in meshes numbered by region); and, independently, with or without the
+//! diagonal. Meshes have about 2,000 to 150,000 points at full scale, an aspect ratio up
+//! to 4. The structure is symmetric.
 //!
 //! ```
 //! use sparsile_formats::MatrixStats;
