@@ -907,9 +907,6 @@ mod tests {
         assert!(!pool.shared.refused.load(Ordering::SeqCst));
     }
 
-    /// A worker asleep while medium-sized jobs ([`Help::Awake`]) come back to back is
-    /// woken by one of them (at most once per gap) and takes part in the later ones;
-    /// without that it never saw one again and they all ran on the caller alone.
     #[test]
     fn the_rewake_gap_grows_while_wakes_do_not_pay() {
         let min = REWAKE_GAP.as_micros() as u64;
@@ -925,6 +922,9 @@ mod tests {
         assert_eq!(rewake_gap(true, gap), min);
     }
 
+    /// A worker asleep while medium-sized jobs ([`Help::Awake`]) come back to back is
+    /// woken by one of them (at most once per gap) and takes part in the later ones;
+    /// without that it never saw one again and they all ran on the caller alone.
     #[test]
     fn back_to_back_jobs_wake_a_sleeping_worker() {
         fn idle() -> Option<u64> {

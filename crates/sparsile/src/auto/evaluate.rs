@@ -8,7 +8,7 @@
 //! by plain loops: `max|got - ref| <= 1e-3 · (max|ref| + 1)` in f32 (`1e-9` in f64). A
 //! wrong answer is a failure, like a recipe that does not apply. Timing runs reuse the
 //! outputs (`run_into`), after warm-up runs, as a training loop does: the asked number,
-//! and more until [`WARMUP_TIME`] has passed.
+//! and more until [`WARMUP_TIME`] has passed (none when none is asked for).
 //!
 //! ```text
 //! spmm:  Y[i,c] = A[i,j] * X[j,c]          X: n × K
@@ -42,6 +42,13 @@ pub const WARMUP_TIME: std::time::Duration = std::time::Duration::from_millis(1)
 
 /// The most warm-up runs [`WARMUP_TIME`] adds.
 pub const MAX_WARMUP_RUNS: usize = 200;
+
+/// Whether a warm-up that has made `runs` runs in `elapsed` goes on, `warmup` runs asked:
+/// until those are made and [`WARMUP_TIME`] has passed (at most [`MAX_WARMUP_RUNS`]);
+/// none when none is asked for.
+fn keep_warming(runs: usize, warmup: usize, elapsed: std::time::Duration) -> bool {
+    runs < warmup || (warmup > 0 && runs < MAX_WARMUP_RUNS && elapsed < WARMUP_TIME)
+}
 
 /// The canonical program of `op` with the sparse operand in `format`.
 pub fn program_text(op: Operator, format: &str, dtype: DType) -> Option<String> {
@@ -334,10 +341,11 @@ impl Evaluator for OpEvaluator {
             .ok_or_else(|| format!("{c} was not prepared"))?;
         let mut inputs = inputs_of(&self.dense, &r.a);
         inputs.extend(r.parts.iter().map(|(k, t)| (k.clone(), t.view())));
-        // `warmup` runs, and more until WARMUP_TIME has passed (see there).
+        // `warmup` runs, and more until WARMUP_TIME has passed (see there); none when
+        // none is asked for.
         let start = Instant::now();
         let mut runs = 0;
-        while runs < warmup || (runs < MAX_WARMUP_RUNS && start.elapsed() < WARMUP_TIME) {
+        while keep_warming(runs, warmup, start.elapsed()) {
             r.kernel
                 .run_into(&inputs, &mut r.outputs, &options)
                 .map_err(|e| e.to_string())?;
@@ -352,5 +360,24 @@ impl Evaluator for OpEvaluator {
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
         Ok(times)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_warm_up_lasts_its_runs_and_its_time_unless_none_is_asked() {
+        let short = Duration::from_micros(10);
+        // The asked runs first, however long they take.
+        assert!(keep_warming(1, 2, WARMUP_TIME * 2));
+        // Then more runs until the time has passed, at most MAX_WARMUP_RUNS.
+        assert!(keep_warming(2, 2, short));
+        assert!(!keep_warming(2, 2, WARMUP_TIME));
+        assert!(!keep_warming(MAX_WARMUP_RUNS, 2, short));
+        // `--warmup 0` means none.
+        assert!(!keep_warming(0, 0, Duration::ZERO));
     }
 }
