@@ -11,10 +11,10 @@
 //! interleaved with the exhaustive search's best, in `--remeasure` fresh rounds (and in as
 //! many more, with the best, for a pick whose score is more than 10 % from 100 % either
 //! way: a far call is measured again). A score is `best time / pick's time` in those
-//! fresh rounds: the fastest of many noisy
-//! medians in the search is biased low (on a machine whose speed drifts by 20% it is
-//! often a lucky run), and a fresh measurement of the best removes that bias, so a
-//! pick tied with the best scores about 100% (a little above or below it by noise).
+//! fresh rounds: the fastest of many noisy medians in the search is biased low (on a
+//! machine whose speed drifts by 20% it is often a lucky run), and a fresh measurement of
+//! the best removes that bias, so a pick tied with the best scores about 100% (a little
+//! above or below it by noise).
 //! The scores from the search's own measurements are reported beside them.
 //!
 //! The best single candidate over all cases, from the search's measurements, is
@@ -70,33 +70,51 @@ pub struct EvalArgs {
 /// The picks of one case that are measured again, by the name of the way of choosing.
 const CHOICES: [&str; 5] = ["selector", "rule", "default", "static", "pruned"];
 
-/// Fresh times of `ids` (none for a candidate that fails now: its pick scores 0),
-/// measured in `rounds` interleaved rounds.
-fn remeasure(
-    a: &sparsile::formats::SparseTensor<'_>,
-    req: &sparsile::auto::tune::TuneRequest,
-    ids: &[String],
-    rounds: usize,
-) -> Result<BTreeMap<String, Vec<f64>>> {
-    use sparsile::tune::search::Evaluator;
-    use sparsile::tune::space::Candidate;
-    let mut ev =
-        sparsile::auto::evaluate::OpEvaluator::new(req.op, a, req.width, req.threads, req.seed)
-            .context("measuring the picks again")?;
-    let ready: Vec<(String, Candidate)> = ids
-        .iter()
-        .filter_map(|id| Some((id.clone(), Candidate::from_id(id)?)))
-        .filter(|(_, c)| ev.prepare(c).is_ok())
-        .collect();
-    let mut times: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for _ in 0..rounds {
-        for (id, c) in &ready {
-            if let Ok(t) = ev.time(c, req.options.warmup, req.options.repeat) {
-                times.entry(id.clone()).or_default().extend(t);
+/// The picks of one case prepared for measuring again: converted, compiled and checked
+/// once (a candidate that fails now is left out, and its pick scores 0).
+struct Remeasure {
+    ev: sparsile::auto::evaluate::OpEvaluator,
+    ready: Vec<(String, sparsile::tune::space::Candidate)>,
+    warmup: usize,
+    repeat: usize,
+}
+
+impl Remeasure {
+    fn new(
+        a: &sparsile::formats::SparseTensor<'_>,
+        req: &sparsile::auto::tune::TuneRequest,
+        ids: &[String],
+    ) -> Result<Self> {
+        use sparsile::tune::search::Evaluator;
+        use sparsile::tune::space::Candidate;
+        let mut ev =
+            sparsile::auto::evaluate::OpEvaluator::new(req.op, a, req.width, req.threads, req.seed)
+                .context("measuring the picks again")?;
+        let ready = ids
+            .iter()
+            .filter_map(|id| Some((id.clone(), Candidate::from_id(id)?)))
+            .filter(|(_, c)| ev.prepare(c).is_ok())
+            .collect();
+        Ok(Remeasure {
+            ev,
+            ready,
+            warmup: req.options.warmup,
+            repeat: req.options.repeat,
+        })
+    }
+
+    /// Times of the prepared candidates among `ids`, measured in `rounds` interleaved
+    /// rounds, added to `times`.
+    fn rounds(&mut self, ids: &[String], rounds: usize, times: &mut BTreeMap<String, Vec<f64>>) {
+        use sparsile::tune::search::Evaluator;
+        for _ in 0..rounds {
+            for (id, c) in self.ready.iter().filter(|(id, _)| ids.contains(id)) {
+                if let Ok(t) = self.ev.time(c, self.warmup, self.repeat) {
+                    times.entry(id.clone()).or_default().extend(t);
+                }
             }
         }
     }
-    Ok(times)
 }
 
 /// The median of each candidate's times.
@@ -235,17 +253,15 @@ pub fn run(args: &EvalArgs) -> Result<()> {
                     .collect();
                 ids.sort();
                 ids.dedup();
-                let context = || format!("{name} {}", spec.label());
-                let mut times = remeasure(&a, &req, &ids, args.remeasure).with_context(context)?;
+                let mut picks = Remeasure::new(&a, &req, &ids)
+                    .with_context(|| format!("{name} {}", spec.label()))?;
+                let mut times = BTreeMap::new();
+                picks.rounds(&ids, args.remeasure, &mut times);
                 if let Some(best) = r.best.clone() {
                     let far = far_calls(&medians(&times), &best, &ids);
                     if !far.is_empty() {
                         let again: Vec<String> = std::iter::once(best).chain(far).collect();
-                        let more =
-                            remeasure(&a, &req, &again, args.remeasure).with_context(context)?;
-                        for (id, t) in more {
-                            times.entry(id).or_default().extend(t);
-                        }
+                        picks.rounds(&again, args.remeasure, &mut times);
                     }
                 }
                 medians(&times)
