@@ -138,7 +138,7 @@ mod tests {
     }
 
     #[test]
-    fn inner_points_have_four_to_eight_neighbours_six_on_average() {
+    fn every_point_has_two_to_eight_neighbours_six_on_average() {
         for k in 0..6 {
             let m = generate(k, &mut gen(k as u64));
             let rows = m.coo.shape[0];

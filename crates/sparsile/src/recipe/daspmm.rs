@@ -59,11 +59,7 @@ fn info() -> RecipeInfo {
                     "`seq`: one accumulation chain per element; `par`: partial sums combined after",
             },
             super::rowwise::width_param("k"),
-            ParamInfo {
-                name: "prefetch",
-                default: "8",
-                doc: "how many non-zeros ahead gathered rows of B are prefetched (0: never)",
-            },
+            super::rowwise::prefetch_param(),
         ],
         source: "DA-SpMM (Dai et al., DAC 2022), the design space of Table 1",
         gpu: false,
