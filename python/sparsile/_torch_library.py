@@ -131,10 +131,9 @@ def _rows(A: Tensor, transpose: bool) -> int:
     return A.shape[1] if transpose else A.shape[0]
 
 
-@torch.library.custom_op("sparsile::spmm", mutates_args=())
-def spmm(X: torch.Tensor, values: Optional[torch.Tensor], A: str, transpose: bool,
-         threads: Optional[int], recipe: str, target: Optional[str]) -> torch.Tensor:
-    """``A @ X`` (``A.T @ X`` when ``transpose``) for the tensor with handle ``A``."""
+def spmm_body(X: torch.Tensor, values: Optional[torch.Tensor], A: str, transpose: bool,
+              threads: Optional[int], recipe: str, target: Optional[str]) -> torch.Tensor:
+    """What ``sparsile::spmm`` computes (and the eager path of :mod:`sparsile._torch_eager`)."""
     S = operand(A, values)
     inner = S.shape[0] if transpose else S.shape[1]
     if X.ndim != 2 or X.shape[0] != inner:
@@ -151,17 +150,22 @@ def spmm(X: torch.Tensor, values: Optional[torch.Tensor], A: str, transpose: boo
     return _ops.spmm_plain(S, X, values.contiguous(), threads, recipe, target)
 
 
+@torch.library.custom_op("sparsile::spmm", mutates_args=())
+def spmm(X: torch.Tensor, values: Optional[torch.Tensor], A: str, transpose: bool,
+         threads: Optional[int], recipe: str, target: Optional[str]) -> torch.Tensor:
+    """``A @ X`` (``A.T @ X`` when ``transpose``) for the tensor with handle ``A``."""
+    return spmm_body(X, values, A, transpose, threads, recipe, target)
+
+
 @spmm.register_fake
 def _(X, values, A, transpose, threads, recipe, target):
     S = by_handle(A)
     return X.new_empty((_rows(S, transpose), X.shape[1]))
 
 
-@torch.library.custom_op("sparsile::sddmm", mutates_args=())
-def sddmm(X: torch.Tensor, Y: torch.Tensor, values: Optional[torch.Tensor], A: str,
-          threads: Optional[int], recipe: str, target: Optional[str]) -> torch.Tensor:
-    """``values ⊙ (X @ Y.T)`` at the stored positions of the tensor with handle ``A``,
-    in CSR order."""
+def sddmm_body(X: torch.Tensor, Y: torch.Tensor, values: Optional[torch.Tensor], A: str,
+               threads: Optional[int], recipe: str, target: Optional[str]) -> torch.Tensor:
+    """What ``sparsile::sddmm`` computes (and the eager path of :mod:`sparsile._torch_eager`)."""
     S = operand(A, values)
     m, n = S.shape
     if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != m or Y.shape[0] != n or X.shape[1] != Y.shape[1]:
@@ -176,6 +180,14 @@ def sddmm(X: torch.Tensor, Y: torch.Tensor, values: Optional[torch.Tensor], A: s
     out = _as_torch(out, X)
     # The operator's result must not share memory with an input.
     return out.clone() if out.data_ptr() == values.data_ptr() else out
+
+
+@torch.library.custom_op("sparsile::sddmm", mutates_args=())
+def sddmm(X: torch.Tensor, Y: torch.Tensor, values: Optional[torch.Tensor], A: str,
+          threads: Optional[int], recipe: str, target: Optional[str]) -> torch.Tensor:
+    """``values ⊙ (X @ Y.T)`` at the stored positions of the tensor with handle ``A``,
+    in CSR order."""
+    return sddmm_body(X, Y, values, A, threads, recipe, target)
 
 
 @sddmm.register_fake

@@ -6,7 +6,10 @@
 (A's stored values in CSR order, a 1-D tensor) is given, to the sparse values too; fake
 implementations let ``torch.compile(fullgraph=True)`` trace them, forward and backward.
 ``spmv``, ``spmm_batched`` and ``spmv_batched`` are SpMM on a reshaped dense operand.
-``sparsile.spmm``, ``sparsile.spmv``, the batched operators, ``mttkrp``, ``rgms`` and
+Outside ``torch.compile``, ``spmm`` and ``sddmm`` (and the operators built on them) run
+the same bodies and gradient formulas as ``torch.autograd.Function`` classes instead
+(:mod:`sparsile._torch_eager`): a custom operator's dispatch costs more than the kernel
+on small graphs. ``sparsile.spmm``, ``sparsile.spmv``, the batched operators, ``mttkrp``, ``rgms`` and
 ``A @ X`` come here by themselves when a torch input requires a gradient (and grad mode
 is on) or under ``torch.compile``. The forward and backward passes all run Sparsile
 kernels:
@@ -44,6 +47,7 @@ from typing import Any, Optional
 
 import torch
 
+from . import _torch_eager
 from . import _torch_library  # noqa: F401  (registers the torch.library operators)
 from ._tensor import Tensor, as_tensor
 
@@ -75,7 +79,7 @@ def spmm(A: Any, X: torch.Tensor, values: Optional[torch.Tensor] = None, *,
     run (default: ``cuda`` for CUDA tensors, else ``cpu``)."""
     X = _check_dense(X, "X")
     A = _operand(A, values)
-    return torch.ops.sparsile.spmm(X, values, A._handle, False, threads, recipe, target)
+    return _torch_eager.spmm(X, values, A._handle, False, threads, recipe, target)
 
 
 def spmv(A: Any, x: torch.Tensor, values: Optional[torch.Tensor] = None, *,
@@ -119,7 +123,7 @@ def sddmm(A: Any, X: torch.Tensor, Y: torch.Tensor, values: Optional[torch.Tenso
     X = _check_dense(X, "X")
     Y = _check_dense(Y, "Y")
     A = _operand(A, values)
-    return torch.ops.sparsile.sddmm(X, Y, values, A._handle, threads, recipe, target)
+    return _torch_eager.sddmm(X, Y, values, A._handle, threads, recipe, target)
 
 
 def mttkrp(B: Any, C: torch.Tensor, D: torch.Tensor, *, threads: Optional[int] = None, recipe: str = "auto",

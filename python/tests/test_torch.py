@@ -82,6 +82,44 @@ def test_sddmm_gradcheck_and_dense_match(rng):
     torch.testing.assert_close(st.sddmm(T, X, Y, values=values), expected)
 
 
+def test_eager_path_and_custom_operators_agree(rng):
+    """Outside torch.compile, st.spmm / st.sddmm run autograd Functions around the bodies
+    of the torch.library operators (cheaper to call): results and gradients, first and
+    second order, equal those of the operators themselves."""
+    from sparsile import _torch_eager
+
+    T = sparsile.from_scipy(random_csr(rng, 11, 9, 0.3, np.float64, empty_rows=(3,)))
+    h = T._handle
+    g = torch.Generator().manual_seed(2)
+    values = torch.tensor(T.values).requires_grad_()
+    X = torch.randn(9, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    Xr = torch.randn(11, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    W = torch.randn(11, 4, dtype=torch.float64, generator=g)
+
+    Y = st.spmm(T, X, values=values)
+    assert type(Y.grad_fn).__name__ == "_SpMMBackward"
+    C = st.sddmm(T, Xr, X, values=values)
+    assert type(C.grad_fn).__name__ == "_SDDMMBackward"
+    for eager, op in [
+        (lambda v, x, xr: _torch_eager.spmm(x, v, h, False, None, "auto", None),
+         lambda v, x, xr: torch.ops.sparsile.spmm(x, v, h, False, None, "auto", None)),
+        (lambda v, x, xr: _torch_eager.spmm(xr, v, h, True, None, "auto", None),
+         lambda v, x, xr: torch.ops.sparsile.spmm(xr, v, h, True, None, "auto", None)),
+        (lambda v, x, xr: _torch_eager.sddmm(xr, x, v, h, None, "auto", None),
+         lambda v, x, xr: torch.ops.sparsile.sddmm(xr, x, v, h, None, "auto", None)),
+    ]:
+        got, want = eager(values, X, Xr), op(values, X, Xr)
+        torch.testing.assert_close(got, want)
+        weight = torch.randn(got.shape, dtype=torch.float64, generator=g)
+        grads = torch.autograd.grad((got * weight).sum(), (values, X, Xr), allow_unused=True)
+        grads_op = torch.autograd.grad((want * weight).sum(), (values, X, Xr), allow_unused=True)
+        for a, b in zip(grads, grads_op):
+            assert (a is None) == (b is None)
+            if a is not None:
+                torch.testing.assert_close(a, b)
+    assert torch.autograd.gradgradcheck(lambda v, x: (st.spmm(T, x, values=v) * W).sum(), (values, X))
+
+
 def test_non_csr_operands_are_used_through_csr(rng):
     A = random_csr(rng, 16, 16, 0.2, np.float32)
     T = sparsile.from_scipy(A).to("bsr:4x4")
