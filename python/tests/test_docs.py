@@ -11,7 +11,7 @@ import sparsile
 
 MODULES = ["sparsile", "sparsile._ops", "sparsile._tensor", "sparsile._compile", "sparsile._dense",
            "sparsile._log", "sparsile._explain", "sparsile._threads"]
-TORCH_MODULES = ["sparsile.torch", "sparsile.nn", "sparsile._torch_library"]
+TORCH_MODULES = ["sparsile.torch", "sparsile.nn", "sparsile._torch_library", "sparsile._torch_eager"]
 
 
 @pytest.mark.parametrize("name", MODULES + TORCH_MODULES)
