@@ -6,7 +6,9 @@ structure, the automatic choice reads its pattern again (fingerprint and feature
 the kernel checks it again. On ogbn-arxiv (1.2 M non-zeros) that was 14 ms per call
 around a 6 ms kernel.
 
-This module remembers the last few conversions. A call with arrays at the same address,
+This module remembers the last few conversions that the operators make by themselves
+(``as_tensor``); an explicit ``from_scipy`` or ``from_torch`` reuses a kept one but keeps
+none, so a tensor the user drops frees its structure (and its copies on a GPU) at once. A call with arrays at the same address,
 of the same shape, format and types, is compared entry by entry with the kept structure
 (a ``memcmp`` of the index arrays, about 0.3 ms on ogbn-arxiv); only when they are equal
 is the kept structure reused, with a fresh copy of the values. Equal arrays mean the
@@ -56,9 +58,11 @@ def _key(fmt: str, shape: Tuple[int, ...], indptr: np.ndarray, indices: np.ndarr
 
 
 def reuse_or_convert(fmt: str, shape: Tuple[int, ...], indptr: np.ndarray, indices: np.ndarray,
-                     values: np.ndarray, convert: Callable[[], "_native.Tensor"]) -> "_native.Tensor":
+                     values: np.ndarray, convert: Callable[[], "_native.Tensor"],
+                     keep: bool = True) -> "_native.Tensor":
     """The kept tensor of these arrays with a copy of ``values`` when its structure equals
-    ``indptr`` and ``indices``; otherwise ``convert()``, kept for the next call."""
+    ``indptr`` and ``indices``; otherwise ``convert()``, kept for the next call when
+    ``keep``."""
     key = _key(fmt, shape, indptr, indices, values)
     with _lock:
         kept = _kept.get(key)
@@ -67,7 +71,7 @@ def reuse_or_convert(fmt: str, shape: Tuple[int, ...], indptr: np.ndarray, indic
     if kept is not None and kept.same_pattern(indptr, indices):
         return kept.with_values(values)
     fresh = convert()
-    if fresh.same_pattern(indptr, indices):
+    if keep and fresh.same_pattern(indptr, indices):
         with _lock:
             _kept[key] = fresh
             _kept.move_to_end(key)

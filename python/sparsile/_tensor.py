@@ -443,6 +443,14 @@ def from_scipy(A: ScipySparse, format: Optional[str] = None) -> Tensor:
     """A SciPy sparse matrix or array (CSR, CSC, BSR, COO, or anything ``tocsr()``
     converts) as a Sparsile tensor, in its own format or in ``format``. Like SciPy,
     unsorted indices are sorted and duplicates summed."""
+    return _from_scipy(A, format, keep=False)
+
+
+def _from_scipy(A: ScipySparse, format: Optional[str], keep: bool) -> Tensor:
+    """:func:`from_scipy`; with ``keep``, a fresh conversion is kept for the next call
+    with the same arrays (``_converted``): the operators' implicit conversions are, a
+    user's explicit one is not (its structure, and the device copies of it, must go when
+    the user drops the tensor)."""
     import scipy.sparse as sp
 
     if not sp.issparse(A):
@@ -455,22 +463,22 @@ def from_scipy(A: ScipySparse, format: Optional[str] = None) -> Tensor:
         block = tuple(A.blocksize) if A.format == "bsr" else None
         data = np.ascontiguousarray(A.data).reshape(-1) if block else as_values(A.data, "data")
         t = _compressed(A.format, shape, as_index_array(A.indptr, "indptr"),
-                        as_index_array(A.indices, "indices"), data, block)
+                        as_index_array(A.indices, "indices"), data, block, keep)
     elif A.format == "coo":
         rows, cols = (A.row, A.col) if hasattr(A, "row") else A.coords
         t = _native.Tensor.from_coo(list(shape), [as_index_array(rows, "row"), as_index_array(cols, "col")],
                                     as_values(A.data, "data"), **fix)
     else:
-        return from_scipy(A.tocsr(), format)
+        return _from_scipy(A.tocsr(), format, keep)
     out = Tensor(t)
     return out.to(format) if format is not None else out
 
 
 def _compressed(kind: str, shape: Tuple[int, int], indptr: np.ndarray, indices: np.ndarray,
-                values: np.ndarray, block: Optional[Tuple[int, int]] = None) -> "_native.Tensor":
+                values: np.ndarray, block: Optional[Tuple[int, int]], keep: bool) -> "_native.Tensor":
     """A ``csr``, ``csc`` or ``bsr`` (``block`` = (r, c)) tensor from SciPy-style arrays,
-    sorted and summed as SciPy does; a kept conversion of the same arrays is reused
-    (see ``_converted``)."""
+    sorted and summed as SciPy does; a kept conversion of the same arrays is reused, and
+    with ``keep`` a fresh one is kept (see ``_converted``)."""
     fix = _opts(True, True)
     if kind == "bsr":
         fmt = f"bsr:{block[0]}x{block[1]}"
@@ -479,12 +487,17 @@ def _compressed(kind: str, shape: Tuple[int, int], indptr: np.ndarray, indices: 
         fmt = kind
         ctor = _native.Tensor.from_csr if kind == "csr" else _native.Tensor.from_csc
         convert = lambda: ctor(shape, indptr, indices, values, **fix)  # noqa: E731
-    return reuse_or_convert(fmt, shape, indptr, indices, values, convert)
+    return reuse_or_convert(fmt, shape, indptr, indices, values, convert, keep)
 
 
 def from_torch(t: "torch.Tensor", format: Optional[str] = None) -> Tensor:
     """A torch sparse tensor (``sparse_coo``, ``sparse_csr``, ``sparse_csc`` or
     ``sparse_bsr``, on the CPU) as a Sparsile tensor, in its own format or ``format``."""
+    return _from_torch(t, format, keep=False)
+
+
+def _from_torch(t: "torch.Tensor", format: Optional[str], keep: bool) -> Tensor:
+    """:func:`from_torch`; ``keep`` as for :func:`_from_scipy`."""
     import torch
 
     if not isinstance(t, torch.Tensor):
@@ -509,10 +522,12 @@ def from_torch(t: "torch.Tensor", format: Optional[str] = None) -> Tensor:
         out = _compressed("bsr" if block else "csr", _shape2(t.shape),
                           as_index_array(t.crow_indices(), "crow_indices"),
                           as_index_array(t.col_indices(), "col_indices"),
-                          as_values(vals.contiguous().reshape(-1) if block else vals, "values"), block)
+                          as_values(vals.contiguous().reshape(-1) if block else vals, "values"), block,
+                          keep)
     elif t.layout == torch.sparse_csc:
         out = _compressed("csc", _shape2(t.shape), as_index_array(t.ccol_indices(), "ccol_indices"),
-                          as_index_array(t.row_indices(), "row_indices"), as_values(t.values(), "values"))
+                          as_index_array(t.row_indices(), "row_indices"), as_values(t.values(), "values"),
+                          None, keep)
     else:
         raise TypeError(f"unsupported torch layout {t.layout}")
     res = Tensor(out)
@@ -524,9 +539,9 @@ def as_tensor(A: SparseLike, name: str = "A") -> Tensor:
     if isinstance(A, Tensor):
         return A
     if is_torch_tensor(A):
-        return from_torch(A)
+        return _from_torch(A, None, keep=True)
     if type(A).__module__.startswith("scipy.sparse"):
-        return from_scipy(A)
+        return _from_scipy(A, None, keep=True)
     raise TypeError(
         f"{name} must be a sparsile.Tensor, a scipy.sparse matrix or a torch sparse tensor, "
         f"got {type(A).__name__}"

@@ -93,6 +93,22 @@ def test_torch_csr_reuses_and_sees_changes():
     np.testing.assert_allclose(sparsile.spmm(T, X), 3.0 * want, rtol=1e-5, atol=1e-5)
 
 
+def test_explicit_conversions_are_not_kept():
+    """from_scipy / from_torch keep no structure alive once the user drops the tensor
+    (its device copies go with it); the operators' own conversions are kept."""
+    _converted.forget()
+    A = _matrix(12)
+    T = sparsile.from_scipy(A)
+    assert not _converted._kept
+    np.testing.assert_allclose(sparsile.spmm(T, _dense(13, A.shape[1])), A @ _dense(13, A.shape[1]),
+                               rtol=1e-5, atol=1e-6)
+    assert not _converted._kept
+    sparsile.spmm(A, _dense(13, A.shape[1]))
+    assert len(_converted._kept) == 1
+    again = sparsile.from_scipy(A)  # reuses the kept conversion, adds none
+    assert again.nnz == A.nnz and len(_converted._kept) == 1
+
+
 def test_same_pattern_compares_every_entry():
     A = _matrix(11)
     t = sparsile.from_scipy(A)._native
