@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Tuple
 
 import numpy as np
@@ -60,8 +61,12 @@ def value_dtype(array: np.ndarray) -> Any:
 
 
 def is_torch_tensor(x: Any) -> bool:
-    """Whether ``x`` is a ``torch.Tensor`` (without importing torch)."""
-    return type(x).__module__.startswith("torch") and hasattr(x, "layout")
+    """Whether ``x`` is a ``torch.Tensor`` (its subclasses included), without importing
+    torch: where torch was never imported, nothing is one. (An ``isinstance`` check: a
+    call on CUDA tensors asks this about twenty times, and the attribute lookups this
+    replaced cost a microsecond each.)"""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
 
 
 def device_of(x: Any) -> str:
