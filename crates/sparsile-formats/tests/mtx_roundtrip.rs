@@ -175,14 +175,24 @@ fn special_real_values_round_trip() {
     for (a, b) in back.values.iter().zip(&values) {
         assert_eq!(a.to_bits(), b.to_bits(), "{a} vs {b}");
     }
-    // NaN is kept.
-    let nan = CooTensor::from_triplets(vec![1, 1], &[(0, 0, f64::NAN)]).unwrap();
+    // NaN is kept, and so is its sign (a file may say `-nan`: written back as `-NaN`).
+    let nans = [f64::NAN, -f64::NAN];
+    let nan = CooTensor::from_triplets(vec![2, 1], &[(0, 0, nans[0]), (1, 0, nans[1])]).unwrap();
     let mut out = Vec::new();
     mtx::write_coo(&mut out, &nan, &MtxWriteOptions::general(MtxField::Real)).unwrap();
     let MtxData::Sparse(back) = read_bytes(&out) else {
         panic!("sparse")
     };
-    assert!(back.values[0].is_nan());
+    for (a, b) in back.values.iter().zip(&nans) {
+        assert!(a.is_nan());
+        assert_eq!(a.to_bits(), b.to_bits(), "{a} vs {b}");
+    }
+    let MtxData::Sparse(read) =
+        read_bytes(b"%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 -nan\n")
+    else {
+        panic!("sparse")
+    };
+    assert!(read.values[0].is_nan() && read.values[0].is_sign_negative());
 }
 
 #[test]

@@ -51,7 +51,15 @@ fn push_value(out: &mut String, v: f64, field: MtxField) {
         }
         MtxField::Real => {
             let a = v.abs();
-            if v == 0.0 || !v.is_finite() || (1e-5..1e16).contains(&a) {
+            if v.is_nan() {
+                // `{v}` prints every NaN as `NaN`: the sign would be lost (the reader
+                // takes `-NaN` as the negative one).
+                out.push_str(if v.is_sign_negative() {
+                    " -NaN"
+                } else {
+                    " NaN"
+                });
+            } else if v == 0.0 || v.is_infinite() || (1e-5..1e16).contains(&a) {
                 let _ = write!(out, " {v}");
             } else {
                 let _ = write!(out, " {v:e}");
