@@ -8,7 +8,8 @@ around a 6 ms kernel.
 
 This module remembers the last few conversions that the operators make by themselves
 (``as_tensor``); an explicit ``from_scipy`` or ``from_torch`` reuses a kept one but keeps
-none, so a tensor the user drops frees its structure (and its copies on a GPU) at once. A call with arrays at the same address,
+none, so a tensor the user drops frees its structure (and its copies on a GPU) at once.
+A call with arrays at the same address,
 of the same shape, format and types, is compared entry by entry with the kept structure
 (a ``memcmp`` of the index arrays, about 0.3 ms on ogbn-arxiv); only when they are equal
 is the kept structure reused, with a fresh copy of the values. Equal arrays mean the

@@ -9,10 +9,10 @@ implementations let ``torch.compile(fullgraph=True)`` trace them, forward and ba
 Outside ``torch.compile``, ``spmm`` and ``sddmm`` (and the operators built on them) run
 the same bodies and gradient formulas as ``torch.autograd.Function`` classes instead
 (:mod:`sparsile._torch_eager`): a custom operator's dispatch costs more than the kernel
-on small graphs. ``sparsile.spmm``, ``sparsile.spmv``, the batched operators, ``mttkrp``, ``rgms`` and
-``A @ X`` come here by themselves when a torch input requires a gradient (and grad mode
-is on) or under ``torch.compile``. The forward and backward passes all run Sparsile
-kernels:
+on small graphs. ``sparsile.spmm``, ``sparsile.spmv``, the batched operators,
+``mttkrp``, ``rgms`` and ``A @ X`` come here by themselves when a torch input requires a
+gradient (and grad mode is on) or under ``torch.compile``. The forward and backward
+passes all run Sparsile kernels:
 
 - SpMM ``Y = A X``: ``dX = Aᵀ dY`` (SpMM with the transposed pattern) and
   ``dA = (dY Xᵀ) ⊙ pattern(A)`` (SDDMM);
