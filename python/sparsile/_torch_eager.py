@@ -6,7 +6,8 @@ about 55 µs more with a gradient to record: more than the kernel on graphs of a
 thousand nodes (Cora's SpMM at K=16 runs in about 12 µs). Outside ``torch.compile``, the
 same computation runs as ``torch.autograd.Function`` classes around the operators' bodies
 (:func:`~sparsile._torch_library.spmm_body`, :func:`~sparsile._torch_library.sddmm_body`)
-with the same gradient formulas; under ``torch.compile`` (and ``torch.export``) the
+with the same backward passes (``spmm_gradients``, ``sddmm_gradients``, given this
+module's operators); under ``torch.compile`` (and ``torch.export``) the
 custom operators of :mod:`sparsile._torch_library` run, since only they can be traced.
 Both paths give the same results and gradients (the tests compare them).
 
@@ -30,8 +31,8 @@ from typing import Any, Optional
 
 import torch
 
-from ._tensor import by_handle
-from ._torch_library import csr_of, sddmm_body, spmm_body
+from ._torch_library import (sddmm_body, sddmm_context, sddmm_gradients, spmm_body, spmm_context,
+                             spmm_gradients)
 
 
 def spmm(X: torch.Tensor, values: Optional[torch.Tensor], A: str, transpose: bool,
@@ -54,57 +55,28 @@ def sddmm(X: torch.Tensor, Y: torch.Tensor, values: Optional[torch.Tensor], A: s
 
 
 class _SpMM(torch.autograd.Function):
-    """``Y = A X``: ``dX = Aᵀ dY``, ``dvalues = pattern(A) ⊙ (dY Xᵀ)`` (an SDDMM)."""
+    """``Y = A X`` (gradients: :func:`~sparsile._torch_library.spmm_gradients`)."""
 
     @staticmethod
     def forward(ctx: Any, X, values, A, transpose, threads, recipe, target):  # type: ignore[override]
         # The context is set up here, not in `setup_context`: with one, `apply` binds the
         # arguments to the signature (`inspect`) on every call, about 25 µs.
-        ctx.A, ctx.transpose, ctx.threads, ctx.target = A, transpose, threads, target
-        ctx.tensor = by_handle(A)  # alive until the backward pass
-        ctx.save_for_backward(X, values)
+        spmm_context(ctx, X, values, A, transpose, threads, target)
         return spmm_body(X, values, A, transpose, threads, recipe, target)
 
     @staticmethod
     def backward(ctx: Any, dY: torch.Tensor):  # type: ignore[override]
-        X, values = ctx.saved_tensors
-        A, transpose, threads, target = ctx.A, ctx.transpose, ctx.threads, ctx.target
-        d_X = d_values = None
-        if ctx.needs_input_grad[0]:
-            d_X = spmm(dY, values, A, not transpose, threads, "auto", target)
-        if ctx.needs_input_grad[1]:
-            ones = dY.new_ones((csr_of(ctx.tensor).nnz,)) if values is None else torch.ones_like(values)
-            if transpose:
-                d_values = sddmm(X, dY, ones, A, threads, "auto", target)
-            else:
-                d_values = sddmm(dY, X, ones, A, threads, "auto", target)
-        return d_X, d_values, None, None, None, None, None
+        return spmm_gradients(ctx, dY, spmm, sddmm)
 
 
 class _SDDMM(torch.autograd.Function):
-    """``C = values ⊙ (X Yᵀ)``: ``dvalues = dC ⊙ (X Yᵀ)``, ``dX = (values ⊙ dC) Y``,
-    ``dY = (values ⊙ dC)ᵀ X``."""
+    """``C = values ⊙ (X Yᵀ)`` (gradients: :func:`~sparsile._torch_library.sddmm_gradients`)."""
 
     @staticmethod
     def forward(ctx: Any, X, Y, values, A, threads, recipe, target):  # type: ignore[override]
-        ctx.A, ctx.threads, ctx.target = A, threads, target
-        ctx.tensor = by_handle(A)  # alive until the backward pass
-        ctx.save_for_backward(X, Y, values)
+        sddmm_context(ctx, X, Y, values, A, threads, target)
         return sddmm_body(X, Y, values, A, threads, recipe, target)
 
     @staticmethod
     def backward(ctx: Any, dC: torch.Tensor):  # type: ignore[override]
-        X, Y, values = ctx.saved_tensors
-        A, threads, target = ctx.A, ctx.threads, ctx.target
-        d_X = d_Y = d_values = None
-        if ctx.needs_input_grad[2]:
-            d_values = sddmm(X, Y, dC, A, threads, "auto", target)
-        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
-            if values is None:
-                values = torch.ops.sparsile.stored_values(dC, A)
-            scaled = values * dC
-            if ctx.needs_input_grad[0]:
-                d_X = spmm(Y, scaled, A, False, threads, "auto", target)
-            if ctx.needs_input_grad[1]:
-                d_Y = spmm(X, scaled, A, True, threads, "auto", target)
-        return d_X, d_Y, d_values, None, None, None, None
+        return sddmm_gradients(ctx, dC, spmm, sddmm)

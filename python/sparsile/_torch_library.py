@@ -403,53 +403,77 @@ def _(like, A):
     return like.new_empty((2, csr_of(by_handle(A)).nnz), dtype=torch.int64)
 
 
-def _spmm_setup(ctx, inputs, output) -> None:
-    X, values, A, transpose, threads, recipe, target = inputs
+def spmm_context(ctx, X, values, A: str, transpose: bool, threads, target) -> None:
+    """Keeps on ``ctx`` what SpMM's backward pass (:func:`spmm_gradients`) needs."""
     ctx.A, ctx.transpose, ctx.threads, ctx.target = A, transpose, threads, target
     ctx.tensor = by_handle(A)  # alive until the backward pass
     ctx.save_for_backward(X, values)
 
 
-def _spmm_backward(ctx, dY):
+def spmm_gradients(ctx, dY, spmm_op, sddmm_op):
+    """SpMM's backward pass, ``dX = Aᵀ dY`` and ``dvalues = pattern(A) ⊙ (dY Xᵀ)``, run by
+    ``spmm_op`` and ``sddmm_op``: the custom operators here, the eager path's in
+    :mod:`sparsile._torch_eager`. The gradients of the operator's seven inputs."""
     X, values = ctx.saved_tensors
     A, transpose, threads, target = ctx.A, ctx.transpose, ctx.threads, ctx.target
     d_X = d_values = None
     if ctx.needs_input_grad[0]:
-        d_X = torch.ops.sparsile.spmm(dY, values, A, not transpose, threads, "auto", target)
+        d_X = spmm_op(dY, values, A, not transpose, threads, "auto", target)
     if ctx.needs_input_grad[1]:
-        ones = dY.new_ones((csr_of(by_handle(A)).nnz,)) if values is None else torch.ones_like(values)
+        ones = dY.new_ones((csr_of(ctx.tensor).nnz,)) if values is None else torch.ones_like(values)
         if transpose:
-            d_values = torch.ops.sparsile.sddmm(X, dY, ones, A, threads, "auto", target)
+            d_values = sddmm_op(X, dY, ones, A, threads, "auto", target)
         else:
-            d_values = torch.ops.sparsile.sddmm(dY, X, ones, A, threads, "auto", target)
+            d_values = sddmm_op(dY, X, ones, A, threads, "auto", target)
     return d_X, d_values, None, None, None, None, None
+
+
+def _spmm_setup(ctx, inputs, output) -> None:
+    X, values, A, transpose, threads, recipe, target = inputs
+    spmm_context(ctx, X, values, A, transpose, threads, target)
+
+
+def _spmm_backward(ctx, dY):
+    return spmm_gradients(ctx, dY, torch.ops.sparsile.spmm, torch.ops.sparsile.sddmm)
 
 
 spmm.register_autograd(_spmm_backward, setup_context=_spmm_setup)
 
 
-def _sddmm_setup(ctx, inputs, output) -> None:
-    X, Y, values, A, threads, recipe, target = inputs
+def sddmm_context(ctx, X, Y, values, A: str, threads, target) -> None:
+    """Keeps on ``ctx`` what SDDMM's backward pass (:func:`sddmm_gradients`) needs."""
     ctx.A, ctx.threads, ctx.target = A, threads, target
     ctx.tensor = by_handle(A)  # alive until the backward pass
     ctx.save_for_backward(X, Y, values)
 
 
-def _sddmm_backward(ctx, dC):
+def sddmm_gradients(ctx, dC, spmm_op, sddmm_op):
+    """SDDMM's backward pass, ``dvalues = dC ⊙ (X Yᵀ)``, ``dX = (values ⊙ dC) Y`` and
+    ``dY = (values ⊙ dC)ᵀ X``, run by ``spmm_op`` and ``sddmm_op`` (as for
+    :func:`spmm_gradients`). The gradients of the operator's seven inputs."""
     X, Y, values = ctx.saved_tensors
     A, threads, target = ctx.A, ctx.threads, ctx.target
     d_X = d_Y = d_values = None
     if ctx.needs_input_grad[2]:
-        d_values = torch.ops.sparsile.sddmm(X, Y, dC, A, threads, "auto", target)
+        d_values = sddmm_op(X, Y, dC, A, threads, "auto", target)
     if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
         if values is None:
             values = torch.ops.sparsile.stored_values(dC, A)
         scaled = values * dC
         if ctx.needs_input_grad[0]:
-            d_X = torch.ops.sparsile.spmm(Y, scaled, A, False, threads, "auto", target)
+            d_X = spmm_op(Y, scaled, A, False, threads, "auto", target)
         if ctx.needs_input_grad[1]:
-            d_Y = torch.ops.sparsile.spmm(X, scaled, A, True, threads, "auto", target)
+            d_Y = spmm_op(X, scaled, A, True, threads, "auto", target)
     return d_X, d_Y, d_values, None, None, None, None
+
+
+def _sddmm_setup(ctx, inputs, output) -> None:
+    X, Y, values, A, threads, recipe, target = inputs
+    sddmm_context(ctx, X, Y, values, A, threads, target)
+
+
+def _sddmm_backward(ctx, dC):
+    return sddmm_gradients(ctx, dC, torch.ops.sparsile.spmm, torch.ops.sparsile.sddmm)
 
 
 sddmm.register_autograd(_sddmm_backward, setup_context=_sddmm_setup)
