@@ -9,13 +9,13 @@ around a 6 ms kernel.
 This module remembers the last few conversions that the operators make by themselves
 (``as_tensor``); an explicit ``from_scipy`` or ``from_torch`` reuses a kept one but keeps
 none, so a tensor the user drops frees its structure (and its copies on a GPU) at once.
-A call with arrays at the same address,
-of the same shape, format and types, is compared entry by entry with the kept structure
-(a ``memcmp`` of the index arrays, about 0.3 ms on ogbn-arxiv); only when they are equal
-is the kept structure reused, with a fresh copy of the values. Equal arrays mean the
-caller's matrix has that structure, stored in that order, so reuse can never change a
-result; an array changed in place, or a new array at a freed address, fails the
-comparison and is converted afresh. The addresses only pick which entry to compare.
+A call with arrays at the same address, of the same shape, format and types, is
+compared entry by entry with the kept structure (a ``memcmp`` of the index arrays,
+about 0.3 ms on ogbn-arxiv); only when they are equal is the kept structure reused,
+with a fresh copy of the values. Equal arrays mean the caller's matrix has that
+structure, stored in that order, so reuse can never change a result; an array changed
+in place, or a new array at a freed address, fails the comparison and is converted
+afresh. The addresses only pick which entry to compare.
 
 Preconditions: the kept tensors were built from exactly the arrays they are compared
 with (no sorting or summing changed them), which ``same_pattern`` verifies anyway.

@@ -62,9 +62,8 @@ def value_dtype(array: np.ndarray) -> Any:
 
 def is_torch_tensor(x: Any) -> bool:
     """Whether ``x`` is a ``torch.Tensor`` (its subclasses included), without importing
-    torch: where torch was never imported, nothing is one. (An ``isinstance`` check: a
-    call on CUDA tensors asks this about twenty times, and the attribute lookups this
-    replaced cost a microsecond each.)"""
+    torch: where torch was never imported, nothing is one. Cheap (an ``isinstance``): a
+    call on CUDA tensors asks it about twenty times."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
 

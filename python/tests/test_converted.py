@@ -98,12 +98,12 @@ def test_explicit_conversions_are_not_kept():
     (its device copies go with it); the operators' own conversions are kept."""
     _converted.forget()
     A = _matrix(12)
+    X = _dense(13, A.shape[1])
     T = sparsile.from_scipy(A)
     assert not _converted._kept
-    np.testing.assert_allclose(sparsile.spmm(T, _dense(13, A.shape[1])), A @ _dense(13, A.shape[1]),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sparsile.spmm(T, X), A @ X, rtol=1e-5, atol=1e-6)
     assert not _converted._kept
-    sparsile.spmm(A, _dense(13, A.shape[1]))
+    sparsile.spmm(A, X)
     assert len(_converted._kept) == 1
     again = sparsile.from_scipy(A)  # reuses the kept conversion, adds none
     assert again.nnz == A.nnz and len(_converted._kept) == 1
