@@ -73,8 +73,12 @@ def tune(
 
     ``strategy``: ``"pruned"`` (the candidates the selector predicts within 1.2 times
     its best prediction, at most a fifth of them; the default), ``"exhaustive"`` (every
-    candidate) or ``"select"`` (measures nothing and records nothing: the report shows
-    the ranking alone); ``budget`` bounds the measuring in seconds. Returns the report: every candidate's
+    candidate), ``"select"`` (measures nothing and records nothing: the report shows
+    the ranking alone) or ``"stile"`` (``spmm`` and ``spmv``: the pruned choice plus
+    the decompositions of ``A`` into dense square tiles at nested levels and scattered
+    non-zeros that a tile-cost model calibrated on this machine keeps, listed under
+    ``"tiles"``; the fastest candidate wins, so a matrix without dense blocks keeps
+    its single format); ``budget`` bounds the measuring in seconds. Returns the report: every candidate's
     estimate, prediction, median time or failure, the ``best``, and the time split."""
     if op not in _TEMPLATES:
         raise ValueError(f"op must be one of {', '.join(_TEMPLATES)}, got {op!r}")

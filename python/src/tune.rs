@@ -48,7 +48,7 @@ pub fn tune(
     };
     let Some(s) = strategy(strategy_name) else {
         return Err(PyValueError::new_err(format!(
-            "strategy must be select, pruned or exhaustive, got {strategy_name:?}"
+            "strategy must be select, pruned, exhaustive or stile, got {strategy_name:?}"
         )));
     };
     if k == 0 || threads == 0 || rounds == 0 || repeat == 0 {

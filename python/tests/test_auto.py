@@ -85,6 +85,28 @@ def test_tune_records_the_best_and_auto_then_uses_it(rng, own_db):
     assert sparsile.explain(A, op="spmm", k=8, threads=2)["source"] != "tuning database"
 
 
+def test_stile_tuning_measures_tiles_and_auto_runs_the_winner(rng, own_db):
+    # Full 8 x 8 blocks on the diagonal among scattered entries: the tile model keeps
+    # decompositions, each is measured, and whatever wins runs correctly afterwards.
+    import scipy.sparse as sp
+
+    blocks = sp.block_diag([rng.standard_normal((8, 8)) for _ in range(40)], format="csr")
+    scatter = sp.random(320, 320, density=0.01, random_state=7, format="csr")
+    A = (blocks + scatter).tocsr().astype(np.float32)
+    S = sparsile.from_scipy(A)
+    report = sparsile.tune(S, op="spmm", k=16, strategy="stile", threads=2)
+    assert report["strategy"] == "stile"
+    assert report["tiles"], report["warnings"]
+    measured = {c["candidate"]: c for c in report["candidates"]}
+    for t in report["tiles"]:
+        assert t["candidate"].startswith("csr/tiles:")
+        assert measured[t["candidate"]]["median_ms"] > 0
+    X = rng.standard_normal((320, 16)).astype(np.float32)
+    info = sparsile.explain(S, op="spmm", k=16, threads=2)
+    assert info["source"] == "tuning database"
+    np.testing.assert_allclose(sparsile.spmm(S, X, threads=2), A @ X, rtol=1e-4, atol=1e-4)
+
+
 def test_tune_refuses_bad_arguments(rng, own_db):
     A = sparsile.from_scipy(random_csr(rng, 8, 8, 0.3))
     with pytest.raises(ValueError, match="strategy"):

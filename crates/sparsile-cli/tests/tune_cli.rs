@@ -246,3 +246,93 @@ fn a_model_of_another_space_version_is_refused_with_a_message() {
     assert!(all.contains("rule"), "the rule decides: {all}");
     assert!(all.contains("space version"), "says why: {all}");
 }
+
+/// Full 8 × 8 blocks on the diagonal of an n × n matrix, one entry in every fourth
+/// row elsewhere: tiles pay for the blocks and not for the scattered entries.
+fn tiled_mtx(dir: &Path, n: usize) -> PathBuf {
+    let mut entries = Vec::new();
+    for i in 0..n {
+        for j in (i / 8 * 8)..(i / 8 * 8 + 8).min(n) {
+            entries.push((i, j, 1.0 + (i + 2 * j) as f64 % 3.0));
+        }
+        if i % 4 == 0 && (i * 37 + 11) % n / 8 != i / 8 {
+            entries.push((i, (i * 37 + 11) % n, -1.5));
+        }
+    }
+    let mut text = format!(
+        "%%MatrixMarket matrix coordinate real general\n{n} {n} {}\n",
+        entries.len()
+    );
+    for (i, j, v) in entries {
+        writeln!(text, "{} {} {v}", i + 1, j + 1).unwrap();
+    }
+    let path = dir.join("tiled.mtx");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn stile_strategy_measures_decompositions_and_keeps_its_calibration() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiled_mtx(dir.path(), 203);
+    let json = dir.path().join("stile.json");
+    let args = [
+        "tune",
+        "--op",
+        "spmm",
+        "--k",
+        "16",
+        "--matrix",
+        m.to_str().unwrap(),
+        "--strategy",
+        "stile",
+        "--threads",
+        "2",
+        "--rounds",
+        "1",
+        "--repeat",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = ok(&sparsile(&args, dir.path()));
+    assert!(out.contains("(stile, space version"), "{out}");
+    // The 8 x 8 blocks are tiles; the scattered entries stay.
+    assert!(out.contains("of 8x8"), "{out}");
+    assert!(out.contains("tiles: best decomposition"), "{out}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = &report[0]["report"];
+    let tiles = r["tiles"].as_array().unwrap();
+    assert!(!tiles.is_empty(), "{r}");
+    for t in tiles {
+        let id = t["candidate"].as_str().unwrap();
+        assert!(id.starts_with("csr/tiles:"), "{id}");
+        // Every decomposition was measured (and so checked against the reference).
+        let c = r["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["candidate"] == id)
+            .unwrap();
+        assert!(c["median_ms"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["failure"].is_null(), "{c}");
+    }
+    let calibration = dir.path().join("tuning.stile.jsonl");
+    let lines = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count();
+    assert_eq!(lines(&calibration), 1);
+    // A second search reads the calibration back; a corrupted line is skipped.
+    let mut text = std::fs::read_to_string(&calibration).unwrap();
+    text.insert_str(0, "{\"version\": 1, \"target\": [\n");
+    std::fs::write(&calibration, &text).unwrap();
+    ok(&sparsile(&args, dir.path()));
+    assert_eq!(lines(&calibration), 2);
+    // SDDMM has no tiles: a note says so, and the search still runs.
+    let mut sddmm = args.to_vec();
+    sddmm[2] = "sddmm";
+    let out = ok(&sparsile(&sddmm, dir.path()));
+    assert!(
+        out.contains("the stile strategy adds no tiles for sddmm"),
+        "{out}"
+    );
+}

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use sparsile_formats::decompose::{DecomposeCache, DecomposePlan, DecomposeRule, PADDING};
+use sparsile_formats::decompose::{
+    DecomposeCache, DecomposePlan, DecomposeRule, TileLevel, PADDING,
+};
 use sparsile_formats::{CooTensor, Format, SparseTensor};
 use sparsile_ir::AxisKind;
 
@@ -115,6 +117,112 @@ proptest! {
     }
 }
 
+proptest! {
+    #[test]
+    fn tile_parts_add_up_to_the_source(
+        m in 0usize..20, n in 1usize..20, costs in prop::collection::vec(1u32..20, 3),
+        shape in 0usize..3,
+        keep in prop::collection::vec(any::<bool>(), 1..60),
+    ) {
+        let a = SparseTensor::from_coo(&random(m, n, &keep, &[1.5, -2.0, 3.0, 0.5]), &Format::Csr).unwrap();
+        let sides: &[(usize, usize)] = [&[(8, 8), (4, 4), (2, 2)][..], &[(6, 4), (3, 2), (1, 1)], &[(4, 8), (2, 8), (1, 4)]][shape];
+        let levels: Vec<TileLevel> = sides.iter().zip(&costs).map(|(&(r, c), &cost)| TileLevel { r, c, cost }).collect();
+        let rule = DecomposeRule::Tiles { levels: levels.clone() };
+        let plan = DecomposePlan::new(&rule, &a.structure).unwrap();
+        let parts = plan.gather(&a.values);
+        prop_assert_eq!(parts.len(), levels.len() + 1);
+        prop_assert_eq!(parts[0].format(), &Format::Csr);
+        for (p, l) in parts[1..].iter().zip(&levels) {
+            prop_assert_eq!(p.format(), &Format::Bsr { r: l.r, c: l.c });
+        }
+        prop_assert_eq!(sum_of_parts(&parts, m * n), a.to_dense_f64());
+        let stored: usize = plan.parts.iter().map(|p| p.gather.iter().filter(|&&g| g != PADDING).count()).sum();
+        prop_assert_eq!(stored, a.values.len());
+    }
+
+    #[test]
+    fn one_level_of_tiles_is_the_blocks_rule(
+        m in 0usize..16, n in 1usize..16, side in 1usize..5, fill in 1u32..101,
+        keep in prop::collection::vec(any::<bool>(), 1..40),
+    ) {
+        let a = SparseTensor::from_coo(&random(m, n, &keep, &[1.0, -2.0]), &Format::Csr).unwrap();
+        let cells = (side * side) as u32;
+        let cost = (fill * cells).div_ceil(100);
+        let tiles = DecomposeRule::Tiles { levels: vec![TileLevel { r: side, c: side, cost }] };
+        let blocks = DecomposeRule::Blocks { r: side, c: side, fill };
+        let t = DecomposePlan::new(&tiles, &a.structure).unwrap();
+        let b = DecomposePlan::new(&blocks, &a.structure).unwrap();
+        // The same parts, the rest first.
+        prop_assert_eq!(&t.parts[0], &b.parts[1]);
+        prop_assert_eq!(&t.parts[1], &b.parts[0]);
+    }
+}
+
+/// Nested levels: a tile replaces its smaller tiles and entries when it costs no more,
+/// and a block too sparse for its level still holds tiles of the next.
+#[test]
+fn nested_tiles_take_the_cheaper_choice() {
+    // 8 x 8: the top-left 4 x 4 block full (16 entries), one entry at (4, 4), a 2 x 2
+    // full block at (6, 0), one entry at (0, 7).
+    let mut t = Vec::new();
+    for i in 0..4 {
+        for j in 0..4 {
+            t.push((i, j, 1.0));
+        }
+    }
+    t.extend([
+        (4, 4, 1.0),
+        (6, 0, 1.0),
+        (6, 1, 1.0),
+        (7, 0, 1.0),
+        (7, 1, 1.0),
+        (0, 7, 1.0),
+    ]);
+    let a = SparseTensor::from_coo(
+        &CooTensor::from_triplets(vec![8, 8], &t).unwrap(),
+        &Format::Csr,
+    )
+    .unwrap();
+    let nnz_of = |p: &SparseTensor<'_>| p.to_dense_f64().iter().filter(|&&v| v != 0.0).count();
+    let level = |r, cost| TileLevel { r, c: r, cost };
+    // Parts: the rest, then 8 x 8, 4 x 4, 2 x 2. An 8 x 8 tile costs 30, more than its
+    // contents (the full 4 x 4 block as a tile, 4; the full 2 x 2 block as a tile, 2;
+    // the entries at (4, 4) and (0, 7), 1 each): none; the full blocks are tiles.
+    let rule = DecomposeRule::Tiles {
+        levels: vec![level(8, 30), level(4, 4), level(2, 2)],
+    };
+    let parts = DecomposePlan::new(&rule, &a.structure)
+        .unwrap()
+        .gather(&a.values);
+    let counts: Vec<usize> = parts.iter().map(nnz_of).collect();
+    assert_eq!(counts, vec![2, 0, 16, 4]);
+    // An 8 x 8 tile of cost 8, no more than its contents' 4 + 2 + 1 + 1, takes all.
+    let rule = DecomposeRule::Tiles {
+        levels: vec![level(8, 8), level(4, 4), level(2, 2)],
+    };
+    let parts = DecomposePlan::new(&rule, &a.structure)
+        .unwrap()
+        .gather(&a.values);
+    let counts: Vec<usize> = parts.iter().map(nnz_of).collect();
+    assert_eq!(counts, vec![0, 22, 0, 0]);
+}
+
+#[test]
+fn tile_rules_are_checked() {
+    for (text, needle) in [
+        ("tiles()", "three arguments a level"),
+        ("tiles(8, 8)", "three arguments a level"),
+        ("tiles(8, 8, 0)", "at least 1 entry"),
+        ("tiles(8, 8, 4, 3, 3, 1)", "do not nest"),
+        ("tiles(8, 8, 4, 8, 8, 1)", "do not nest"),
+        ("tiles(8, 8, x)", "must be an integer"),
+        ("tiles(512, 8, 4)", "each side must be from 1"),
+    ] {
+        let e = text.parse::<DecomposeRule>().unwrap_err().to_string();
+        assert!(e.contains(needle), "{text}: {e}");
+    }
+}
+
 #[test]
 fn rules_round_trip_through_their_text_form() {
     for text in [
@@ -124,6 +232,8 @@ fn rules_round_trip_through_their_text_form() {
         "convert(ell, 4)",
         "blocks(8, 8, 50)",
         "blocks(3, 16, 100)",
+        "tiles(16, 16, 40, 8, 8, 12, 4, 4, 3)",
+        "tiles(6, 4, 5, 3, 2, 1)",
     ] {
         let rule: DecomposeRule = text.parse().unwrap();
         assert_eq!(rule.to_string(), text);

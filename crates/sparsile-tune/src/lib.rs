@@ -18,6 +18,7 @@ pub mod rule;
 pub mod search;
 pub mod selector;
 pub mod space;
+pub mod stile;
 pub mod target;
 
 pub use search::Evaluator;

@@ -76,6 +76,13 @@ pub enum Strategy {
         within: f64,
     },
     Select,
+    /// Measure what the pruned strategy measures plus the candidates that must be seen:
+    /// the STile search's decompositions, which the caller adds to the space (see
+    /// [`crate::stile`]).
+    Stile {
+        fraction: f64,
+        within: f64,
+    },
 }
 
 impl Strategy {
@@ -87,11 +94,18 @@ impl Strategy {
         within: 1.2,
     };
 
+    /// The STile strategy: the pruned choice of the space beside the searched tiles.
+    pub const STILE: Strategy = Strategy::Stile {
+        fraction: 0.2,
+        within: 1.2,
+    };
+
     pub fn name(self) -> &'static str {
         match self {
             Strategy::Exhaustive => "exhaustive",
             Strategy::Pruned { .. } => "pruned",
             Strategy::Select => "select",
+            Strategy::Stile { .. } => "stile",
         }
     }
 
@@ -101,7 +115,9 @@ impl Strategy {
         match self {
             Strategy::Exhaustive => (0..ranking.len()).collect(),
             Strategy::Select => Vec::new(),
-            Strategy::Pruned { fraction, within } => pruned_choice(ranking, must, fraction, within),
+            Strategy::Pruned { fraction, within } | Strategy::Stile { fraction, within } => {
+                pruned_choice(ranking, must, fraction, within)
+            }
         }
     }
 }

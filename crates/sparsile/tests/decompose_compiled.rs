@@ -1,6 +1,7 @@
 //! Compiled kernels with decomposed operands: SpMM with `A` (CSR) decomposed by hyb(c, k)
 //! (parts horizontally fused into one loop), by its dense tiles and the rest (`blocks`,
-//! also through the `blocks` recipe, SpMM and SpMV), converted to DBSR and to SR-BCRS, and RGMS
+//! also through the `blocks` recipe, SpMM and SpMV), by nested tiles chosen by cost
+//! (`tiles`, also through the `tiles` recipe), converted to DBSR and to SR-BCRS, and RGMS
 //! with a 3-D hyb, run through `Kernel::run` (which derives the parts from `A`, caching
 //! the plan per pattern) against the reference interpreter on the original program, f32
 //! and f64. Without a C compiler the test prints that it skipped.
@@ -9,7 +10,7 @@ use std::collections::HashMap;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sparsile::formats::decompose::DecomposeRule;
+use sparsile::formats::decompose::{DecomposeRule, TileLevel};
 use sparsile::formats::{CooTensor, Format, SparseTensor};
 use sparsile::ir::settings::Settings;
 use sparsile::ir::DType;
@@ -135,6 +136,39 @@ fn spmm_with_decomposed_operands() {
             r: 4,
             c: 4,
             fill: 100,
+        },
+        DecomposeRule::Tiles {
+            levels: vec![
+                TileLevel {
+                    r: 4,
+                    c: 4,
+                    cost: 6,
+                },
+                TileLevel {
+                    r: 2,
+                    c: 2,
+                    cost: 2,
+                },
+            ],
+        },
+        DecomposeRule::Tiles {
+            levels: vec![
+                TileLevel {
+                    r: 6,
+                    c: 4,
+                    cost: 5,
+                },
+                TileLevel {
+                    r: 3,
+                    c: 2,
+                    cost: 1,
+                },
+                TileLevel {
+                    r: 1,
+                    c: 1,
+                    cost: 1,
+                },
+            ],
         },
     ];
     for dtype in [DType::F32, DType::F64] {
@@ -305,6 +339,82 @@ fn blocks_recipe_splits_dense_tiles_from_the_rest() {
                     // The parts computed once and passed along give the same result.
                     let parts = kernel.derive_parts(&inputs).unwrap();
                     assert_eq!(parts.len(), 2, "{what}");
+                    let mut with_parts = inputs.clone();
+                    with_parts.extend(parts);
+                    for (threads, inputs) in [(1, &inputs), (2, &inputs), (2, &with_parts)] {
+                        let options = RunOptions {
+                            threads: Some(threads),
+                            parallelism: sparsile::Parallelism::Always,
+                            ..RunOptions::default()
+                        };
+                        let got = kernel.run(inputs, &options).unwrap();
+                        for (name, t) in &want {
+                            let (g, w) = (got[name].to_dense_f64(), t.to_dense_f64());
+                            for (x, y) in g.iter().zip(&w) {
+                                assert!(
+                                    (x - y).abs() <= tol * (1.0 + y.abs()),
+                                    "{what} ({threads} threads): {name}: {x} vs {y}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn tiles_recipe_runs_every_level_and_the_rest() {
+    use sparsile::recipe::{self, RecipeContext};
+    let ctx = RecipeContext::default();
+    for dtype in [DType::F32, DType::F64] {
+        let spmm = format!(
+            "tensor A: {dtype}[m, n] csr\ntensor B: {dtype}[n, k]\ntensor C: {dtype}[m, k]\nC[i,k] = A[i,j] * B[j,k]\n"
+        );
+        let spmv = format!(
+            "tensor A: {dtype}[m, n] csr\ntensor x: {dtype}[n]\ntensor y: {dtype}[m]\ny[i] = A[i,j] * x[j]\n"
+        );
+        let stage1 = compile_notation(&spmm).unwrap();
+        let trace = recipe::trace("tiles:t16=40,t8=12,t4=3,k=20", &stage1, &ctx).unwrap();
+        let steps: Vec<&str> = trace.steps.iter().map(|s| s.primitive()).collect();
+        assert!(steps.contains(&"decompose_format"), "{steps:?}");
+        assert!(!steps.contains(&"parallel_reduce"), "{steps:?}");
+        assert_eq!(
+            steps.iter().filter(|s| **s == "register_tile").count(),
+            3,
+            "one register tile per level: {steps:?}"
+        );
+        assert!(steps.contains(&"cache_write"), "{steps:?}");
+        // No level asked for: refused with a reason.
+        let e = recipe::trace("tiles:t8=0", &stage1, &ctx).unwrap_err();
+        assert!(e.to_string().contains("at least one of"), "{e}");
+        if !have_compiler() {
+            return;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(44);
+        // Sizes no side divides, a matrix smaller than every tile, and an empty one.
+        for (m, n, b) in [(37, 45, 8), (70, 19, 4), (3, 5, 2), (0, 9, 4)] {
+            let coo = tiles_and_scatter(m, n, b, &mut rng);
+            let a = SparseTensor::from_coo_with(&coo, &Format::Csr, dtype).unwrap();
+            for (spec, levels) in [
+                ("tiles:t16=40,t8=12,t4=3", 3),
+                ("tiles:t8=20,t2=1", 2),
+                ("tiles:t32=1,t8=0", 1),
+                ("tiles:t4=16,t8=0", 1),
+            ] {
+                for (program, dense_input) in [
+                    (&spmm, ("B".to_string(), dense(&[n, 20], dtype, &mut rng))),
+                    (&spmv, ("x".to_string(), dense(&[n], dtype, &mut rng))),
+                ] {
+                    let what = format!("{spec} {m}x{n} {dtype}\n{program}");
+                    let inputs = HashMap::from([("A".to_string(), a.clone()), dense_input]);
+                    let kernel = sparsile::compile_recipe(program, &inputs, spec)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let want = evaluate(program, &inputs).unwrap();
+                    let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
+                    let parts = kernel.derive_parts(&inputs).unwrap();
+                    assert_eq!(parts.len(), levels + 1, "{what}");
                     let mut with_parts = inputs.clone();
                     with_parts.extend(parts);
                     for (threads, inputs) in [(1, &inputs), (2, &inputs), (2, &with_parts)] {

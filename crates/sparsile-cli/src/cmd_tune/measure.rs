@@ -27,7 +27,9 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub matrix: Vec<PathBuf>,
     /// select (no measurement), pruned (the candidates predicted within 1.2 times the
-    /// best prediction, at most a fifth of the space) or exhaustive.
+    /// best prediction, at most a fifth of the space), exhaustive, or stile (pruned plus
+    /// the decompositions into dense tiles and scattered entries that the calibrated
+    /// tile model keeps; spmm and spmv).
     #[arg(long, default_value = "pruned")]
     pub strategy: String,
     /// No new measuring round starts after this many seconds.
@@ -63,7 +65,7 @@ pub struct MeasureArgs {
 pub fn request(args: &MeasureArgs, spec: OpSpec, threads: usize) -> Result<TuneRequest> {
     let Some(s) = strategy(&args.strategy) else {
         bail!(
-            "--strategy must be select, pruned or exhaustive, got `{}`",
+            "--strategy must be select, pruned, exhaustive or stile, got `{}`",
             args.strategy
         );
     };
@@ -226,7 +228,61 @@ pub fn print_report(name: &str, spec: OpSpec, r: &TuneReport) {
         r.cost_rank_correlation.map_or("-".into(), |c| format!("{c:.2}")),
         r.records_written
     );
+    print_tiles(r);
     for w in &r.warnings {
         outln!("note: {w}");
+    }
+}
+
+/// The STile strategy's decompositions and the best of them against the best single
+/// format measured.
+fn print_tiles(r: &TuneReport) {
+    if r.strategy != "stile" {
+        return;
+    }
+    let median = |id: &str| {
+        r.candidates
+            .iter()
+            .find(|c| c.candidate == id)
+            .and_then(|c| c.median_ms)
+    };
+    for t in &r.tiles {
+        let levels: Vec<String> = t
+            .tiles
+            .iter()
+            .map(|(side, n)| format!("{n} of {side}x{side}"))
+            .collect();
+        outln!(
+            "tiles {}: {}, {} scattered non-zeros; estimate {:.4} ms, measured {} ms",
+            t.candidate.id(),
+            levels.join(", "),
+            t.rest,
+            t.estimate_ms,
+            ms(median(&t.candidate.id()))
+        );
+    }
+    let tiles_best = r
+        .tiles
+        .iter()
+        .filter_map(|t| median(&t.candidate.id()))
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
+    let single_best = r
+        .candidates
+        .iter()
+        .filter(|c| !r.tiles.iter().any(|t| t.candidate.id() == c.candidate))
+        .filter_map(|c| c.median_ms)
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
+    match (tiles_best, single_best) {
+        (Some(t), Some(s)) => outln!(
+            "tiles: best decomposition {} ms, best single format {} ms: {:.2}x; tile model {}",
+            ms(Some(t)),
+            ms(Some(s)),
+            s / t,
+            duration(r.tile_model_ms / 1e3)
+        ),
+        _ => outln!(
+            "tiles: no decomposition measured (the model keeps none within 1.2x of CSR's estimate); tile model {}",
+            duration(r.tile_model_ms / 1e3)
+        ),
     }
 }

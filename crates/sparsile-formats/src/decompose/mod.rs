@@ -14,7 +14,8 @@
 //!   each part: one pass over the part's storage, done on every run.
 //!
 //! Preconditions: the source has no duplicate coordinates (every canonical tensor), and
-//! for [`DecomposeRule::Hyb`] it has order 2 or 3 ([`DecomposeRule::Blocks`]: order 2). Errors name the rule and the problem.
+//! for [`DecomposeRule::Hyb`] it has order 2 or 3 ([`DecomposeRule::Blocks`] and
+//! [`DecomposeRule::Tiles`]: order 2). Errors name the rule and the problem.
 //!
 //! ```
 //! use sparsile_formats::decompose::{DecomposePlan, DecomposeRule};
@@ -42,10 +43,11 @@ mod convert_rule;
 mod hyb;
 mod plan;
 mod rule;
+mod tiles;
 
 pub use cache::DecomposeCache;
 pub use plan::{DecomposePlan, PartPlan, PADDING};
-pub use rule::DecomposeRule;
+pub use rule::{DecomposeRule, TileLevel};
 
 use thiserror::Error;
 

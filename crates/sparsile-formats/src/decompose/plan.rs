@@ -66,6 +66,9 @@ impl DecomposePlan {
             DecomposeRule::Blocks { r, c, fill } => {
                 super::blocks::plan(rule, (*r, *c, *fill), &entries, index_type)?
             }
+            DecomposeRule::Tiles { levels } => {
+                super::tiles::plan(rule, levels, &entries, index_type)?
+            }
         };
         Ok(DecomposePlan {
             rule: rule.clone(),

@@ -29,6 +29,25 @@ pub enum DecomposeRule {
     /// whole to part 0, `bsr:RxC` (missing cells stored as zeros); every other entry to
     /// part 1, `csr`. Order 2 only.
     Blocks { r: usize, c: usize, fill: u32 },
+    /// Dense tiles at several nested levels, chosen by cost (STile's levels of dense
+    /// tiles with the rest as one-dimensional tiles): level `l` cuts the matrix into
+    /// aligned `r × c` blocks (each level's sides divide the previous level's), a block
+    /// kept whole as a dense tile costs `cost` scattered entries, and every block takes
+    /// the cheaper of being a tile or leaving its entries to the next level (the rest:
+    /// `csr`, one unit an entry). Part 0 is the rest, `csr` (first, so that a kernel's
+    /// pass over it can store every output row before the tiles add to them); part
+    /// `l + 1` is `bsr:RxC` of level `l`. Text form: `tiles(r0, c0, cost0, r1, c1,
+    /// cost1, …)`. Order 2 only.
+    Tiles { levels: Vec<TileLevel> },
+}
+
+/// One level of [`DecomposeRule::Tiles`]: the block's sides and what a dense tile of
+/// them costs, in scattered entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TileLevel {
+    pub r: usize,
+    pub c: usize,
+    pub cost: u32,
 }
 
 impl DecomposeRule {
@@ -37,6 +56,9 @@ impl DecomposeRule {
 
     /// The largest side of a [`DecomposeRule::Blocks`] tile.
     pub const MAX_BLOCK: usize = 256;
+
+    /// The most levels of a [`DecomposeRule::Tiles`] rule.
+    pub const MAX_LEVELS: usize = 6;
 
     /// The rule as the IR records it: `convert(dbsr, 2, 2)`, `hyb(2, 3)`.
     pub fn to_spec(&self) -> RuleSpec {
@@ -55,6 +77,13 @@ impl DecomposeRule {
             DecomposeRule::Blocks { r, c, fill } => RuleSpec::new(
                 "blocks",
                 vec![r.to_string(), c.to_string(), fill.to_string()],
+            ),
+            DecomposeRule::Tiles { levels } => RuleSpec::new(
+                "tiles",
+                levels
+                    .iter()
+                    .flat_map(|l| [l.r.to_string(), l.c.to_string(), l.cost.to_string()])
+                    .collect(),
             ),
         }
     }
@@ -109,9 +138,33 @@ impl DecomposeRule {
                     fill: int("fill", fill)?.min(u32::MAX as usize) as u32,
                 }
             }
+            "tiles" => {
+                if spec.args.is_empty() || !spec.args.len().is_multiple_of(3) {
+                    return Err(bad(format!(
+                        "expected `tiles(r, c, cost, …)`: three arguments a level, found {}",
+                        spec.args.len()
+                    )));
+                }
+                let int = |name: &str, text: &str| {
+                    text.parse::<u64>()
+                        .map_err(|_| bad(format!("`{name}` must be an integer, found `{text}`")))
+                };
+                let levels = spec
+                    .args
+                    .chunks(3)
+                    .map(|l| {
+                        Ok(TileLevel {
+                            r: int("r", &l[0])?.min(usize::MAX as u64) as usize,
+                            c: int("c", &l[1])?.min(usize::MAX as u64) as usize,
+                            cost: int("cost", &l[2])?.min(u32::MAX as u64) as u32,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, DecomposeError>>()?;
+                DecomposeRule::Tiles { levels }
+            }
             other => {
                 return Err(bad(format!(
-                    "unknown rule `{other}` (known: convert, hyb, blocks)"
+                    "unknown rule `{other}` (known: convert, hyb, blocks, tiles)"
                 )))
             }
         };
@@ -156,6 +209,41 @@ impl DecomposeRule {
                     )));
                 }
             }
+            DecomposeRule::Tiles { levels } => {
+                if levels.is_empty() || levels.len() > Self::MAX_LEVELS {
+                    return Err(bad(format!(
+                        "{} levels: from 1 to {} are allowed",
+                        levels.len(),
+                        Self::MAX_LEVELS
+                    )));
+                }
+                for (l, level) in levels.iter().enumerate() {
+                    let TileLevel { r, c, cost } = *level;
+                    if !(1..=Self::MAX_BLOCK).contains(&r) || !(1..=Self::MAX_BLOCK).contains(&c) {
+                        return Err(bad(format!(
+                            "level {l}: blocks of {r} x {c}: each side must be from 1 to {}",
+                            Self::MAX_BLOCK
+                        )));
+                    }
+                    if cost == 0 {
+                        return Err(bad(format!(
+                            "level {l}: a tile's cost must be at least 1 entry"
+                        )));
+                    }
+                    if let Some(up) = l.checked_sub(1).map(|p| levels[p]) {
+                        if !up.r.is_multiple_of(r) || !up.c.is_multiple_of(c) || (up.r, up.c) == (r, c) {
+                            return Err(bad(format!(
+                                "level {l}: blocks of {r} x {c} do not nest in the {} x {} blocks \
+                                 of level {}: each level's sides must divide the previous \
+                                 level's, and the blocks must be smaller",
+                                up.r,
+                                up.c,
+                                l - 1
+                            )));
+                        }
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -172,7 +260,9 @@ impl DecomposeRule {
                         reason: e.to_string(),
                     })
             }
-            DecomposeRule::Hyb { .. } | DecomposeRule::Blocks { .. } => Ok(None),
+            DecomposeRule::Hyb { .. }
+            | DecomposeRule::Blocks { .. }
+            | DecomposeRule::Tiles { .. } => Ok(None),
         }
     }
 
@@ -182,6 +272,7 @@ impl DecomposeRule {
             DecomposeRule::Convert { .. } => 1,
             DecomposeRule::Hyb { c, k } => c * (*k as usize + 1),
             DecomposeRule::Blocks { .. } => 2,
+            DecomposeRule::Tiles { levels } => levels.len() + 1,
         }
     }
 
@@ -214,7 +305,7 @@ impl DecomposeRule {
                     .map(|p| one(p as u32 % (k + 1)))
                     .collect())
             }
-            DecomposeRule::Blocks { r, c, .. } => {
+            DecomposeRule::Blocks { .. } | DecomposeRule::Tiles { .. } => {
                 if ndim != 2 {
                     return Err(DecomposeError::UnsupportedOrder {
                         rule: self.to_spec().to_string(),
@@ -222,7 +313,16 @@ impl DecomposeRule {
                         supported: "2",
                     });
                 }
-                [Format::Bsr { r: *r, c: *c }, Format::Csr]
+                let formats: Vec<Format> = match self {
+                    DecomposeRule::Blocks { r, c, .. } => {
+                        vec![Format::Bsr { r: *r, c: *c }, Format::Csr]
+                    }
+                    DecomposeRule::Tiles { levels } => std::iter::once(Format::Csr)
+                        .chain(levels.iter().map(|l| Format::Bsr { r: l.r, c: l.c }))
+                        .collect(),
+                    _ => unreachable!("matched above"),
+                };
+                formats
                     .iter()
                     .map(|f| {
                         f.layout(ndim).map_err(|source| DecomposeError::Format {

@@ -221,8 +221,8 @@ fn declare_part(
                 DecomposeRule::Convert { format } => format
                     .parse::<sparsile_formats::Format>()
                     .is_ok_and(|f| f.stores_sentinel()),
-                // A BSR part and a CSR part: neither stores the sentinel.
-                DecomposeRule::Blocks { .. } => false,
+                // BSR parts and a CSR part: none stores the sentinel.
+                DecomposeRule::Blocks { .. } | DecomposeRule::Tiles { .. } => false,
             };
         let axis_name = names.fresh(&format!("{buffer_name}_{}", spec.name));
         let mut param = |out: &mut Program, what: &str| {

@@ -120,6 +120,9 @@ pub enum EvaluateError {
     Order(usize),
     #[error("{0}")]
     Format(#[from] sparsile_formats::FormatError),
+    /// A calibration kernel of the STile strategy could not run.
+    #[error("calibrating the tile costs: `{recipe}`: {reason}")]
+    Calibration { recipe: String, reason: String },
 }
 
 impl OpEvaluator {

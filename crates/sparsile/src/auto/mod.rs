@@ -15,6 +15,7 @@ mod gpu_rule;
 mod kernel;
 pub mod pattern;
 pub mod select;
+pub mod stile;
 pub mod tune;
 mod widened;
 

@@ -94,6 +94,53 @@ pub struct TuneReport {
     pub measure_ms: f64,
     pub records_written: usize,
     pub warnings: Vec<String>,
+    /// The STile strategy's decompositions (empty under other strategies).
+    pub tiles: Vec<TileReport>,
+    /// Calibrating and evaluating the tile model.
+    pub tile_model_ms: f64,
+}
+
+/// One decomposition the STile strategy measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct TileReport {
+    #[serde(serialize_with = "candidate_id")]
+    pub candidate: Candidate,
+    /// `(side, tiles)` per level.
+    pub tiles: Vec<(usize, usize)>,
+    /// Non-zeros left to the scattered part.
+    pub rest: usize,
+    /// The tile model's estimate.
+    pub estimate_ms: f64,
+}
+
+fn candidate_id<S: serde::Serializer>(c: &Candidate, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&c.id())
+}
+
+/// The decompositions the tile model keeps for `a` (see [`super::stile`]).
+fn stile_candidates(
+    a: &SparseTensor<'_>,
+    p: &super::pattern::Pattern,
+    req: &TuneRequest,
+    settings: &Settings,
+) -> Result<Vec<TileReport>, String> {
+    if !matches!(req.op, Operator::Spmm | Operator::Spmv) {
+        return Err(format!(
+            "the stile strategy adds no tiles for {}: the `tiles` recipe runs spmm and spmv",
+            req.op
+        ));
+    }
+    let cal = super::stile::calibration(req.op, req.width, req.threads, a.dtype(), settings)
+        .map_err(|e| e.to_string())?;
+    Ok(super::stile::candidates(&p.csr(), &p.format, &cal)
+        .into_iter()
+        .map(|(candidate, e)| TileReport {
+            candidate,
+            tiles: e.tiles,
+            rest: e.rest,
+            estimate_ms: e.cost * cal.entry_ms,
+        })
+        .collect())
 }
 
 /// Why tuning could not run.
@@ -167,15 +214,37 @@ pub fn tune(
             .insert(name.to_string(), features.get(f).unwrap_or(1.0));
     }
     let features_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let candidates = space(req.op, &features, &p.format, req.other_formats);
+    let mut candidates = space(req.op, &features, &p.format, req.other_formats);
+    let n_space = candidates.len();
+    let mut warnings = Vec::new();
+    // The STile strategy adds the decompositions its tile model keeps.
+    let t_tiles = Instant::now();
+    let mut tiles: Vec<TileReport> = Vec::new();
+    if matches!(req.options.strategy, Strategy::Stile { .. }) {
+        match stile_candidates(a, &p, req, &settings) {
+            Ok(found) => tiles = found,
+            Err(e) => warnings.push(e),
+        }
+        for t in &tiles {
+            if !candidates.contains(&t.candidate) {
+                candidates.push(t.candidate.clone());
+            }
+        }
+    }
+    let tile_model_ms = t_tiles.elapsed().as_secs_f64() * 1e3;
     let t1 = Instant::now();
     let cost = fitted_cost_model(&settings, &req.machine);
     let estimates: Vec<f64> = candidates
         .iter()
-        .map(|c| cost.estimate_ms(c, &shape, &req.machine))
+        .enumerate()
+        .map(
+            |(k, c)| match tiles.iter().find(|t| k >= n_space && t.candidate == *c) {
+                Some(t) => t.estimate_ms,
+                None => cost.estimate_ms(c, &shape, &req.machine),
+            },
+        )
         .collect();
     let sel = selector(&settings);
-    let mut warnings = Vec::new();
     let (predicted, selector_pick) = match &sel {
         Ok(s) => (
             s.predict(req.op, &features, &candidates),
@@ -196,11 +265,16 @@ pub fn tune(
     // The pruned search measures the candidates predicted close to the best; without
     // the selector, the rule's pick is measured too.
     let slowdowns: Vec<Option<f64>> = predicted.iter().map(|x| x.map(f64::exp)).collect();
-    let ranking = ranking(&slowdowns, &estimates);
-    let must: Vec<Candidate> = match &selector_pick {
+    let mut ranking = ranking(&slowdowns, &estimates);
+    let mut must: Vec<Candidate> = match &selector_pick {
         Some(pick) => vec![pick.clone()],
         None => vec![rule_pick.clone()],
     };
+    // The tiles are measured whatever the ranking of the space says.
+    for r in ranking.iter_mut().skip(n_space) {
+        *r = f64::INFINITY;
+    }
+    must.extend(candidates[n_space..].iter().cloned());
     let mut ev = OpEvaluator::new(req.op, a, req.width, req.threads, req.seed)?;
     let t2 = Instant::now();
     let result = search(
@@ -225,6 +299,8 @@ pub fn tune(
         warnings,
     );
     let mut report = report;
+    report.tile_model_ms = tile_model_ms;
+    report.tiles = tiles;
     if req.record {
         report.records_written = record(req, a, &p, &features, &result, &shape, &settings)?;
         if report.records_written > 0 {
@@ -305,6 +381,8 @@ fn report(
         candidates: rows,
         records_written: 0,
         warnings,
+        tiles: Vec::new(),
+        tile_model_ms: 0.0,
     }
 }
 
@@ -379,12 +457,14 @@ fn record(
     Ok(written)
 }
 
-/// The default search settings of a strategy name (`select`, `pruned`, `exhaustive`).
+/// The default search settings of a strategy name (`select`, `pruned`, `exhaustive`,
+/// `stile`).
 pub fn strategy(name: &str) -> Option<Strategy> {
     match name {
         "select" => Some(Strategy::Select),
         "pruned" => Some(Strategy::PRUNED),
         "exhaustive" => Some(Strategy::Exhaustive),
+        "stile" => Some(Strategy::STILE),
         _ => None,
     }
 }

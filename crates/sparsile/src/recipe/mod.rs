@@ -45,6 +45,7 @@ mod nest;
 mod rgms_hyb;
 mod rowwise;
 mod spec;
+mod tiles;
 
 use std::collections::HashMap;
 
@@ -151,6 +152,7 @@ fn registry() -> Vec<Recipe> {
         daspmm::RECIPE,
         hyb::RECIPE,
         blocks::RECIPE,
+        tiles::RECIPE,
         rgms_hyb::RECIPE,
         gpu_rowwise::RECIPE,
         gpu_warp::RECIPE,

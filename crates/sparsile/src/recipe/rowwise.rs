@@ -408,7 +408,7 @@ pub(super) fn stored_values(func: &Func, f: &For) -> Vec<String> {
 
 /// The `indptr` buffer the row loop `f` reads at its own variable (`indptr[v]`), which
 /// weighs its iterations by non-zeros.
-fn row_indptr(func: &Func, f: &For) -> Option<String> {
+pub(super) fn row_indptr(func: &Func, f: &For) -> Option<String> {
     let mut found: Option<String> = None;
     let mut look = |e: &Expr| {
         e.visit(&mut |x| {

@@ -1,0 +1,216 @@
+//! The STile strategy's measured side: tile costs calibrated on this machine, and the
+//! `tiles` candidates a search adds to the space.
+//!
+//! [`calibration`] measures, at the operator's dense width, thread count and element
+//! type, a matrix of scattered entries (`csr` under `rowwise`) and, per side of
+//! [`SIDES`], a matrix of full aligned square blocks (`tiles` with that side alone, so
+//! every block is a tile): time per entry and time per tile, the coefficients of the
+//! tile model. Measured once per machine and setting, then read back from a JSON-lines
+//! file beside the tuning database (`tuning.stile.jsonl` next to `tuning.jsonl`); a
+//! line that does not parse is skipped. [`candidates`] asks the model
+//! ([`sparsile_tune::stile`]) for the decompositions worth measuring on one matrix.
+//!
+//! ```no_run
+//! use sparsile::auto::stile::calibration;
+//! use sparsile_ir::{settings::Settings, DType};
+//! use sparsile_tune::op::Operator;
+//! let cal = calibration(Operator::Spmm, 32, 2, DType::F32, &Settings::from_env()).unwrap();
+//! println!("a 16 x 16 tile costs {:.1} entries", cal.tile_ms[1].1 / cal.entry_ms);
+//! ```
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use rand::seq::index::sample;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use sparsile_formats::{CooTensor, Format, SparseTensor};
+use sparsile_ir::settings::Settings;
+use sparsile_ir::DType;
+use sparsile_tune::db::median;
+use sparsile_tune::features::Csr;
+use sparsile_tune::op::Operator;
+use sparsile_tune::search::Evaluator;
+use sparsile_tune::space::Candidate;
+use sparsile_tune::stile::{configurations, Calibration, Evaluation, TileStats, SIDES};
+
+use super::evaluate::{EvaluateError, OpEvaluator};
+
+/// The version of the calibration's method; records of another are measured again.
+pub const CALIBRATION_VERSION: u32 = 1;
+
+/// The side of the calibration matrices.
+const SIZE: usize = 4096;
+
+/// The stored entries of each calibration matrix.
+const CELLS: usize = 1 << 18;
+
+/// At most this many decompositions are measured.
+pub const MAX_TILE_CANDIDATES: usize = 6;
+
+/// Keeps the decompositions estimated within this factor of the best (STile's r).
+pub const WITHIN: f64 = 1.2;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Stored {
+    version: u32,
+    target: String,
+    calibration: Calibration,
+}
+
+/// Where calibrations are kept: beside the tuning database.
+fn path(settings: &Settings) -> Option<PathBuf> {
+    let db = match &settings.tuning_db {
+        Some(p) => p.clone(),
+        None => sparsile_runtime::jit::private_cache_dir(settings)
+            .ok()?
+            .join("tuning.jsonl"),
+    };
+    let stem = db.file_stem()?.to_string_lossy().into_owned();
+    Some(db.with_file_name(format!("{stem}.stile.jsonl")))
+}
+
+fn stored(settings: &Settings, width: usize, threads: usize, bytes: usize) -> Option<Calibration> {
+    let text = std::fs::read_to_string(path(settings)?).ok()?;
+    let target = sparsile_tune::target::host();
+    // The latest matching record; a line that does not parse, or holds impossible
+    // times or other sides, is skipped.
+    text.lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Stored>(l).ok())
+        .filter(|s| s.version == CALIBRATION_VERSION && s.target == target)
+        .map(|s| s.calibration)
+        .find(|c| {
+            c.width == width
+                && c.threads == threads
+                && c.dtype_bytes == bytes
+                && c.entry_ms > 0.0
+                && c.tile_ms.iter().map(|t| t.0).eq(SIDES)
+                && c.tile_ms.iter().all(|t| t.1 > 0.0 && t.1.is_finite())
+        })
+}
+
+fn store(settings: &Settings, calibration: &Calibration) {
+    let Some(path) = path(settings) else { return };
+    let record = Stored {
+        version: CALIBRATION_VERSION,
+        target: sparsile_tune::target::host(),
+        calibration: calibration.clone(),
+    };
+    let Ok(mut line) = serde_json::to_string(&record) else {
+        return;
+    };
+    line.push('\n');
+    // One write of one line in append mode: concurrent writers do not interleave.
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
+}
+
+/// The tile model's costs for `op` at this width, thread count and type: stored, or
+/// measured now and stored (see the module docs).
+pub fn calibration(
+    op: Operator,
+    width: usize,
+    threads: usize,
+    dtype: DType,
+    settings: &Settings,
+) -> Result<Calibration, EvaluateError> {
+    let (op, width) = match op {
+        Operator::Spmv => (Operator::Spmv, 1),
+        _ => (Operator::Spmm, width),
+    };
+    if let Some(c) = stored(settings, width, threads, dtype.size_bytes()) {
+        return Ok(c);
+    }
+    let c = measure(op, width, threads, dtype)?;
+    store(settings, &c);
+    Ok(c)
+}
+
+/// The median time of one candidate on `a`, in milliseconds.
+fn time(
+    op: Operator,
+    a: &SparseTensor<'_>,
+    width: usize,
+    threads: usize,
+    recipe: &str,
+) -> Result<f64, EvaluateError> {
+    let mut ev = OpEvaluator::new(op, a, width, threads, 1)?;
+    let c = Candidate::new("csr", recipe);
+    let failed = |reason: String| EvaluateError::Calibration {
+        recipe: recipe.to_string(),
+        reason,
+    };
+    ev.prepare(&c).map_err(failed)?;
+    let times = ev.time(&c, 3, 15).map_err(failed)?;
+    median(&times).ok_or_else(|| failed("no times".into()))
+}
+
+fn matrix(
+    triplets: &[(usize, usize, f64)],
+    dtype: DType,
+) -> Result<SparseTensor<'static>, EvaluateError> {
+    let coo = CooTensor::from_triplets(vec![SIZE, SIZE], triplets)?;
+    Ok(SparseTensor::from_coo_with(&coo, &Format::Csr, dtype)?)
+}
+
+fn measure(
+    op: Operator,
+    width: usize,
+    threads: usize,
+    dtype: DType,
+) -> Result<Calibration, EvaluateError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5717e);
+    let per_row = CELLS / SIZE;
+    let mut scattered = Vec::with_capacity(CELLS);
+    for i in 0..SIZE {
+        for j in sample(&mut rng, SIZE, per_row) {
+            scattered.push((i, j, rng.random_range(-1.0..1.0)));
+        }
+    }
+    let entry_ms = time(op, &matrix(&scattered, dtype)?, width, threads, "rowwise")? / CELLS as f64;
+    let mut tile_ms = Vec::new();
+    for side in SIDES {
+        let grid = SIZE / side;
+        let blocks = CELLS / (side * side);
+        let mut cells = Vec::with_capacity(CELLS);
+        for b in sample(&mut rng, grid * grid, blocks) {
+            let (bi, bj) = (b / grid, b % grid);
+            for i in 0..side {
+                for j in 0..side {
+                    cells.push((bi * side + i, bj * side + j, rng.random_range(-1.0..1.0)));
+                }
+            }
+        }
+        let recipe = format!("tiles:t{side}=1{}", if side == 8 { "" } else { ",t8=0" });
+        let t = time(op, &matrix(&cells, dtype)?, width, threads, &recipe)?;
+        tile_ms.push((side, t / blocks as f64));
+    }
+    Ok(Calibration {
+        width,
+        threads,
+        dtype_bytes: dtype.size_bytes(),
+        entry_ms,
+        tile_ms,
+    })
+}
+
+/// The `tiles` candidates worth measuring on `csr`, stored in `format`, with their
+/// model evaluations, best estimate first.
+pub fn candidates(
+    csr: &Csr,
+    format: &str,
+    calibration: &Calibration,
+) -> Vec<(Candidate, Evaluation)> {
+    let stats = TileStats::of(csr);
+    configurations(&stats, &calibration.costs(), WITHIN, MAX_TILE_CANDIDATES)
+        .into_iter()
+        .map(|(config, e)| (Candidate::new(format, config.recipe()), e))
+        .collect()
+}

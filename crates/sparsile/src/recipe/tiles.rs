@@ -1,0 +1,140 @@
+//! `tiles`: the sparse operand cut into dense tiles at several nested levels, chosen by
+//! cost, and the rest (STile's multi-level tiles); each part run as `rowwise` runs it.
+//!
+//! The sparse input is decomposed by [`DecomposeRule::Tiles`] with square levels of
+//! 32, 16, 8, 4 and 2 (those whose cost parameter `tS` is not 0, largest first): a block
+//! becomes a dense tile of its level when that costs no more, in scattered entries,
+//! than its sub-blocks and entries at the levels below; the remaining non-zeros form a
+//! `csr` part. The rest runs first and accumulates each output row in a local array
+//! that starts at zero and is stored whole, so the output needs no zeroing pass; then
+//! each tile part adds its blocks, as the `blocks` recipe runs its tile part (the
+//! output tile of a block row in registers, gathered dense rows prefetched). Each
+//! part's rows are divided between threads by their non-zeros (or blocks); the parts
+//! run one after the other, so no two threads add to one element and no atomics are
+//! needed.
+//!
+//! The costs come from the tuner (`sparsile tune --strategy stile`), which fits them
+//! to measured tiles of this machine and searches around them; by hand, a cost of
+//! `f · S²` makes an `S × S` block a tile once it is a fraction `f` full (and its
+//! sub-blocks are not cheaper). Example: `tiles:t16=64,t4=6,t8=0`.
+
+use sparsile_formats::decompose::{DecomposeRule, TileLevel};
+use sparsile_transform::schedule::{LoopPartition, Schedule};
+
+use super::default::parallel_outer;
+use super::hyb::{decompose_parts, pick_buffer};
+use super::nest::nest;
+use super::rowwise::{
+    cache_row, prefetch_gathers, prefetch_param, register_tile_blocks, row_indptr, stored_values,
+    vectorize_innermost, vectorize_local_sums, width, width_param,
+};
+use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
+
+pub(super) const RECIPE: Recipe = Recipe { info, apply };
+
+const NAME: &str = "tiles";
+
+/// The sides of the square levels, largest first, with their parameter names.
+pub const LEVELS: [(usize, &str); 5] = [(32, "t32"), (16, "t16"), (8, "t8"), (4, "t4"), (2, "t2")];
+
+fn info() -> RecipeInfo {
+    let mut params: Vec<ParamInfo> = LEVELS
+        .iter()
+        .map(|&(side, name)| ParamInfo {
+            name,
+            default: if side == 8 { "32" } else { "0" },
+            doc: "the cost of a dense tile of this side, in scattered entries (0: no tiles of this side)",
+        })
+        .collect();
+    params.extend([
+        width_param("k"),
+        prefetch_param(),
+        ParamInfo {
+            name: "buffer",
+            default: "auto",
+            doc: "the input to decompose: `auto` (the first sparse order-2 input) or its name",
+        },
+    ]);
+    RecipeInfo {
+        name: NAME,
+        summary: "dense square tiles at nested levels, each block a tile where that costs no more than its parts, the other non-zeros as a csr part; each part run as rowwise runs it",
+        ops: &["spmm", "spmv"],
+        formats: &["any"],
+        params,
+        source: "STile (dense tiles at several levels and one-dimensional tiles)",
+        gpu: false,
+    }
+}
+
+/// The levels the arguments ask for (at least one).
+fn levels(args: &Args) -> Result<Vec<TileLevel>, RecipeError> {
+    let mut out = Vec::new();
+    for &(side, name) in &LEVELS {
+        let cost = args.int(name, 0, u32::MAX as i64)? as u32;
+        if cost > 0 {
+            out.push(TileLevel {
+                r: side,
+                c: side,
+                cost,
+            });
+        }
+    }
+    if out.is_empty() {
+        return Err(RecipeError::NotApplicable {
+            recipe: NAME.to_string(),
+            reason: "every level's cost is 0: give at least one of t32, t16, t8, t4, t2".into(),
+        });
+    }
+    Ok(out)
+}
+
+fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
+    let levels = levels(args)?;
+    let distance = args.int("prefetch", 0, 1 << 16)?;
+    if let Some((param, value)) = width(sch, args, ctx)? {
+        sch.specialize(&param, value).map_err(sched(NAME))?;
+    }
+    let buffer = pick_buffer(sch.program(), args.text("buffer"), 2, NAME)?;
+    let n = levels.len();
+    let parts = decompose_parts(sch, &buffer, DecomposeRule::Tiles { levels }, NAME)?;
+    let Some((rest, tiles)) = parts.split_first().filter(|_| parts.len() == n + 1) else {
+        return Err(RecipeError::NotApplicable {
+            recipe: NAME.to_string(),
+            reason: format!(
+                "the decomposition gave {} part iterations, not {n} tile parts and a rest",
+                parts.len()
+            ),
+        });
+    };
+    parallel_outer(sch, NAME)?;
+    vectorize_innermost(sch, NAME)?;
+    for part in &parts {
+        prefetch_gathers(sch, NAME, part, distance)?;
+    }
+    // The rest's rows accumulate in a local, as CSR rows do under `rowwise`; it runs
+    // first and stores every output row, so the output's zeroing pass goes
+    // (`absorb_init`).
+    let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
+    if let Some((rows, row_loop)) = nest(&func, rest).first() {
+        for stored in stored_values(&func, row_loop) {
+            cache_row(sch, rows, rest, &stored, NAME)?;
+        }
+    }
+    // Every part's rows divided between threads by their non-zeros (block rows by their
+    // blocks), as `rowwise` divides them.
+    let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
+    for part in &parts {
+        if let Some((rows, row_loop)) = nest(&func, part).first() {
+            if let (true, Some(indptr)) = (row_loop.kind.is_parallel(), row_indptr(&func, row_loop))
+            {
+                sch.parallel_with(rows, &LoopPartition::Balanced { indptr })
+                    .map_err(sched(NAME))?;
+            }
+        }
+    }
+    for part in tiles {
+        register_tile_blocks(sch, NAME, part)?;
+    }
+    vectorize_local_sums(sch, NAME, rest, 1, true)?;
+    Ok(())
+}
