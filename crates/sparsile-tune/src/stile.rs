@@ -15,11 +15,12 @@
 //! The tile costs come from a [`Calibration`]: measured times of a dense tile of each
 //! side and of a scattered entry at one dense width, on this machine (STile fits a
 //! cost `a · R + b` per tile kind to measured sub-tasks; here the measured ratio is the
-//! fitted coefficient). [`configurations`] is the local search around the calibrated
+//! fitted coefficient), with the cost of an entry of the matrix at hand
+//! ([`Calibration::costs_on`]). [`configurations`] is the local search around the calibrated
 //! costs: every set of levels, each cost scaled by ½, 1 and 2, the distinct
 //! decompositions that use tiles (a level left without tiles dropped) kept when their
-//! estimate is within `within` of the best estimate (CSR's included: a matrix without
-//! dense blocks keeps none).
+//! estimate is below CSR's and within `within` of the best (so a matrix without dense
+//! blocks keeps none).
 //!
 //! ```
 //! use sparsile_tune::features::Csr;
@@ -258,20 +259,29 @@ pub struct Calibration {
 }
 
 impl Calibration {
-    /// The calibrated configuration: every side, each tile's cost in entries.
-    pub fn costs(&self) -> TileConfig {
+    /// The configuration for a matrix whose scattered entries cost `entry_ms` each:
+    /// every side, each tile's cost in those entries. A tile gathers one dense row per
+    /// column, as an entry does, so where the matrix's entries cost more than the
+    /// calibration's (its dense rows miss the caches the calibration's fit in), each of
+    /// a tile's `S` gathered rows costs that difference more:
+    /// `tile_ms(S) + S · max(0, entry_ms − calibrated entry_ms)`.
+    pub fn costs_on(&self, entry_ms: f64) -> TileConfig {
+        let extra = (entry_ms - self.entry_ms).max(0.0);
         TileConfig {
             costs: self
                 .tile_ms
                 .iter()
                 .map(|&(s, t)| {
-                    (
-                        s,
-                        (t / self.entry_ms).round().clamp(1.0, u32::MAX as f64) as u32,
-                    )
+                    let cost = (t + s as f64 * extra) / entry_ms;
+                    (s, cost.round().clamp(1.0, u32::MAX as f64) as u32)
                 })
                 .collect(),
         }
+    }
+
+    /// [`Calibration::costs_on`] the calibration's own entries.
+    pub fn costs(&self) -> TileConfig {
+        self.costs_on(self.entry_ms)
     }
 }
 
@@ -319,7 +329,7 @@ pub fn configurations(
         }
     }
     let best = seen.iter().map(|s| s.1.cost).fold(csr_cost, f64::min);
-    seen.retain(|s| s.1.cost <= within * best);
+    seen.retain(|s| s.1.cost <= within * best && s.1.cost < csr_cost);
     seen.sort_by(|a, b| a.1.cost.total_cmp(&b.1.cost));
     seen.truncate(limit);
     seen

@@ -2,12 +2,13 @@
 //! a table of its candidates, the choice and the time split; results go to the tuning
 //! database (unless `--no-record`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use sparsile::auto::tune::{strategy, tune, TuneReport, TuneRequest};
-use sparsile::formats::Format;
+use sparsile::formats::decompose::DecomposeRule;
+use sparsile::formats::{Format, SparseTensor};
 use sparsile::ir::DType;
 use sparsile::tune::search::SearchOptions;
 
@@ -27,9 +28,10 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub matrix: Vec<PathBuf>,
     /// select (no measurement), pruned (the candidates predicted within 1.2 times the
-    /// best prediction, at most a fifth of the space), exhaustive, or stile (pruned plus
+    /// best prediction, at most a fifth of the space), exhaustive, stile (pruned plus
     /// the decompositions into dense tiles and scattered entries that the calibrated
-    /// tile model keeps; spmm and spmv).
+    /// tile model keeps; spmm and spmv) or stile-exhaustive (the whole space and the
+    /// decompositions).
     #[arg(long, default_value = "pruned")]
     pub strategy: String,
     /// No new measuring round starts after this many seconds.
@@ -59,13 +61,17 @@ pub struct MeasureArgs {
     /// Write the reports as JSON.
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
+    /// With the stile strategies: write a PNG of the fastest tiles decomposition per
+    /// matrix and operator into this folder (which non-zeros went to which tiles).
+    #[arg(long, value_name = "DIR")]
+    pub picture: Option<PathBuf>,
 }
 
 /// The request for one operator spec under `args`.
 pub fn request(args: &MeasureArgs, spec: OpSpec, threads: usize) -> Result<TuneRequest> {
     let Some(s) = strategy(&args.strategy) else {
         bail!(
-            "--strategy must be select, pruned, exhaustive or stile, got `{}`",
+            "--strategy must be select, pruned, exhaustive, stile or stile-exhaustive, got `{}`",
             args.strategy
         );
     };
@@ -130,6 +136,9 @@ pub fn run(args: &MeasureArgs) -> Result<()> {
             .with_context(|| format!("tuning {name} {}", spec.label()))?;
             bar.finish_and_clear();
             print_report(&name, spec, &report);
+            if let Some(dir) = &args.picture {
+                picture(dir, &name, spec, &a, &report)?;
+            }
             reports.push(serde_json::json!({ "matrix": name, "report": report }));
         }
     }
@@ -281,8 +290,50 @@ fn print_tiles(r: &TuneReport) {
             duration(r.tile_model_ms / 1e3)
         ),
         _ => outln!(
-            "tiles: no decomposition measured (the model keeps none within 1.2x of CSR's estimate); tile model {}",
+            "tiles: no decomposition measured (the tile model predicts none faster than CSR); tile model {}",
             duration(r.tile_model_ms / 1e3)
         ),
     }
+}
+
+/// Writes the picture of the fastest measured tiles decomposition of `report`.
+fn picture(
+    dir: &Path,
+    name: &str,
+    spec: OpSpec,
+    a: &SparseTensor<'_>,
+    report: &TuneReport,
+) -> Result<()> {
+    let fastest = report
+        .tiles
+        .iter()
+        .filter_map(|t| {
+            let id = t.candidate.id();
+            let ms = report
+                .candidates
+                .iter()
+                .find(|c| c.candidate == id)?
+                .median_ms?;
+            Some((t, ms))
+        })
+        .min_by(|x, y| x.1.total_cmp(&y.1));
+    let Some((tiles, _)) = fastest else {
+        outln!(
+            "picture: no tiles decomposition was measured for {name} {}",
+            spec.label()
+        );
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let stem = name.trim_end_matches(".gz").trim_end_matches(".mtx");
+    let op = spec.label().replace(" K=", "-k").to_lowercase();
+    let path = dir.join(format!("{stem}-{op}.png"));
+    let rule: DecomposeRule = tiles.rule.parse()?;
+    let legend = super::picture::write(a, &rule, &path)?;
+    outln!(
+        "picture: {} ({}; {legend})",
+        path.display(),
+        tiles.candidate.id()
+    );
+    Ok(())
 }

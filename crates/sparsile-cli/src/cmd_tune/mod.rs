@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! sparsile tune --op spmm --k 32,128 --matrix data/cora.mtx [--strategy pruned] [--json OUT]
+//! sparsile tune --op spmm --matrix M --strategy stile [--picture DIR]
 //! sparsile tune corpus [--scale 1] [--per-family 8] [--out DIR]
 //! sparsile tune label --out labels.jsonl [--scale 1] [--per-family 8]
 //! sparsile tune train --labels labels.jsonl --out crates/sparsile-tune/model/selector.json
@@ -14,6 +15,7 @@ mod corpus;
 mod eval;
 mod label;
 mod measure;
+mod picture;
 mod train;
 
 use anyhow::{bail, Result};

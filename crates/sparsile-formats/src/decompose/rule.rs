@@ -231,7 +231,10 @@ impl DecomposeRule {
                         )));
                     }
                     if let Some(up) = l.checked_sub(1).map(|p| levels[p]) {
-                        if !up.r.is_multiple_of(r) || !up.c.is_multiple_of(c) || (up.r, up.c) == (r, c) {
+                        if !up.r.is_multiple_of(r)
+                            || !up.c.is_multiple_of(c)
+                            || (up.r, up.c) == (r, c)
+                        {
                             return Err(bad(format!(
                                 "level {l}: blocks of {r} x {c} do not nest in the {} x {} blocks \
                                  of level {}: each level's sides must divide the previous \

@@ -7,8 +7,10 @@
 //! every block is a tile): time per entry and time per tile, the coefficients of the
 //! tile model. Measured once per machine and setting, then read back from a JSON-lines
 //! file beside the tuning database (`tuning.stile.jsonl` next to `tuning.jsonl`); a
-//! line that does not parse is skipped. [`candidates`] asks the model
-//! ([`sparsile_tune::stile`]) for the decompositions worth measuring on one matrix.
+//! line that does not parse is skipped. The cost of a scattered entry is then measured
+//! on the matrix at hand ([`entry_ms_on`]: how much its dense rows are reused decides
+//! it), and [`candidates`] asks the model ([`sparsile_tune::stile`]) for the
+//! decompositions worth measuring on it.
 //!
 //! ```no_run
 //! use sparsile::auto::stile::calibration;
@@ -25,6 +27,7 @@ use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use sparsile_formats::decompose::{DecomposeRule, TileLevel};
 use sparsile_formats::{CooTensor, Format, SparseTensor};
 use sparsile_ir::settings::Settings;
 use sparsile_ir::DType;
@@ -46,8 +49,9 @@ const SIZE: usize = 4096;
 /// The stored entries of each calibration matrix.
 const CELLS: usize = 1 << 18;
 
-/// At most this many decompositions are measured.
-pub const MAX_TILE_CANDIDATES: usize = 6;
+/// At most this many decompositions are measured, each with and without prefetching
+/// (the one kernel parameter whose best setting changes from matrix to matrix).
+pub const MAX_TILE_CANDIDATES: usize = 4;
 
 /// Keeps the decompositions estimated within this factor of the best (STile's r).
 pub const WITHIN: f64 = 1.2;
@@ -133,7 +137,11 @@ pub fn calibration(
     Ok(c)
 }
 
-/// The median time of one candidate on `a`, in milliseconds.
+/// Rounds of [`time`]: the least of their medians is kept (a round that a busy spell of
+/// the machine slowed does not set a coefficient).
+const ROUNDS: usize = 3;
+
+/// The least of [`ROUNDS`] medians of one candidate's times on `a`, in milliseconds.
 fn time(
     op: Operator,
     a: &SparseTensor<'_>,
@@ -148,8 +156,12 @@ fn time(
         reason,
     };
     ev.prepare(&c).map_err(failed)?;
-    let times = ev.time(&c, 3, 15).map_err(failed)?;
-    median(&times).ok_or_else(|| failed("no times".into()))
+    let mut best = f64::INFINITY;
+    for _ in 0..ROUNDS {
+        let times = ev.time(&c, 3, 10).map_err(failed)?;
+        best = best.min(median(&times).ok_or_else(|| failed("no times".into()))?);
+    }
+    Ok(best)
 }
 
 fn matrix(
@@ -201,16 +213,60 @@ fn measure(
     })
 }
 
-/// The `tiles` candidates worth measuring on `csr`, stored in `format`, with their
-/// model evaluations, best estimate first.
+/// A scattered entry's cost on `a` itself: `csr/rowwise`'s median over the model's
+/// units for CSR (one a non-zero, one a row), in milliseconds.
+pub fn entry_ms_on(
+    op: Operator,
+    a: &SparseTensor<'_>,
+    width: usize,
+    threads: usize,
+    csr: &Csr,
+) -> Result<f64, EvaluateError> {
+    let (op, width) = match op {
+        Operator::Spmv => (Operator::Spmv, 1),
+        _ => (Operator::Spmm, width),
+    };
+    let units = (csr.indices.len() + csr.rows).max(1) as f64;
+    Ok(time(op, a, width, threads, "rowwise")? / units)
+}
+
+/// The `tiles` candidates worth measuring on `csr` (whose scattered entries cost
+/// `entry_ms` each), stored in `format`, with their
+/// model evaluations and decomposition rules, best estimate first: each kept
+/// decomposition with gathered rows prefetched and without.
 pub fn candidates(
     csr: &Csr,
     format: &str,
     calibration: &Calibration,
-) -> Vec<(Candidate, Evaluation)> {
+    entry_ms: f64,
+) -> Vec<(Candidate, Evaluation, DecomposeRule)> {
     let stats = TileStats::of(csr);
-    configurations(&stats, &calibration.costs(), WITHIN, MAX_TILE_CANDIDATES)
-        .into_iter()
-        .map(|(config, e)| (Candidate::new(format, config.recipe()), e))
-        .collect()
+    configurations(
+        &stats,
+        &calibration.costs_on(entry_ms),
+        WITHIN,
+        MAX_TILE_CANDIDATES,
+    )
+    .into_iter()
+    .flat_map(|(config, e)| {
+        let rule = DecomposeRule::Tiles {
+            levels: config
+                .costs
+                .iter()
+                .map(|&(side, cost)| TileLevel {
+                    r: side,
+                    c: side,
+                    cost,
+                })
+                .collect(),
+        };
+        [String::new(), ",prefetch=0".to_string()].map(|extra| {
+            (
+                Candidate::new(format, format!("{}{extra}", config.recipe())),
+                e.clone(),
+                rule.clone(),
+            )
+        })
+    })
+    .collect()
 }

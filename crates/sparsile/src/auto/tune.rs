@@ -21,7 +21,9 @@ use sparsile_tune::db::Record;
 use sparsile_tune::features::Features;
 use sparsile_tune::op::{OpInfo, Operator};
 use sparsile_tune::rule::{block_format, rule};
-use sparsile_tune::search::{ranking, search, Progress, SearchOptions, SearchResult, Strategy};
+use sparsile_tune::search::{
+    ranking, search, Outcome, Progress, SearchOptions, SearchResult, Strategy,
+};
 use sparsile_tune::space::{space, Candidate};
 
 use super::evaluate::{program_text, EvaluateError, OpEvaluator};
@@ -105,6 +107,8 @@ pub struct TuneReport {
 pub struct TileReport {
     #[serde(serialize_with = "candidate_id")]
     pub candidate: Candidate,
+    /// The decomposition rule, `tiles(r, c, cost, …)`.
+    pub rule: String,
     /// `(side, tiles)` per level.
     pub tiles: Vec<(usize, usize)>,
     /// Non-zeros left to the scattered part.
@@ -132,13 +136,19 @@ fn stile_candidates(
     }
     let cal = super::stile::calibration(req.op, req.width, req.threads, a.dtype(), settings)
         .map_err(|e| e.to_string())?;
-    Ok(super::stile::candidates(&p.csr(), &p.format, &cal)
+    // A scattered entry's cost is this matrix's own (its dense rows' reuse and row
+    // lengths decide it); a tile's comes from the calibration.
+    let csr = p.csr();
+    let entry_ms = super::stile::entry_ms_on(req.op, a, req.width, req.threads, &csr)
+        .map_err(|e| e.to_string())?;
+    Ok(super::stile::candidates(&csr, &p.format, &cal, entry_ms)
         .into_iter()
-        .map(|(candidate, e)| TileReport {
+        .map(|(candidate, e, rule)| TileReport {
             candidate,
+            rule: rule.to_string(),
             tiles: e.tiles,
             rest: e.rest,
-            estimate_ms: e.cost * cal.entry_ms,
+            estimate_ms: e.cost * entry_ms,
         })
         .collect())
 }
@@ -292,6 +302,7 @@ pub fn tune(
         &estimates,
         &predicted,
         &result,
+        &tiles,
         features.values.clone(),
         selector_pick,
         rule_pick,
@@ -300,13 +311,13 @@ pub fn tune(
     );
     let mut report = report;
     report.tile_model_ms = tile_model_ms;
-    report.tiles = tiles;
     if req.record {
-        report.records_written = record(req, a, &p, &features, &result, &shape, &settings)?;
+        report.records_written = record(req, a, &p, &features, &result, &tiles, &shape, &settings)?;
         if report.records_written > 0 {
             GENERATION.fetch_add(1, Ordering::Relaxed);
         }
     }
+    report.tiles = tiles;
     Ok(report)
 }
 
@@ -317,6 +328,7 @@ fn report(
     estimates: &[f64],
     predicted: &[Option<f64>],
     result: &SearchResult,
+    tiles: &[TileReport],
     features: Vec<f64>,
     selector_pick: Option<Candidate>,
     rule_pick: Candidate,
@@ -351,7 +363,7 @@ fn report(
         .iter()
         .filter_map(|x| x.2.map(|p| (p, x.1)))
         .collect();
-    let best = result.best();
+    let best = winner(result, tiles);
     TuneReport {
         op: req.op,
         width: req.width,
@@ -386,14 +398,52 @@ fn report(
     }
 }
 
+/// A tiles decomposition wins only when it is faster than the best single format by
+/// more than this factor: within it, the single format (no parts to derive, one pass)
+/// is kept, as a difference that small is within a measurement's spread.
+pub const TILES_MARGIN: f64 = 1.02;
+
+/// The candidate the search chose: the fastest, or the fastest single format when the
+/// fastest is a tiles decomposition less than [`TILES_MARGIN`] faster.
+fn winner<'a>(result: &'a SearchResult, tiles: &[TileReport]) -> Option<&'a Outcome> {
+    winner_among(result, tiles, |_| true)
+}
+
+/// [`winner`] among the candidates `keep` accepts.
+fn winner_among<'a>(
+    result: &'a SearchResult,
+    tiles: &[TileReport],
+    keep: impl Fn(&Candidate) -> bool,
+) -> Option<&'a Outcome> {
+    let is_tiles = |o: &Outcome| tiles.iter().any(|t| t.candidate == o.candidate);
+    let fastest = |tiled: Option<bool>| {
+        result
+            .outcomes
+            .iter()
+            .filter(|o| keep(&o.candidate) && tiled.is_none_or(|t| is_tiles(o) == t))
+            .filter_map(|o| Some((o, o.median_ms()?)))
+            .min_by(|x, y| x.1.total_cmp(&y.1))
+    };
+    let (best, best_ms) = fastest(None)?;
+    if !is_tiles(best) {
+        return Some(best);
+    }
+    match fastest(Some(false)) {
+        Some((single, ms)) if ms <= best_ms * TILES_MARGIN => Some(single),
+        _ => Some(best),
+    }
+}
+
 /// Appends the measured candidates to the database (see the module docs); returns how
 /// many records were written.
+#[allow(clippy::too_many_arguments)]
 fn record(
     req: &TuneRequest,
     a: &SparseTensor<'_>,
     p: &super::pattern::Pattern,
     features: &Features,
     result: &SearchResult,
+    tiles: &[TileReport],
     shape: &Shape,
     settings: &Settings,
 ) -> Result<usize, TuneError> {
@@ -409,13 +459,8 @@ fn record(
     let hash = sparsile_tune::target::fingerprint(&[text.as_bytes()]);
     let mut written = 0;
     let own = |c: &Candidate| c.format == p.format;
-    let best_any = result.best().map(|o| o.candidate.clone());
-    let best_own = result
-        .outcomes
-        .iter()
-        .filter(|o| own(&o.candidate) && o.median_ms().is_some())
-        .min_by(|a, b| a.median_ms().unwrap().total_cmp(&b.median_ms().unwrap()))
-        .map(|o| o.candidate.clone());
+    let best_any = winner(result, tiles).map(|o| o.candidate.clone());
+    let best_own = winner_among(result, tiles, own).map(|o| o.candidate.clone());
     let mut keys = vec![(req.other_formats, best_any)];
     if req.other_formats {
         keys.push((false, best_own));
@@ -458,13 +503,19 @@ fn record(
 }
 
 /// The default search settings of a strategy name (`select`, `pruned`, `exhaustive`,
-/// `stile`).
+/// `stile`, `stile-exhaustive`).
 pub fn strategy(name: &str) -> Option<Strategy> {
     match name {
         "select" => Some(Strategy::Select),
         "pruned" => Some(Strategy::PRUNED),
         "exhaustive" => Some(Strategy::Exhaustive),
         "stile" => Some(Strategy::STILE),
+        // The whole space beside the tiles: the best single format against the best
+        // decomposition, measured together.
+        "stile-exhaustive" => Some(Strategy::Stile {
+            fraction: 1.0,
+            within: f64::INFINITY,
+        }),
         _ => None,
     }
 }
