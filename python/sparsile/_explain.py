@@ -74,7 +74,7 @@ def tune(
     ``strategy``: ``"pruned"`` (the candidates the selector predicts within 1.2 times
     its best prediction, at most a fifth of them; the default), ``"exhaustive"`` (every
     candidate), ``"select"`` (measures nothing and records nothing: the report shows
-    the ranking alone) or ``"stile"`` (``spmm`` and ``spmv``: the pruned choice plus
+    the ranking alone) or ``"stile"`` (``spmm``: the pruned choice plus
     the decompositions of ``A`` into dense square tiles at nested levels and scattered
     non-zeros that a tile-cost model calibrated on this machine keeps, listed under
     ``"tiles"``; the fastest candidate wins, so a matrix without dense blocks keeps

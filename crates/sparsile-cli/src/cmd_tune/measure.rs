@@ -30,7 +30,7 @@ pub struct MeasureArgs {
     /// select (no measurement), pruned (the candidates predicted within 1.2 times the
     /// best prediction, at most a fifth of the space), exhaustive, stile (pruned plus
     /// the decompositions into dense tiles and scattered entries that the calibrated
-    /// tile model keeps; spmm and spmv) or stile-exhaustive (the whole space and the
+    /// tile model keeps; spmm) or stile-exhaustive (the whole space and the
     /// decompositions).
     #[arg(long, default_value = "pruned")]
     pub strategy: String,
