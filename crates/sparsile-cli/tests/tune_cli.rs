@@ -336,3 +336,22 @@ fn stile_strategy_measures_decompositions_and_keeps_its_calibration() {
         "{out}"
     );
 }
+
+#[test]
+fn calibrate_measures_and_stores_tile_costs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(&sparsile(
+        &["tune", "calibrate", "--k", "8", "--threads", "2"],
+        dir.path(),
+    ));
+    for row in ["scattered entry", "32x32", "16x16", "8x8", "4x4"] {
+        assert!(out.contains(row), "{out}");
+    }
+    let stored = std::fs::read_to_string(dir.path().join("tuning.stile.jsonl")).unwrap();
+    let record: serde_json::Value = serde_json::from_str(stored.lines().next().unwrap()).unwrap();
+    assert_eq!(record["calibration"]["width"], 8);
+    assert!(record["calibration"]["entry_ms"].as_f64().unwrap() > 0.0);
+    let e = sparsile(&["tune", "calibrate", "--k", "0"], dir.path());
+    assert!(!e.status.success());
+    assert!(String::from_utf8_lossy(&e.stderr).contains("widths must be positive"));
+}

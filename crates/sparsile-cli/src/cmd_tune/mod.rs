@@ -5,12 +5,14 @@
 //! ```text
 //! sparsile tune --op spmm --k 32,128 --matrix data/cora.mtx [--strategy pruned] [--json OUT]
 //! sparsile tune --op spmm --matrix M --strategy stile [--picture DIR]
+//! sparsile tune calibrate [--k 32,128] [--threads N]
 //! sparsile tune corpus [--scale 1] [--per-family 8] [--out DIR]
 //! sparsile tune label --out labels.jsonl [--scale 1] [--per-family 8]
 //! sparsile tune train --labels labels.jsonl --out crates/sparsile-tune/model/selector.json
 //! sparsile tune eval --matrix ../shared/data/*.mtx [--json OUT]
 //! ```
 
+mod calibrate;
 mod corpus;
 mod eval;
 mod label;
@@ -40,6 +42,8 @@ pub enum TuneSub {
     Train(train::TrainArgs),
     /// Compare the selector's picks with exhaustive measurement on real matrices.
     Eval(eval::EvalArgs),
+    /// Measure the stile strategy's tile costs on this machine again.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 pub fn run(args: &TuneArgs) -> Result<()> {
@@ -48,6 +52,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         Some(TuneSub::Label(a)) => label::run(a),
         Some(TuneSub::Train(a)) => train::run(a),
         Some(TuneSub::Eval(a)) => eval::run(a),
+        Some(TuneSub::Calibrate(a)) => calibrate::run(a),
         None => measure::run(&args.measure),
     }
 }

@@ -125,16 +125,34 @@ pub fn calibration(
     dtype: DType,
     settings: &Settings,
 ) -> Result<Calibration, EvaluateError> {
+    let width = if op == Operator::Spmv { 1 } else { width };
+    if let Some(c) = stored(settings, width, threads, dtype.size_bytes()) {
+        return Ok(c);
+    }
+    recalibrate(op, width, threads, dtype, settings)
+}
+
+/// Measures the tile model's costs again and stores them (they replace any earlier
+/// record for the same setting: the newest is read).
+pub fn recalibrate(
+    op: Operator,
+    width: usize,
+    threads: usize,
+    dtype: DType,
+    settings: &Settings,
+) -> Result<Calibration, EvaluateError> {
     let (op, width) = match op {
         Operator::Spmv => (Operator::Spmv, 1),
         _ => (Operator::Spmm, width),
     };
-    if let Some(c) = stored(settings, width, threads, dtype.size_bytes()) {
-        return Ok(c);
-    }
     let c = measure(op, width, threads, dtype)?;
     store(settings, &c);
     Ok(c)
+}
+
+/// Where calibrations are kept (see the module docs), when a cache folder exists.
+pub fn calibration_path(settings: &Settings) -> Option<PathBuf> {
+    path(settings)
 }
 
 /// Rounds of [`time`]: the least of their medians is kept (a round that a busy spell of

@@ -1,0 +1,75 @@
+//! `sparsile tune calibrate`: measures the STile strategy's tile costs on this machine
+//! again (a dense tile of each side against a scattered entry, per dense width) and
+//! stores them beside the tuning database, where `--strategy stile` reads them.
+//!
+//! ```text
+//! sparsile tune calibrate --k 32,128 --threads 2
+//! ```
+
+use anyhow::{Context, Result};
+use sparsile::auto::stile::{calibration_path, recalibrate};
+use sparsile::ir::settings::Settings;
+use sparsile::ir::DType;
+use sparsile::tune::op::Operator;
+
+use crate::output::outln;
+use crate::table::Table;
+
+#[derive(clap::Args)]
+pub struct CalibrateArgs {
+    /// Dense widths K to calibrate (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "32,128")]
+    pub k: Vec<usize>,
+    /// Threads of the kernels (default: SPARSILE_NUM_THREADS or every core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Element type: f32 or f64.
+    #[arg(long, default_value = "f32")]
+    pub dtype: String,
+}
+
+pub fn run(args: &CalibrateArgs) -> Result<()> {
+    let settings = Settings::from_env();
+    let dtype = match args.dtype.as_str() {
+        "f32" => DType::F32,
+        "f64" => DType::F64,
+        other => anyhow::bail!("--dtype must be f32 or f64, got `{other}`"),
+    };
+    let threads = args
+        .threads
+        .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&settings));
+    let mut t = Table::new(
+        &["K", "tile", "ns a tile", "ns a cell", "in entries"],
+        &[true, false, true, true, true],
+    );
+    for &k in &args.k {
+        if k == 0 {
+            anyhow::bail!("--k: widths must be positive");
+        }
+        let c = recalibrate(Operator::Spmm, k, threads, dtype, &settings)
+            .with_context(|| format!("calibrating K = {k}"))?;
+        t.row(vec![
+            k.to_string(),
+            "scattered entry".into(),
+            format!("{:.2}", c.entry_ms * 1e6),
+            format!("{:.3}", c.entry_ms * 1e6),
+            "1".into(),
+        ]);
+        for (side, ms) in &c.tile_ms {
+            t.row(vec![
+                k.to_string(),
+                format!("{side}x{side}"),
+                format!("{:.1}", ms * 1e6),
+                format!("{:.3}", ms * 1e6 / (side * side) as f64),
+                format!("{:.1}", ms / c.entry_ms),
+            ]);
+        }
+    }
+    outln!("tile costs, {threads} threads, {}:", args.dtype);
+    crate::output::out!("{}", t.render());
+    match calibration_path(&settings) {
+        Some(p) => outln!("stored in {}", p.display()),
+        None => outln!("not stored: no cache folder"),
+    }
+    Ok(())
+}
