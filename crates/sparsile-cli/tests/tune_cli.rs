@@ -44,6 +44,11 @@ fn banded_mtx(dir: &Path, n: usize) -> PathBuf {
             entries.push((i, j, 1.0 + (i * 7 + j) as f64 % 5.0));
         }
     }
+    write_mtx(dir, "banded.mtx", n, &entries)
+}
+
+/// Writes an n × n coordinate Matrix Market file of `entries` (zero-based).
+fn write_mtx(dir: &Path, name: &str, n: usize, entries: &[(usize, usize, f64)]) -> PathBuf {
     let mut text = format!(
         "%%MatrixMarket matrix coordinate real general\n{n} {n} {}\n",
         entries.len()
@@ -51,7 +56,7 @@ fn banded_mtx(dir: &Path, n: usize) -> PathBuf {
     for (i, j, v) in entries {
         writeln!(text, "{} {} {v}", i + 1, j + 1).unwrap();
     }
-    let path = dir.join("banded.mtx");
+    let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -259,16 +264,7 @@ fn tiled_mtx(dir: &Path, n: usize) -> PathBuf {
             entries.push((i, (i * 37 + 11) % n, -1.5));
         }
     }
-    let mut text = format!(
-        "%%MatrixMarket matrix coordinate real general\n{n} {n} {}\n",
-        entries.len()
-    );
-    for (i, j, v) in entries {
-        writeln!(text, "{} {} {v}", i + 1, j + 1).unwrap();
-    }
-    let path = dir.join("tiled.mtx");
-    std::fs::write(&path, text).unwrap();
-    path
+    write_mtx(dir, "tiled.mtx", n, &entries)
 }
 
 #[test]

@@ -39,6 +39,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+use sparsile_formats::decompose::{DecomposeRule, TileLevel};
 
 use crate::features::Csr;
 
@@ -74,6 +75,21 @@ pub struct TileConfig {
 }
 
 impl TileConfig {
+    /// The decomposition rule of this configuration, `tiles(S, S, cost, …)`.
+    pub fn rule(&self) -> DecomposeRule {
+        DecomposeRule::Tiles {
+            levels: self
+                .costs
+                .iter()
+                .map(|&(side, cost)| TileLevel {
+                    r: side,
+                    c: side,
+                    cost,
+                })
+                .collect(),
+        }
+    }
+
     /// The `tiles` recipe that runs this configuration: `tiles:t16=40,t8=12,t4=3`.
     pub fn recipe(&self) -> String {
         let mut params: Vec<String> = SIDES

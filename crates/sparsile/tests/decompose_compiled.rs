@@ -294,6 +294,45 @@ fn tiles_and_scatter(m: usize, n: usize, b: usize, rng: &mut ChaCha8Rng) -> CooT
     CooTensor::from_triplets(vec![m, n], &t).unwrap()
 }
 
+/// Compiles `program` with recipe `spec`, checks that it decomposes `A` into `parts`
+/// parts, and compares its results on 1 and 2 threads, with the parts derived by the
+/// kernel and passed along precomputed, against the interpreter.
+fn compare_with_parts(
+    program: &str,
+    inputs: &HashMap<String, SparseTensor<'static>>,
+    spec: &str,
+    parts: usize,
+    dtype: DType,
+) {
+    let what = format!("{spec} {dtype}\n{program}");
+    let kernel =
+        sparsile::compile_recipe(program, inputs, spec).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let want = evaluate(program, inputs).unwrap();
+    let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
+    // The parts computed once and passed along give the same result.
+    let derived = kernel.derive_parts(inputs).unwrap();
+    assert_eq!(derived.len(), parts, "{what}");
+    let mut with_parts = inputs.clone();
+    with_parts.extend(derived);
+    for (threads, inputs) in [(1, inputs), (2, inputs), (2, &with_parts)] {
+        let options = RunOptions {
+            threads: Some(threads),
+            parallelism: sparsile::Parallelism::Always,
+            ..RunOptions::default()
+        };
+        let got = kernel.run(inputs, &options).unwrap();
+        for (name, t) in &want {
+            let (g, w) = (got[name].to_dense_f64(), t.to_dense_f64());
+            for (x, y) in g.iter().zip(&w) {
+                assert!(
+                    (x - y).abs() <= tol * (1.0 + y.abs()),
+                    "{what} ({threads} threads): {name}: {x} vs {y}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn blocks_recipe_splits_dense_tiles_from_the_rest() {
     use sparsile::recipe::{self, RecipeContext};
@@ -330,34 +369,8 @@ fn blocks_recipe_splits_dense_tiles_from_the_rest() {
                     (&spmm, ("B".to_string(), dense(&[n, 20], dtype, &mut rng))),
                     (&spmv, ("x".to_string(), dense(&[n], dtype, &mut rng))),
                 ] {
-                    let what = format!("{spec} {m}x{n} {dtype}\n{program}");
                     let inputs = HashMap::from([("A".to_string(), a.clone()), dense_input]);
-                    let kernel = sparsile::compile_recipe(program, &inputs, spec)
-                        .unwrap_or_else(|e| panic!("{what}: {e}"));
-                    let want = evaluate(program, &inputs).unwrap();
-                    let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
-                    // The parts computed once and passed along give the same result.
-                    let parts = kernel.derive_parts(&inputs).unwrap();
-                    assert_eq!(parts.len(), 2, "{what}");
-                    let mut with_parts = inputs.clone();
-                    with_parts.extend(parts);
-                    for (threads, inputs) in [(1, &inputs), (2, &inputs), (2, &with_parts)] {
-                        let options = RunOptions {
-                            threads: Some(threads),
-                            parallelism: sparsile::Parallelism::Always,
-                            ..RunOptions::default()
-                        };
-                        let got = kernel.run(inputs, &options).unwrap();
-                        for (name, t) in &want {
-                            let (g, w) = (got[name].to_dense_f64(), t.to_dense_f64());
-                            for (x, y) in g.iter().zip(&w) {
-                                assert!(
-                                    (x - y).abs() <= tol * (1.0 + y.abs()),
-                                    "{what} ({threads} threads): {name}: {x} vs {y}"
-                                );
-                            }
-                        }
-                    }
+                    compare_with_parts(program, &inputs, spec, 2, dtype);
                 }
             }
         }
@@ -407,33 +420,8 @@ fn tiles_recipe_runs_every_level_and_the_rest() {
                     (&spmm, ("B".to_string(), dense(&[n, 20], dtype, &mut rng))),
                     (&spmv, ("x".to_string(), dense(&[n], dtype, &mut rng))),
                 ] {
-                    let what = format!("{spec} {m}x{n} {dtype}\n{program}");
                     let inputs = HashMap::from([("A".to_string(), a.clone()), dense_input]);
-                    let kernel = sparsile::compile_recipe(program, &inputs, spec)
-                        .unwrap_or_else(|e| panic!("{what}: {e}"));
-                    let want = evaluate(program, &inputs).unwrap();
-                    let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
-                    let parts = kernel.derive_parts(&inputs).unwrap();
-                    assert_eq!(parts.len(), levels + 1, "{what}");
-                    let mut with_parts = inputs.clone();
-                    with_parts.extend(parts);
-                    for (threads, inputs) in [(1, &inputs), (2, &inputs), (2, &with_parts)] {
-                        let options = RunOptions {
-                            threads: Some(threads),
-                            parallelism: sparsile::Parallelism::Always,
-                            ..RunOptions::default()
-                        };
-                        let got = kernel.run(inputs, &options).unwrap();
-                        for (name, t) in &want {
-                            let (g, w) = (got[name].to_dense_f64(), t.to_dense_f64());
-                            for (x, y) in g.iter().zip(&w) {
-                                assert!(
-                                    (x - y).abs() <= tol * (1.0 + y.abs()),
-                                    "{what} ({threads} threads): {name}: {x} vs {y}"
-                                );
-                            }
-                        }
-                    }
+                    compare_with_parts(program, &inputs, spec, levels + 1, dtype);
                 }
             }
         }

@@ -5,7 +5,7 @@
 //! tiles, differ, and name a `tiles` recipe whose parts are that decomposition.
 
 use proptest::prelude::*;
-use sparsile::formats::decompose::{DecomposePlan, DecomposeRule, TileLevel};
+use sparsile::formats::decompose::DecomposePlan;
 use sparsile::formats::{CooTensor, Format, SparseTensor};
 use sparsile::tune::features::Csr;
 use sparsile::tune::stile::{configurations, TileConfig, TileStats, SIDES};
@@ -44,16 +44,7 @@ fn tensor(m: usize, n: usize, indptr: &[i64], indices: &[i64]) -> SparseTensor<'
 
 /// Blocks per tile part and entries of the rest, from the rule's parts.
 fn parts_of(a: &SparseTensor<'_>, config: &TileConfig) -> (Vec<(usize, usize)>, usize) {
-    let levels: Vec<TileLevel> = config
-        .costs
-        .iter()
-        .map(|&(side, cost)| TileLevel {
-            r: side,
-            c: side,
-            cost,
-        })
-        .collect();
-    let plan = DecomposePlan::new(&DecomposeRule::Tiles { levels }, &a.structure).unwrap();
+    let plan = DecomposePlan::new(&config.rule(), &a.structure).unwrap();
     let rest = plan.parts[0].gather.len();
     let tiles = config
         .costs

@@ -22,13 +22,7 @@ pub(super) fn plan(
     entries: &Entries,
     index_type: IndexType,
 ) -> Result<Vec<PartPlan>, DecomposeError> {
-    if entries.shape.len() != 2 {
-        return Err(DecomposeError::UnsupportedOrder {
-            rule: rule.to_string(),
-            ndim: entries.shape.len(),
-            supported: "2",
-        });
-    }
+    entries.require_matrix(rule)?;
     let block_of = |e: usize| {
         let x = entries.coord(e);
         (x[0] / r, x[1] / c)

@@ -37,6 +37,18 @@ pub(super) struct Entries {
 }
 
 impl Entries {
+    /// Refuses entries that are not a matrix's, for a rule of matrices only.
+    pub fn require_matrix(&self, rule: &DecomposeRule) -> Result<(), DecomposeError> {
+        if self.shape.len() == 2 {
+            return Ok(());
+        }
+        Err(DecomposeError::UnsupportedOrder {
+            rule: rule.to_string(),
+            ndim: self.shape.len(),
+            supported: "2",
+        })
+    }
+
     pub fn nnz(&self) -> usize {
         self.offsets.len()
     }

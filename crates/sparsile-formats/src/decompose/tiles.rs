@@ -68,13 +68,7 @@ pub(super) fn plan(
     entries: &Entries,
     index_type: IndexType,
 ) -> Result<Vec<PartPlan>, DecomposeError> {
-    if entries.shape.len() != 2 {
-        return Err(DecomposeError::UnsupportedOrder {
-            rule: rule.to_string(),
-            ndim: entries.shape.len(),
-            supported: "2",
-        });
-    }
+    entries.require_matrix(rule)?;
     let owner = owners(levels, entries);
     let mut parts: Vec<Entries> = (0..=levels.len())
         .map(|_| Entries {

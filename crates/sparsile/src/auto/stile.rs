@@ -27,7 +27,7 @@ use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use sparsile_formats::decompose::{DecomposeRule, TileLevel};
+use sparsile_formats::decompose::DecomposeRule;
 use sparsile_formats::{CooTensor, Format, SparseTensor};
 use sparsile_ir::settings::Settings;
 use sparsile_ir::DType;
@@ -116,6 +116,15 @@ fn store(settings: &Settings, calibration: &Calibration) {
     }
 }
 
+/// The operator and width the calibration measures for `op` at `width`: SpMV at 1,
+/// everything else as SpMM.
+fn measured_as(op: Operator, width: usize) -> (Operator, usize) {
+    match op {
+        Operator::Spmv => (Operator::Spmv, 1),
+        _ => (Operator::Spmm, width),
+    }
+}
+
 /// The tile model's costs for `op` at this width, thread count and type: stored, or
 /// measured now and stored (see the module docs).
 pub fn calibration(
@@ -125,7 +134,7 @@ pub fn calibration(
     dtype: DType,
     settings: &Settings,
 ) -> Result<Calibration, EvaluateError> {
-    let width = if op == Operator::Spmv { 1 } else { width };
+    let (_, width) = measured_as(op, width);
     if let Some(c) = stored(settings, width, threads, dtype.size_bytes()) {
         return Ok(c);
     }
@@ -141,10 +150,7 @@ pub fn recalibrate(
     dtype: DType,
     settings: &Settings,
 ) -> Result<Calibration, EvaluateError> {
-    let (op, width) = match op {
-        Operator::Spmv => (Operator::Spmv, 1),
-        _ => (Operator::Spmm, width),
-    };
+    let (op, width) = measured_as(op, width);
     let c = measure(op, width, threads, dtype)?;
     store(settings, &c);
     Ok(c)
@@ -240,10 +246,7 @@ pub fn entry_ms_on(
     threads: usize,
     csr: &Csr,
 ) -> Result<f64, EvaluateError> {
-    let (op, width) = match op {
-        Operator::Spmv => (Operator::Spmv, 1),
-        _ => (Operator::Spmm, width),
-    };
+    let (op, width) = measured_as(op, width);
     let units = (csr.indices.len() + csr.rows).max(1) as f64;
     Ok(time(op, a, width, threads, "rowwise")? / units)
 }
@@ -267,17 +270,7 @@ pub fn candidates(
     )
     .into_iter()
     .flat_map(|(config, e)| {
-        let rule = DecomposeRule::Tiles {
-            levels: config
-                .costs
-                .iter()
-                .map(|&(side, cost)| TileLevel {
-                    r: side,
-                    c: side,
-                    cost,
-                })
-                .collect(),
-        };
+        let rule = config.rule();
         [String::new(), ",prefetch=0".to_string()].map(|extra| {
             (
                 Candidate::new(format, format!("{}{extra}", config.recipe())),

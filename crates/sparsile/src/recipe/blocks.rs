@@ -91,14 +91,24 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     for part in [tiles, rest] {
         prefetch_gathers(sch, NAME, part, distance)?;
     }
-    // The rest's rows accumulate in a local, as CSR rows do under `rowwise`.
-    let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
-    if let Some((rows, row_loop)) = nest(&func, rest).first() {
-        for stored in stored_values(&func, row_loop) {
-            cache_row(sch, rows, rest, &stored, NAME)?;
-        }
-    }
+    cache_rest_rows(sch, rest, NAME)?;
     register_tile_blocks(sch, NAME, tiles)?;
     vectorize_local_sums(sch, NAME, rest, 1, true)?;
+    Ok(())
+}
+
+/// The rows of the scattered part `rest` accumulate in a local, as CSR rows do under
+/// `rowwise` (`cache_write`, and `absorb_init` where the part runs first).
+pub(super) fn cache_rest_rows(
+    sch: &mut Schedule,
+    rest: &str,
+    recipe: &str,
+) -> Result<(), RecipeError> {
+    let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
+    if let Some((rows, row_loop)) = nest(&func, rest).first() {
+        for stored in stored_values(&func, row_loop) {
+            cache_row(sch, rows, rest, &stored, recipe)?;
+        }
+    }
     Ok(())
 }

@@ -21,12 +21,13 @@
 use sparsile_formats::decompose::{DecomposeRule, TileLevel};
 use sparsile_transform::schedule::{LoopPartition, Schedule};
 
+use super::blocks::cache_rest_rows;
 use super::default::parallel_outer;
 use super::hyb::{decompose_parts, pick_buffer};
 use super::nest::nest;
 use super::rowwise::{
-    cache_row, prefetch_gathers, prefetch_param, register_tile_blocks, row_indptr, stored_values,
-    vectorize_innermost, vectorize_local_sums, width, width_param,
+    prefetch_gathers, prefetch_param, register_tile_blocks, row_indptr, vectorize_innermost,
+    vectorize_local_sums, width, width_param,
 };
 use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
@@ -114,12 +115,7 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     // The rest's rows accumulate in a local, as CSR rows do under `rowwise`; it runs
     // first and stores every output row, so the output's zeroing pass goes
     // (`absorb_init`).
-    let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
-    if let Some((rows, row_loop)) = nest(&func, rest).first() {
-        for stored in stored_values(&func, row_loop) {
-            cache_row(sch, rows, rest, &stored, NAME)?;
-        }
-    }
+    cache_rest_rows(sch, rest, NAME)?;
     // Every part's rows divided between threads by their non-zeros (block rows by their
     // blocks), as `rowwise` divides them.
     let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
