@@ -340,7 +340,14 @@ fn calibrate_measures_and_stores_tile_costs() {
         &["tune", "calibrate", "--k", "8", "--threads", "2"],
         dir.path(),
     ));
-    for row in ["scattered entry", "32x32", "16x16", "8x8", "4x4"] {
+    for row in [
+        "scattered entry",
+        "one more part's pass",
+        "32x32",
+        "16x16",
+        "8x8",
+        "4x4",
+    ] {
         assert!(out.contains(row), "{out}");
     }
     let stored = std::fs::read_to_string(dir.path().join("tuning.stile.jsonl")).unwrap();

@@ -10,7 +10,8 @@
 //! `tiles(…)` decomposition rule does (a block is a tile when that costs no more than
 //! its sub-blocks and entries), and reports the tiles per level, the entries left over
 //! and the estimated cost: tiles and entries, plus one unit for each output row each
-//! part passes over (every part reads and writes its output rows again).
+//! part passes over (every part reads and writes its output rows again); the search
+//! adds the calibrated cost of a part's parallel pass for each tile part.
 //!
 //! The tile costs come from a [`Calibration`]: measured times of a dense tile of each
 //! side and of a scattered entry at one dense width, on this machine (STile fits a
@@ -272,6 +273,9 @@ pub struct Calibration {
     pub entry_ms: f64,
     /// `(side, ms)` per tile side.
     pub tile_ms: Vec<(usize, f64)>,
+    /// What one more part costs beyond its tiles: a parallel pass of its own.
+    #[serde(default)]
+    pub part_ms: f64,
 }
 
 impl Calibration {
@@ -302,10 +306,11 @@ impl Calibration {
 }
 
 /// The configurations worth measuring, best estimate first (see the module docs), at
-/// most `limit`.
+/// most `limit`; each tile part adds `part_cost` (in scattered entries) to an estimate.
 pub fn configurations(
     stats: &TileStats,
     calibrated: &TileConfig,
+    part_cost: f64,
     within: f64,
     limit: usize,
 ) -> Vec<(TileConfig, Evaluation)> {
@@ -334,7 +339,9 @@ pub fn configurations(
                     .filter(|c| e.tiles.iter().any(|t| t.0 == c.0 && t.1 > 0))
                     .collect(),
             };
-            let e = stats.evaluate(&config);
+            let mut e = stats.evaluate(&config);
+            // Each tile part is a pass of its own.
+            e.cost += part_cost * e.tiles.len() as f64;
             if seen
                 .iter()
                 .any(|(_, f)| f.tiles == e.tiles && f.rest == e.rest)

@@ -78,7 +78,7 @@ proptest! {
         prop_assert_eq!(e.rest, rest);
         // The kept configurations: each uses tiles, all differ, each level holds tiles.
         let base = TileConfig { costs: SIDES.iter().map(|&s| (s, (s * s / 4) as u32)).collect() };
-        let kept = configurations(&stats, &base, 1.2, 6);
+        let kept = configurations(&stats, &base, 40.0, 1.2, 6);
         for (i, (c, e)) in kept.iter().enumerate() {
             prop_assert!(e.tiles.iter().all(|t| t.1 > 0), "{:?}", e);
             prop_assert_eq!(parts_of(&a, c), (e.tiles.clone(), e.rest));

@@ -1,5 +1,6 @@
 //! `sparsile tune calibrate`: measures the STile strategy's tile costs on this machine
-//! again (a dense tile of each side against a scattered entry, per dense width) and
+//! again (a dense tile of each side and one more part's pass against a scattered entry,
+//! per dense width) and
 //! stores them beside the tuning database, where `--strategy stile` reads them.
 //!
 //! ```text
@@ -54,6 +55,13 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
             format!("{:.2}", c.entry_ms * 1e6),
             format!("{:.3}", c.entry_ms * 1e6),
             "1".into(),
+        ]);
+        t.row(vec![
+            k.to_string(),
+            "one more part's pass".into(),
+            format!("{:.0}", c.part_ms * 1e6),
+            "-".into(),
+            format!("{:.0}", c.part_ms / c.entry_ms),
         ]);
         for (side, ms) in &c.tile_ms {
             t.row(vec![

@@ -41,13 +41,18 @@ use sparsile_tune::stile::{configurations, Calibration, Evaluation, TileStats, S
 use super::evaluate::{EvaluateError, OpEvaluator};
 
 /// The version of the calibration's method; records of another are measured again.
-pub const CALIBRATION_VERSION: u32 = 1;
+pub const CALIBRATION_VERSION: u32 = 2;
 
 /// The side of the calibration matrices.
 const SIZE: usize = 4096;
 
 /// The stored entries of each calibration matrix.
 const CELLS: usize = 1 << 18;
+
+/// The side of the matrix that measures a part's own pass, and its entries a row: a
+/// kernel of a few microseconds, where a pass's cost shows.
+const PART_SIZE: usize = 1024;
+const PART_PER_ROW: usize = 8;
 
 /// At most this many decompositions are measured, each with and without prefetching
 /// (the one kernel parameter whose best setting changes from matrix to matrix).
@@ -189,10 +194,11 @@ fn time(
 }
 
 fn matrix(
+    size: usize,
     triplets: &[(usize, usize, f64)],
     dtype: DType,
 ) -> Result<SparseTensor<'static>, EvaluateError> {
-    let coo = CooTensor::from_triplets(vec![SIZE, SIZE], triplets)?;
+    let coo = CooTensor::from_triplets(vec![size, size], triplets)?;
     Ok(SparseTensor::from_coo_with(&coo, &Format::Csr, dtype)?)
 }
 
@@ -210,7 +216,13 @@ fn measure(
             scattered.push((i, j, rng.random_range(-1.0..1.0)));
         }
     }
-    let entry_ms = time(op, &matrix(&scattered, dtype)?, width, threads, "rowwise")? / CELLS as f64;
+    let entry_ms = time(
+        op,
+        &matrix(SIZE, &scattered, dtype)?,
+        width,
+        threads,
+        "rowwise",
+    )? / CELLS as f64;
     let mut tile_ms = Vec::new();
     for side in SIDES {
         let grid = SIZE / side;
@@ -225,15 +237,51 @@ fn measure(
             }
         }
         let recipe = format!("tiles:t{side}=1{}", if side == 8 { "" } else { ",t8=0" });
-        let t = time(op, &matrix(&cells, dtype)?, width, threads, &recipe)?;
+        let t = time(op, &matrix(SIZE, &cells, dtype)?, width, threads, &recipe)?;
         tile_ms.push((side, t / blocks as f64));
     }
+    // A part's own pass: a small matrix of scattered entries against the same entries
+    // with one more part holding one full 32 x 32 tile (a tile costs its 1,024 cells:
+    // no other block is one), less that tile.
+    let small = PART_SIZE;
+    let mut scattered = Vec::new();
+    for i in 0..small {
+        for j in sample(&mut rng, small, PART_PER_ROW) {
+            if i >= 32 || j >= 32 {
+                scattered.push((i, j, rng.random_range(-1.0..1.0)));
+            }
+        }
+    }
+    let mut with_tile = scattered.clone();
+    for i in 0..32 {
+        for j in 0..32 {
+            with_tile.push((i, j, rng.random_range(-1.0..1.0)));
+        }
+    }
+    with_tile.sort_by_key(|t| (t.0, t.1));
+    let plain = time(
+        op,
+        &matrix(small, &scattered, dtype)?,
+        width,
+        threads,
+        "rowwise",
+    )?;
+    let parted = time(
+        op,
+        &matrix(small, &with_tile, dtype)?,
+        width,
+        threads,
+        "tiles:t32=1024,t8=0",
+    )?;
+    let tile32 = tile_ms.first().map_or(0.0, |t| t.1);
+    let part_ms = (parted - plain - tile32).max(0.0);
     Ok(Calibration {
         width,
         threads,
         dtype_bytes: dtype.size_bytes(),
         entry_ms,
         tile_ms,
+        part_ms,
     })
 }
 
@@ -265,6 +313,7 @@ pub fn candidates(
     configurations(
         &stats,
         &calibration.costs_on(entry_ms),
+        calibration.part_ms / entry_ms,
         WITHIN,
         MAX_TILE_CANDIDATES,
     )

@@ -36,7 +36,7 @@ pub(super) const RECIPE: Recipe = Recipe { info, apply };
 const NAME: &str = "tiles";
 
 /// The sides of the square levels, largest first, with their parameter names.
-pub const LEVELS: [(usize, &str); 5] = [(32, "t32"), (16, "t16"), (8, "t8"), (4, "t4"), (2, "t2")];
+const LEVELS: [(usize, &str); 5] = [(32, "t32"), (16, "t16"), (8, "t8"), (4, "t4"), (2, "t2")];
 
 fn info() -> RecipeInfo {
     let mut params: Vec<ParamInfo> = LEVELS
