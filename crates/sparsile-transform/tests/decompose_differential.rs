@@ -1,6 +1,7 @@
 //! `decompose_format` and `horizontal_fuse` checked against the stage-I interpreter on
-//! the original program: SpMM and SpMV with `A` decomposed by hyb(c, k) and converted to
-//! DBSR, SR-BCRS, ELL and CSR (one-rule conversions), on seeded random matrices with
+//! the original program: SpMM and SpMV with `A` decomposed by hyb(c, k), by nested dense
+//! tiles and the rest (`tiles(…)`, `blocks(…)`) and converted to DBSR, SR-BCRS, ELL and
+//! CSR (one-rule conversions), on seeded random matrices with
 //! empty rows, an empty matrix, one huge row, and sizes that divide neither `c` nor the
 //! bucket widths. The scheduled stage-I program runs on the interpreter (which derives
 //! the parts from `A`), and its stage-II and stage-III forms (after `horizontal_fuse` of
@@ -10,7 +11,7 @@ use std::collections::HashMap;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sparsile_formats::decompose::DecomposeRule;
+use sparsile_formats::decompose::{DecomposeRule, TileLevel};
 use sparsile_formats::{CooTensor, Format, SparseTensor};
 use sparsile_ir::coord::{Program, Stmt};
 use sparsile_ir::loops::Func;
@@ -224,6 +225,40 @@ fn hyb_spmv_matches_the_interpreter() {
             seed as u64 + 10,
         );
     }
+}
+
+fn tiles(levels: &[(usize, usize, u32)]) -> DecomposeRule {
+    DecomposeRule::Tiles {
+        levels: levels
+            .iter()
+            .map(|&(r, c, cost)| TileLevel { r, c, cost })
+            .collect(),
+    }
+}
+
+#[test]
+fn tiles_and_blocks_match_the_interpreter() {
+    let rules = [
+        tiles(&[(4, 4, 3), (2, 2, 2)]),
+        tiles(&[(6, 4, 4), (3, 2, 1), (1, 1, 1)]),
+        tiles(&[(8, 8, 64)]),
+        DecomposeRule::Blocks {
+            r: 3,
+            c: 2,
+            fill: 50,
+        },
+    ];
+    let mut seed = 40;
+    for rule in rules {
+        for (m, n) in [(13, 11), (5, 17), (1, 9)] {
+            for pattern in [Pattern::Random(0.5), Pattern::HugeRow] {
+                check(SPMM, rule.clone(), m, n, pattern, seed);
+                check(SPMV, rule.clone(), m, n, pattern, seed + 1);
+                seed += 2;
+            }
+        }
+    }
+    check(SPMM, tiles(&[(4, 4, 2)]), 6, 7, Pattern::Empty, 3);
 }
 
 #[test]
