@@ -191,8 +191,8 @@ impl TileStats {
                 .find(|c| c.0 == self.levels[l].side)
                 .map(|c| c.1 as u64)
         };
-        // Bottom-up: each block's best cost and whether it is a tile.
-        let mut best: Vec<Vec<u64>> = vec![Vec::new(); n];
+        // Bottom-up: whether each block is a tile; `below` ends as the top level's best
+        // costs.
         let mut tile: Vec<Vec<bool>> = vec![Vec::new(); n];
         let mut below: Vec<u64> = self.counts.clone();
         for l in (0..n).rev() {
@@ -201,45 +201,36 @@ impl TileStats {
                 .iter()
                 .map(|&s| cost.is_some_and(|c| c <= s))
                 .collect();
-            best[l] = below
-                .iter()
-                .map(|&s| cost.map_or(s, |c| c.min(s)))
-                .collect();
-            if l > 0 {
+            let best = below.iter().map(|&s| cost.map_or(s, |c| c.min(s)));
+            below = if l > 0 {
                 let mut above = vec![0u64; self.levels[l - 1].keys.len()];
-                for (b, &p) in self.levels[l].parent.iter().enumerate() {
-                    above[p as usize] += best[l][b];
+                for (&p, b) in self.levels[l].parent.iter().zip(best) {
+                    above[p as usize] += b;
                 }
-                below = above;
-            }
+                above
+            } else {
+                best.collect()
+            };
         }
-        // Top-down: a block is covered when it or an enclosing block is a tile.
-        let mut covered: Vec<bool> = tile[0].clone();
+        let top: u64 = below.iter().sum();
+        // Top-down: a block is covered when it or an enclosing block is a tile; a tile
+        // counts at the outermost level that covers it.
         let mut tiles = Vec::new();
         let mut part_rows = 0usize;
-        let mut count_part = |l: usize, used: &mut dyn Iterator<Item = usize>| {
-            let side = self.levels[l].side;
-            let mut n_tiles = 0;
-            let mut block_rows: Vec<u32> = Vec::new();
-            for b in used {
-                n_tiles += 1;
-                block_rows.push(self.levels[l].keys[b].0);
+        let mut covered: Vec<bool> = Vec::new();
+        for (l, level) in self.levels.iter().enumerate() {
+            let above = |b: usize| l > 0 && covered[level.parent[b] as usize];
+            let mut block_rows: Vec<u32> = (0..level.keys.len())
+                .filter(|&b| !above(b) && tile[l][b])
+                .map(|b| level.keys[b].0)
+                .collect();
+            if cost_at(l).is_some() {
+                tiles.push((level.side, block_rows.len()));
             }
             block_rows.dedup();
-            part_rows += (block_rows.len() * side).min(self.rows);
-            if cost_at(l).is_some() {
-                tiles.push((side, n_tiles));
-            }
-        };
-        count_part(0, &mut (0..covered.len()).filter(|&b| tile[0][b]));
-        for (l, (level, is_tile)) in self.levels.iter().zip(&tile).enumerate().skip(1) {
-            let parent = &level.parent;
-            let used: Vec<usize> = (0..parent.len())
-                .filter(|&b| !covered[parent[b] as usize] && is_tile[b])
-                .collect();
-            count_part(l, &mut used.iter().copied());
-            covered = (0..parent.len())
-                .map(|b| covered[parent[b] as usize] || is_tile[b])
+            part_rows += (block_rows.len() * level.side).min(self.rows);
+            covered = (0..level.keys.len())
+                .map(|b| above(b) || tile[l][b])
                 .collect();
         }
         let small = self.levels[n - 1].side;
@@ -253,8 +244,6 @@ impl TileStats {
         }
         rest_rows.dedup();
         let rest_rows = (rest_rows.len() * small).min(self.rows);
-        let top: u64 = best[0].iter().sum();
-        tiles.retain(|t| config.costs.iter().any(|c| c.0 == t.0));
         Evaluation {
             tiles,
             rest,
@@ -298,11 +287,6 @@ impl Calibration {
                 .collect(),
         }
     }
-
-    /// [`Calibration::costs_on`] the calibration's own entries.
-    pub fn costs(&self) -> TileConfig {
-        self.costs_on(self.entry_ms)
-    }
 }
 
 /// The configurations worth measuring, best estimate first (see the module docs), at
@@ -325,21 +309,22 @@ pub fn configurations(
                 .filter(|(i, _)| mask & (1 << i) != 0)
                 .map(|(_, &(s, c))| (s, ((c as f64 * scale).round() as u32).max(1)))
                 .collect();
-            let e = stats.evaluate(&TileConfig {
+            let mut e = stats.evaluate(&TileConfig {
                 costs: costs.clone(),
             });
             if !e.uses_tiles() {
                 continue;
             }
-            // A level that holds no tile is left out: the same decomposition, one part
-            // fewer.
+            // A level that holds no tile is left out: the same decomposition (its blocks
+            // that would be tiles lie in tiles of a larger level, whose choice and cost
+            // stay), one part fewer.
+            e.tiles.retain(|t| t.1 > 0);
             let config = TileConfig {
                 costs: costs
                     .into_iter()
-                    .filter(|c| e.tiles.iter().any(|t| t.0 == c.0 && t.1 > 0))
+                    .filter(|c| e.tiles.iter().any(|t| t.0 == c.0))
                     .collect(),
             };
-            let mut e = stats.evaluate(&config);
             // Each tile part is a pass of its own.
             e.cost += part_cost * e.tiles.len() as f64;
             if seen

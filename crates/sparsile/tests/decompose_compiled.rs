@@ -294,6 +294,18 @@ fn tiles_and_scatter(m: usize, n: usize, b: usize, rng: &mut ChaCha8Rng) -> CooT
     CooTensor::from_triplets(vec![m, n], &t).unwrap()
 }
 
+/// SpMM (`C = A·B`, `B` of width `k`) and SpMV (`y = A·x`) with a CSR `A` of `dtype`.
+fn spmm_and_spmv(dtype: DType) -> (String, String) {
+    (
+        format!(
+            "tensor A: {dtype}[m, n] csr\ntensor B: {dtype}[n, k]\ntensor C: {dtype}[m, k]\nC[i,k] = A[i,j] * B[j,k]\n"
+        ),
+        format!(
+            "tensor A: {dtype}[m, n] csr\ntensor x: {dtype}[n]\ntensor y: {dtype}[m]\ny[i] = A[i,j] * x[j]\n"
+        ),
+    )
+}
+
 /// Compiles `program` with recipe `spec`, checks that it decomposes `A` into `parts`
 /// parts, and compares its results on 1 and 2 threads, with the parts derived by the
 /// kernel and passed along precomputed, against the interpreter.
@@ -338,12 +350,7 @@ fn blocks_recipe_splits_dense_tiles_from_the_rest() {
     use sparsile::recipe::{self, RecipeContext};
     let ctx = RecipeContext::default();
     for dtype in [DType::F32, DType::F64] {
-        let spmm = format!(
-            "tensor A: {dtype}[m, n] csr\ntensor B: {dtype}[n, k]\ntensor C: {dtype}[m, k]\nC[i,k] = A[i,j] * B[j,k]\n"
-        );
-        let spmv = format!(
-            "tensor A: {dtype}[m, n] csr\ntensor x: {dtype}[n]\ntensor y: {dtype}[m]\ny[i] = A[i,j] * x[j]\n"
-        );
+        let (spmm, spmv) = spmm_and_spmv(dtype);
         let stage1 = compile_notation(&spmm).unwrap();
         let trace = recipe::trace("blocks:r=4,c=4,fill=50,k=20", &stage1, &ctx).unwrap();
         let steps: Vec<&str> = trace.steps.iter().map(|s| s.primitive()).collect();
@@ -382,12 +389,7 @@ fn tiles_recipe_runs_every_level_and_the_rest() {
     use sparsile::recipe::{self, RecipeContext};
     let ctx = RecipeContext::default();
     for dtype in [DType::F32, DType::F64] {
-        let spmm = format!(
-            "tensor A: {dtype}[m, n] csr\ntensor B: {dtype}[n, k]\ntensor C: {dtype}[m, k]\nC[i,k] = A[i,j] * B[j,k]\n"
-        );
-        let spmv = format!(
-            "tensor A: {dtype}[m, n] csr\ntensor x: {dtype}[n]\ntensor y: {dtype}[m]\ny[i] = A[i,j] * x[j]\n"
-        );
+        let (spmm, spmv) = spmm_and_spmv(dtype);
         let stage1 = compile_notation(&spmm).unwrap();
         let trace = recipe::trace("tiles:t16=40,t8=12,t4=3,k=20", &stage1, &ctx).unwrap();
         let steps: Vec<&str> = trace.steps.iter().map(|s| s.primitive()).collect();

@@ -101,3 +101,31 @@ fn a_configuration_is_a_recipe() {
     };
     assert_eq!(c.recipe(), "tiles:t8=12");
 }
+
+/// On a matrix with dense patches the search keeps decompositions (so the property
+/// above checks some), each dropping its empty levels and matching the rule's parts.
+#[test]
+fn patches_keep_decompositions_that_match_the_rule() {
+    let (m, n) = (64, 64);
+    let seed: Vec<u8> = (0..37u8)
+        .map(|x| x.wrapping_mul(29).wrapping_add(5))
+        .collect();
+    let (indptr, indices) = matrix(m, n, &seed);
+    let a = tensor(m, n, &indptr, &indices);
+    let stats = TileStats::of(&Csr {
+        rows: m,
+        cols: n,
+        indptr: &indptr,
+        indices: &indices,
+    });
+    let base = TileConfig {
+        costs: SIDES.iter().map(|&s| (s, (s * s / 4) as u32)).collect(),
+    };
+    let kept = configurations(&stats, &base, 40.0, 1.2, 6);
+    assert!(!kept.is_empty());
+    for (c, e) in &kept {
+        assert!(e.cost < (stats.nnz + stats.rows) as f64, "{e:?}");
+        assert_eq!(c.costs.len(), e.tiles.len(), "{c:?} {e:?}");
+        assert_eq!(parts_of(&a, c), (e.tiles.clone(), e.rest));
+    }
+}

@@ -249,12 +249,6 @@ fn print_tiles(r: &TuneReport) {
     if r.strategy != "stile" {
         return;
     }
-    let median = |id: &str| {
-        r.candidates
-            .iter()
-            .find(|c| c.candidate == id)
-            .and_then(|c| c.median_ms)
-    };
     for t in &r.tiles {
         let levels: Vec<String> = t
             .tiles
@@ -267,20 +261,11 @@ fn print_tiles(r: &TuneReport) {
             levels.join(", "),
             t.rest,
             t.estimate_ms,
-            ms(median(&t.candidate.id()))
+            ms(r.median_ms(&t.candidate.id()))
         );
     }
-    let tiles_best = r
-        .tiles
-        .iter()
-        .filter_map(|t| median(&t.candidate.id()))
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
-    let single_best = r
-        .candidates
-        .iter()
-        .filter(|c| !r.tiles.iter().any(|t| t.candidate.id() == c.candidate))
-        .filter_map(|c| c.median_ms)
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.min(x))));
+    let tiles_best = r.fastest_tiles().map(|t| t.1);
+    let single_best = r.fastest_single_ms();
     match (tiles_best, single_best) {
         (Some(t), Some(s)) => outln!(
             "tiles: best decomposition {} ms, best single format {} ms: {:.2}x; tile model {}",
@@ -304,19 +289,7 @@ fn picture(
     a: &SparseTensor<'_>,
     report: &TuneReport,
 ) -> Result<()> {
-    let fastest = report
-        .tiles
-        .iter()
-        .filter_map(|t| {
-            let id = t.candidate.id();
-            let ms = report
-                .candidates
-                .iter()
-                .find(|c| c.candidate == id)?
-                .median_ms?;
-            Some((t, ms))
-        })
-        .min_by(|x, y| x.1.total_cmp(&y.1));
+    let fastest = report.fastest_tiles();
     let Some((tiles, _)) = fastest else {
         outln!(
             "picture: no tiles decomposition was measured for {name} {}",

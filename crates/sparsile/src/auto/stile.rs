@@ -178,7 +178,11 @@ fn time(
     threads: usize,
     recipe: &str,
 ) -> Result<f64, EvaluateError> {
-    let mut ev = OpEvaluator::new(op, a, width, threads, 1)?;
+    time_on(&mut OpEvaluator::new(op, a, width, threads, 1)?, recipe)
+}
+
+/// [`time`] with an evaluator that already holds the operands (the search's own).
+fn time_on(ev: &mut OpEvaluator, recipe: &str) -> Result<f64, EvaluateError> {
     let c = Candidate::new("csr", recipe);
     let failed = |reason: String| EvaluateError::Calibration {
         recipe: recipe.to_string(),
@@ -285,18 +289,12 @@ fn measure(
     })
 }
 
-/// A scattered entry's cost on `a` itself: `csr/rowwise`'s median over the model's
-/// units for CSR (one a non-zero, one a row), in milliseconds.
-pub fn entry_ms_on(
-    op: Operator,
-    a: &SparseTensor<'_>,
-    width: usize,
-    threads: usize,
-    csr: &Csr,
-) -> Result<f64, EvaluateError> {
-    let (op, width) = measured_as(op, width);
+/// A scattered entry's cost on the matrix `ev` holds (`csr` its pattern):
+/// `csr/rowwise`'s time over the model's units for CSR (one a non-zero, one a row), in
+/// milliseconds. The evaluator is the search's, so its operands are made once.
+pub fn entry_ms_on(ev: &mut OpEvaluator, csr: &Csr) -> Result<f64, EvaluateError> {
     let units = (csr.indices.len() + csr.rows).max(1) as f64;
-    Ok(time(op, a, width, threads, "rowwise")? / units)
+    Ok(time_on(ev, "rowwise")? / units)
 }
 
 /// The `tiles` candidates worth measuring on `csr` (whose scattered entries cost

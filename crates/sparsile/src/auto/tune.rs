@@ -102,6 +102,33 @@ pub struct TuneReport {
     pub tile_model_ms: f64,
 }
 
+impl TuneReport {
+    /// The measured median of the candidate with id `id`.
+    pub fn median_ms(&self, id: &str) -> Option<f64> {
+        self.candidates
+            .iter()
+            .find(|c| c.candidate == id)
+            .and_then(|c| c.median_ms)
+    }
+
+    /// The fastest measured tiles decomposition, with its median.
+    pub fn fastest_tiles(&self) -> Option<(&TileReport, f64)> {
+        self.tiles
+            .iter()
+            .filter_map(|t| Some((t, self.median_ms(&t.candidate.id())?)))
+            .min_by(|x, y| x.1.total_cmp(&y.1))
+    }
+
+    /// The median of the fastest measured candidate that is not a tiles decomposition.
+    pub fn fastest_single_ms(&self) -> Option<f64> {
+        self.candidates
+            .iter()
+            .filter(|c| !self.tiles.iter().any(|t| t.candidate.id() == c.candidate))
+            .filter_map(|c| c.median_ms)
+            .min_by(f64::total_cmp)
+    }
+}
+
 /// One decomposition the STile strategy measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct TileReport {
@@ -127,6 +154,7 @@ fn stile_candidates(
     p: &super::pattern::Pattern,
     req: &TuneRequest,
     settings: &Settings,
+    ev: &mut OpEvaluator,
 ) -> Result<Vec<TileReport>, String> {
     // SpMV's square tiles lose to its row-vector blocks (`bsr:1xC`, in the space) on
     // every mask measured: a square tile's rows are summed one by one, without the
@@ -142,8 +170,7 @@ fn stile_candidates(
     // A scattered entry's cost is this matrix's own (its dense rows' reuse and row
     // lengths decide it); a tile's comes from the calibration.
     let csr = p.csr();
-    let entry_ms = super::stile::entry_ms_on(req.op, a, req.width, req.threads, &csr)
-        .map_err(|e| e.to_string())?;
+    let entry_ms = super::stile::entry_ms_on(ev, &csr).map_err(|e| e.to_string())?;
     Ok(super::stile::candidates(&csr, &p.format, &cal, entry_ms)
         .into_iter()
         .map(|(candidate, e, rule)| TileReport {
@@ -228,13 +255,14 @@ pub fn tune(
     }
     let features_ms = t0.elapsed().as_secs_f64() * 1e3;
     let mut candidates = space(req.op, &features, &p.format, req.other_formats);
+    let mut ev = OpEvaluator::new(req.op, a, req.width, req.threads, req.seed)?;
     let n_space = candidates.len();
     let mut warnings = Vec::new();
     // The STile strategy adds the decompositions its tile model keeps.
     let t_tiles = Instant::now();
     let mut tiles: Vec<TileReport> = Vec::new();
     if matches!(req.options.strategy, Strategy::Stile { .. }) {
-        match stile_candidates(a, &p, req, &settings) {
+        match stile_candidates(a, &p, req, &settings, &mut ev) {
             Ok(found) => tiles = found,
             Err(e) => warnings.push(e),
         }
@@ -288,7 +316,6 @@ pub fn tune(
         *r = f64::INFINITY;
     }
     must.extend(candidates[n_space..].iter().cloned());
-    let mut ev = OpEvaluator::new(req.op, a, req.width, req.threads, req.seed)?;
     let t2 = Instant::now();
     let result = search(
         &candidates,
