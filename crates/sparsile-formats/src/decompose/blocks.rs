@@ -8,14 +8,15 @@
 //! exactly once. A block on the matrix's edge counts its cells outside the matrix as
 //! empty.
 
-use std::collections::HashMap;
-
 use sparsile_ir::IndexType;
 
 use super::plan::{Entries, PartPlan};
+use super::rule::TileLevel;
 use super::{DecomposeError, DecomposeRule};
 use crate::Format;
 
+/// One level of tiles whose cost is the fill threshold in entries: a block is a tile
+/// when it holds at least `fill` % of its cells (`tiles`' choice with one level).
 pub(super) fn plan(
     rule: &DecomposeRule,
     (r, c, fill): (usize, usize, u32),
@@ -23,37 +24,14 @@ pub(super) fn plan(
     index_type: IndexType,
 ) -> Result<Vec<PartPlan>, DecomposeError> {
     entries.require_matrix(rule)?;
-    let block_of = |e: usize| {
-        let x = entries.coord(e);
-        (x[0] / r, x[1] / c)
-    };
-    let mut counts: HashMap<(usize, usize), usize> = HashMap::new();
-    for e in 0..entries.nnz() {
-        *counts.entry(block_of(e)).or_default() += 1;
-    }
-    let dense = |count: usize| count * 100 >= fill as usize * r * c;
-    let mut tiles = Entries {
-        shape: entries.shape.clone(),
-        coords: Vec::new(),
-        offsets: Vec::new(),
-    };
-    let mut rest = Entries {
-        shape: entries.shape.clone(),
-        coords: Vec::new(),
-        offsets: Vec::new(),
-    };
-    for e in 0..entries.nnz() {
-        let to = if dense(counts[&block_of(e)]) {
-            &mut tiles
-        } else {
-            &mut rest
-        };
-        to.coords.extend_from_slice(entries.coord(e));
-        to.offsets.push(entries.offsets[e]);
-    }
-    let blocks = Format::Bsr { r, c };
-    Ok(vec![
-        super::convert_rule::plan(rule, &blocks, &tiles, index_type)?,
-        super::convert_rule::plan(rule, &Format::Csr, &rest, index_type)?,
-    ])
+    let cost = (fill as usize * r * c).div_ceil(100).min(u32::MAX as usize) as u32;
+    // Owner 0 is the tile level, 1 the rest: the parts' own order.
+    let part = super::tiles::owners(&[TileLevel { r, c, cost }], entries);
+    super::tiles::split(
+        rule,
+        entries,
+        &part,
+        &[Format::Bsr { r, c }, Format::Csr],
+        index_type,
+    )
 }

@@ -69,24 +69,40 @@ pub(super) fn plan(
     index_type: IndexType,
 ) -> Result<Vec<PartPlan>, DecomposeError> {
     entries.require_matrix(rule)?;
-    let owner = owners(levels, entries);
-    let mut parts: Vec<Entries> = (0..=levels.len())
+    // The rest first, then the levels.
+    let part: Vec<usize> = owners(levels, entries)
+        .into_iter()
+        .map(|l| if l == levels.len() { 0 } else { l + 1 })
+        .collect();
+    let formats: Vec<Format> = std::iter::once(Format::Csr)
+        .chain(levels.iter().map(|l| Format::Bsr { r: l.r, c: l.c }))
+        .collect();
+    split(rule, entries, &part, &formats, index_type)
+}
+
+/// The parts when entry `e` goes to part `part[e]`, part `p` stored as `formats[p]`.
+pub(super) fn split(
+    rule: &DecomposeRule,
+    entries: &Entries,
+    part: &[usize],
+    formats: &[Format],
+    index_type: IndexType,
+) -> Result<Vec<PartPlan>, DecomposeError> {
+    let mut parts: Vec<Entries> = formats
+        .iter()
         .map(|_| Entries {
             shape: entries.shape.clone(),
             coords: Vec::new(),
             offsets: Vec::new(),
         })
         .collect();
-    for (e, &l) in owner.iter().enumerate() {
-        // The rest first, then the levels.
-        let p = if l == levels.len() { 0 } else { l + 1 };
+    for (e, &p) in part.iter().enumerate() {
         parts[p].coords.extend_from_slice(entries.coord(e));
         parts[p].offsets.push(entries.offsets[e]);
     }
-    let formats =
-        std::iter::once(Format::Csr).chain(levels.iter().map(|l| Format::Bsr { r: l.r, c: l.c }));
     formats
+        .iter()
         .zip(&parts)
-        .map(|(f, p)| super::convert_rule::plan(rule, &f, p, index_type))
+        .map(|(f, p)| super::convert_rule::plan(rule, f, p, index_type))
         .collect()
 }
