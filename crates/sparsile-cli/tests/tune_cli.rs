@@ -291,8 +291,16 @@ fn stile_strategy_measures_decompositions_and_keeps_its_calibration() {
         "--json",
         json.to_str().unwrap(),
     ];
-    let out = ok(&sparsile(&args, dir.path()));
+    let pictures = dir.path().join("pictures");
+    let mut with_picture = args.to_vec();
+    with_picture.extend(["--picture", pictures.to_str().unwrap()]);
+    let out = ok(&sparsile(&with_picture, dir.path()));
     assert!(out.contains("(stile, space version"), "{out}");
+    // The picture: a PNG of the 203 x 203 matrix, one entry a pixel.
+    assert!(out.contains("picture: "), "{out}");
+    let png = std::fs::read(pictures.join("tiled-spmm-k16.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(&png[16..24], &[0, 0, 0, 203, 0, 0, 0, 203]);
     // The 8 x 8 blocks are tiles; the scattered entries stay.
     assert!(out.contains("of 8x8"), "{out}");
     assert!(out.contains("tiles: best decomposition"), "{out}");

@@ -138,6 +138,14 @@ proptest! {
         prop_assert_eq!(sum_of_parts(&parts, m * n), a.to_dense_f64());
         let stored: usize = plan.parts.iter().map(|p| p.gather.iter().filter(|&&g| g != PADDING).count()).sum();
         prop_assert_eq!(stored, a.values.len());
+        // Each stored value's coordinates: the source holds that value there.
+        let coords = plan.source_coordinates(&a.structure).unwrap();
+        let dense = a.to_dense_f64();
+        let values = a.values.to_f64_vec();
+        prop_assert_eq!(coords.len(), 2 * values.len());
+        for (o, v) in values.iter().enumerate() {
+            prop_assert_eq!(dense[coords[2 * o] * n + coords[2 * o + 1]], *v);
+        }
     }
 
     #[test]

@@ -12,12 +12,10 @@
 //! ```
 
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use sparsile::formats::decompose::{DecomposePlan, DecomposeRule, PADDING};
-use sparsile::formats::{SparseTensor, Values};
-use sparsile::ir::DType;
+use sparsile::formats::SparseTensor;
 
 /// The longest side of a picture, in pixels.
 pub const MAX_SIDE: usize = 1024;
@@ -45,20 +43,10 @@ pub fn write(a: &SparseTensor<'_>, rule: &DecomposeRule, path: &Path) -> Result<
     let [m, n] = shape[..] else {
         anyhow::bail!("a picture needs a matrix, got shape {shape:?}");
     };
-    // Every stored entry's coordinates, by value offset (the decomposition's gather
-    // maps name offsets).
-    let count = a.structure.nnz_stored();
-    let marks: Vec<f64> = (1..=count).map(|o| o as f64).collect();
-    let marked = SparseTensor {
-        structure: Arc::new(a.structure.view()),
-        values: Values::from_f64(&marks, DType::F64),
-    };
-    let coo = marked.to_coo().context("reading the matrix's entries")?;
-    let mut coord = vec![(0usize, 0usize); count];
-    for (e, v) in coo.values.iter().enumerate() {
-        coord[*v as usize - 1] = (coo.coords[2 * e], coo.coords[2 * e + 1]);
-    }
     let plan = DecomposePlan::new(rule, &a.structure).context("decomposing the matrix")?;
+    let coords = plan
+        .source_coordinates(&a.structure)
+        .context("reading the matrix's entries")?;
     // Part 0 is the scattered rest; part l + 1 the tiles of level l.
     let colours: Vec<[u8; 3]> = std::iter::once(SCATTERED)
         .chain(levels.iter().map(|l| tile_colour(l.r.max(l.c)).0))
@@ -69,7 +57,7 @@ pub fn write(a: &SparseTensor<'_>, rule: &DecomposeRule, path: &Path) -> Result<
     let mut counts = vec![0u32; h * w * parts];
     for (p, part) in plan.parts.iter().enumerate() {
         for &g in part.gather.iter().filter(|&&g| g != PADDING) {
-            let (i, j) = coord[g];
+            let (i, j) = (coords[2 * g], coords[2 * g + 1]);
             counts[((i / scale) * w + j / scale) * parts + p] += 1;
         }
     }

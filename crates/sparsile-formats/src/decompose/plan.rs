@@ -88,6 +88,22 @@ impl DecomposePlan {
         })
     }
 
+    /// The logical coordinates of every stored value of the source (`structure`, the
+    /// planned one), `ndim` numbers per value offset: with the gather maps, where each
+    /// entry of each part came from.
+    pub fn source_coordinates(
+        &self,
+        structure: &Structure<'_>,
+    ) -> Result<Vec<usize>, DecomposeError> {
+        let e = entries(&self.rule, structure)?;
+        let n = e.shape.len();
+        let mut coords = vec![0; e.offsets.len() * n];
+        for (k, &o) in e.offsets.iter().enumerate() {
+            coords[o * n..(o + 1) * n].copy_from_slice(e.coord(k));
+        }
+        Ok(coords)
+    }
+
     /// Every part as a tensor with the values of `values` (the source's), in the
     /// source's element type. `values` must belong to a tensor with the planned
     /// structure.
