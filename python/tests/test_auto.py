@@ -1,6 +1,8 @@
 """The automatic choice: ``recipe=`` on the operators, ``explain``, ``recipes`` and
 ``tune`` (each test uses its own tuning database through ``SPARSILE_TUNING_DB``)."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -94,9 +96,21 @@ def test_stile_tuning_measures_tiles_and_auto_runs_the_winner(rng, own_db):
     scatter = sp.random(320, 320, density=0.01, random_state=7, format="csr")
     A = (blocks + scatter).tocsr().astype(np.float32)
     S = sparsile.from_scipy(A)
+    # The first search measures the tile costs and keeps them beside the database;
+    # replaced by costs that make the full 8 x 8 blocks tiles on any machine (an 8 x 8
+    # or 4 x 4 tile as dear as its side in entries, larger tiles dear), the second
+    # search reads them back and keeps decompositions.
     report = sparsile.tune(S, op="spmm", k=16, strategy="stile", threads=2)
     assert report["strategy"] == "stile"
+    costs = own_db.with_name(own_db.stem + ".stile.jsonl")
+    record = json.loads(costs.read_text().splitlines()[0])
+    record["calibration"].update(
+        entry_ms=1e-12, part_ms=0.0, tile_ms=[[32, 1e3], [16, 1e3], [8, 1e-12], [4, 1e-12]]
+    )
+    costs.write_text(json.dumps(record) + "\n")
+    report = sparsile.tune(S, op="spmm", k=16, strategy="stile", threads=2)
     assert report["tiles"], report["warnings"]
+    assert any(side == 8 and n > 0 for t in report["tiles"] for side, n in t["tiles"])
     measured = {c["candidate"]: c for c in report["candidates"]}
     for t in report["tiles"]:
         assert t["candidate"].startswith("csr/tiles:")

@@ -291,19 +291,47 @@ fn stile_strategy_measures_decompositions_and_keeps_its_calibration() {
         "--json",
         json.to_str().unwrap(),
     ];
+    // The first search measures the calibration and stores it.
+    let out = ok(&sparsile(&args, dir.path()));
+    assert!(out.contains("(stile, space version"), "{out}");
+    let calibration = dir.path().join("tuning.stile.jsonl");
+    let text = std::fs::read_to_string(&calibration).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let mut record: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(record["calibration"]["width"], 16);
+    // A stored calibration is read back, past a corrupted line, and not measured again.
+    // This one makes the choice independent of the machine: 32 x 32 and 16 x 16 tiles
+    // dear, an 8 x 8 or 4 x 4 tile as dear as its side in entries, so the full 8 x 8
+    // blocks are tiles and the single scattered entries are not.
+    record["calibration"]["entry_ms"] = 1e-12.into();
+    record["calibration"]["part_ms"] = 0.0.into();
+    record["calibration"]["tile_ms"] =
+        serde_json::json!([[32, 1000.0], [16, 1000.0], [8, 1e-12], [4, 1e-12]]);
+    std::fs::write(
+        &calibration,
+        format!("{{\"version\": 2, \"target\": [\n{record}\n"),
+    )
+    .unwrap();
     let pictures = dir.path().join("pictures");
     let mut with_picture = args.to_vec();
     with_picture.extend(["--picture", pictures.to_str().unwrap()]);
     let out = ok(&sparsile(&with_picture, dir.path()));
-    assert!(out.contains("(stile, space version"), "{out}");
-    // The picture: a PNG of the 203 x 203 matrix, one entry a pixel.
-    assert!(out.contains("picture: "), "{out}");
-    let png = std::fs::read(pictures.join("tiled-spmm-k16.png")).unwrap();
-    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-    assert_eq!(&png[16..24], &[0, 0, 0, 203, 0, 0, 0, 203]);
+    assert_eq!(
+        std::fs::read_to_string(&calibration)
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
     // The 8 x 8 blocks are tiles; the scattered entries stay.
     assert!(out.contains("of 8x8"), "{out}");
+    assert!(!out.contains(", 0 scattered"), "{out}");
     assert!(out.contains("tiles: best decomposition"), "{out}");
+    // The picture: a PNG of the 203 x 203 matrix, one entry a pixel.
+    let png =
+        std::fs::read(pictures.join("tiled-spmm-k16.png")).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(&png[16..24], &[0, 0, 0, 203, 0, 0, 0, 203]);
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let r = &report[0]["report"];
@@ -322,15 +350,6 @@ fn stile_strategy_measures_decompositions_and_keeps_its_calibration() {
         assert!(c["median_ms"].as_f64().unwrap() > 0.0, "{c}");
         assert!(c["failure"].is_null(), "{c}");
     }
-    let calibration = dir.path().join("tuning.stile.jsonl");
-    let lines = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count();
-    assert_eq!(lines(&calibration), 1);
-    // A second search reads the calibration back; a corrupted line is skipped.
-    let mut text = std::fs::read_to_string(&calibration).unwrap();
-    text.insert_str(0, "{\"version\": 1, \"target\": [\n");
-    std::fs::write(&calibration, &text).unwrap();
-    ok(&sparsile(&args, dir.path()));
-    assert_eq!(lines(&calibration), 2);
     // SDDMM has no tiles: a note says so, and the search still runs.
     let mut sddmm = args.to_vec();
     sddmm[2] = "sddmm";
