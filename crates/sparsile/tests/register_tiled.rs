@@ -36,9 +36,12 @@ fn inputs(
     operands(kind, (m, n), format, dtype, seed, &[("B", &[n, k])])
 }
 
-/// (kind, m, n, k): edges off the block sizes, widths around the vector widths.
-const SHAPES: [(&str, usize, usize, usize); 7] = [
+/// (kind, m, n, k): edges off the block sizes, widths around the vector widths (8 and
+/// 12: narrower than a 64-byte vector of f32, the 32-byte chunks and their rest).
+const SHAPES: [(&str, usize, usize, usize); 9] = [
     ("random", 37, 29, 64),
+    ("random", 23, 17, 8),
+    ("random", 19, 26, 12),
     ("random", 16, 32, 32),
     ("random", 21, 19, 40),
     ("random", 9, 13, 5),
@@ -90,10 +93,22 @@ fn the_c_holds_the_tile_in_registers_in_both_versions() {
     assert!(c.contains("sparsile_zstore_f32(&C["), "{c}");
     // The last block row (37 is not a multiple of 8) runs the plain loop.
     assert!(c.contains("if (tile_rows_ok) {"), "{c}");
+    // A width narrower than a 64-byte vector: 32-byte tiles of 8 rows with AVX-512 (4
+    // rows without it), not the plain loop.
+    let narrow = inputs_k8();
+    let c8 = compile_recipe(&program, &narrow, "rowwise").unwrap();
+    let c8 = c8.ir(Stage::C);
+    assert!(c8.contains("sparsile_vf32 tile_7_0;"), "{c8}");
+    assert!(!c8.contains("sparsile_zf32 tile_"), "{c8}");
     let off = compile_recipe(&program, &inputs, "rowwise:tile=off").unwrap();
     assert!(!off.ir(Stage::Stage2).contains("register_tiled"));
     assert!(!off.ir(Stage::C).contains("tile_"));
     check_kernel(&off, &program, &inputs, DType::F32, "rowwise:tile=off");
+}
+
+/// SpMM operands of `bsr:8x4` with `K = 8`.
+fn inputs_k8() -> HashMap<String, SparseTensor<'static>> {
+    inputs("random", (37, 29, 8), "bsr:8x4", DType::F32, 4)
 }
 
 #[test]

@@ -26,10 +26,11 @@
 //! loop's order, so results are the plain loop's.
 //!
 //! The code holds two versions: with AVX-512 (`#if defined(__AVX512F__)`), vectors of
-//! 64 bytes, groups of up to 8 rows and up to 24 accumulators (of 32 registers); without
-//! it, vectors of 32 bytes, groups of up to 4 rows and up to 12 accumulators (of 16). In
-//! both, `U` is the largest power of two (at most 4) that keeps the accumulators within
-//! that budget and whose `U` vectors the width fills. Measured on BSR SpMM of the BigBird mask (4,096², 8×8 blocks, K = 128,
+//! 64 bytes, groups of up to 8 rows and up to 24 accumulators (of 32 registers), then
+//! vectors of 32 bytes (same groups and budget) for the width that 64-byte chunks leave
+//! (`K = 8` in f32); without it, vectors of 32 bytes, groups of up to 4 rows and up to 12
+//! accumulators (of 16). In each, `U` is the largest power of two (at most 4) that keeps
+//! the accumulators within that budget and whose `U` vectors the width fills. Measured on BSR SpMM of the BigBird mask (4,096², 8×8 blocks, K = 128,
 //! two threads): see `bench/README.md`.
 //!
 //! Written only when the accumulated buffer is f32 or f64 (not f16/bf16 bits) with one
@@ -77,6 +78,21 @@ const AVX2: Isa = Isa {
     budget: 12,
     prefix: "v",
 };
+
+/// Vectors of 32 bytes on a target with AVX-512 (its 32 registers): the width that
+/// 64-byte chunks leave, e.g. all of `K = 8` in f32 (without it, that width ran as the
+/// plain loop, 5-13x slower than CSR on block-sparse attention masks).
+const AVX512_HALF: Isa = Isa {
+    bytes: 32,
+    group: 8,
+    budget: 24,
+    prefix: "v",
+};
+
+/// The versions of each target, in order: each covers in chunks what the one before
+/// left of the width; the plain loop covers the rest.
+const WIDE_VERSIONS: [&Isa; 2] = [&AVX512, &AVX512_HALF];
+const NARROW_VERSIONS: [&Isa; 1] = [&AVX2];
 
 fn reads_var(e: &Expr, v: VarId) -> bool {
     let mut found = false;
@@ -261,9 +277,27 @@ pub(crate) fn emit_register_tiled_loop(
         None => false,
     };
     w.line(WIDE);
-    emit_tiles(ctx, w, f, &shape, ty, &AVX512, block, (&lo_name, &hi_name))?;
+    emit_tiles(
+        ctx,
+        w,
+        f,
+        &shape,
+        ty,
+        &WIDE_VERSIONS,
+        block,
+        (&lo_name, &hi_name),
+    )?;
     w.line("#else");
-    emit_tiles(ctx, w, f, &shape, ty, &AVX2, block, (&lo_name, &hi_name))?;
+    emit_tiles(
+        ctx,
+        w,
+        f,
+        &shape,
+        ty,
+        &NARROW_VERSIONS,
+        block,
+        (&lo_name, &hi_name),
+    )?;
     w.line("#endif");
     if guarded {
         w.indent -= 1;
@@ -302,10 +336,34 @@ fn tile_access(
     Ok(())
 }
 
-/// The tiles of one version: every group of rows, every chunk of the width, then the
-/// plain loop over the width the chunks leave.
+/// The tiles of one target: the chunks of each of its versions in turn, then the plain
+/// loop over the width they leave.
 #[allow(clippy::too_many_arguments)]
 fn emit_tiles(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    f: &For,
+    shape: &RegisterTiledShape,
+    ty: Ty,
+    versions: &[&Isa],
+    block: Option<&str>,
+    bounds: (&str, &str),
+) -> Result<(), CodegenError> {
+    let mut from = shape.width.1.start;
+    for isa in versions {
+        from = emit_chunks(ctx, w, f, shape, ty, isa, block, bounds, from)?;
+    }
+    if from < shape.width.1.end {
+        emit_stmts(ctx, w, &[plain_from(f, Some(from))], block)?;
+    }
+    Ok(())
+}
+
+/// The chunks of one version over the width from `from`: every group of rows, every
+/// chunk of whole vectors; returns where the chunks end (`from` when the width left is
+/// narrower than one vector).
+#[allow(clippy::too_many_arguments)]
+fn emit_chunks(
     ctx: &mut Ctx,
     w: &mut Writer,
     f: &For,
@@ -314,12 +372,13 @@ fn emit_tiles(
     isa: &Isa,
     block: Option<&str>,
     (lo, hi): (&str, &str),
-) -> Result<(), CodegenError> {
+    from: i64,
+) -> Result<i64, CodegenError> {
     let lanes = isa.bytes / if ty == Ty::F32 { 4 } else { 8 };
     let (vty, sfx) = vector_names(ty, isa);
     let rows = shape.rows.1.clone();
     let group = isa.group.min(rows.end - rows.start);
-    let width = shape.width.1.clone();
+    let width = from..shape.width.1.end;
     // The most vectors per row that the budget allows and the width fills.
     let mut unroll = 4;
     while unroll > 1 && (group * unroll > isa.budget || lanes * unroll > width.end - width.start) {
@@ -419,8 +478,5 @@ fn emit_tiles(
             first = last;
         }
     }
-    if chunks_end < width.end {
-        emit_stmts(ctx, w, &[plain_from(f, Some(chunks_end))], block)?;
-    }
-    Ok(())
+    Ok(chunks_end)
 }
