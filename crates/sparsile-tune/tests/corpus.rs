@@ -325,7 +325,17 @@ fn attention_masks_follow_their_pattern() {
         let variant = m.name.rsplit('-').next().unwrap();
         let above = (0..m.coo.nnz()).any(|e| m.coo.coords[2 * e + 1] > m.coo.coords[2 * e]);
         match variant {
-            "causal" | "strided" => assert!(!above, "{}", m.name),
+            "causal" => assert!(!above, "{}", m.name),
+            "strided" => {
+                assert!(!above, "{}", m.name);
+                let st = num(m, "stride");
+                assert!(st.is_power_of_two(), "{}: stride {st}", m.name);
+                // The previous `st` keys, and every `st`-th key before them.
+                assert!((0..m.coo.nnz()).all(|e| {
+                    let d = m.coo.coords[2 * e] - m.coo.coords[2 * e + 1];
+                    d < st || d % st == 0
+                }));
+            }
             "local" => {
                 assert_eq!(s.bandwidth, num(m, "window").min(seq - 1), "{}", m.name);
                 assert_eq!(s.structurally_symmetric, Some(true));

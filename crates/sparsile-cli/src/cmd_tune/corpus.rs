@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use sparsile::formats::mtx::{self, MtxData, MtxField, MtxWriteOptions};
-use sparsile::tune::corpus::{corpus, families, CorpusSpec};
+use sparsile::tune::corpus::{corpus, families, CorpusMatrix, CorpusSpec};
 
 use crate::output::{out, outln};
 use crate::table::{thousands, Table};
@@ -19,8 +19,8 @@ pub struct CorpusArgs {
     pub out: Option<PathBuf>,
 }
 
-/// Which corpus: seed, scale, members per family.
-#[derive(clap::Args, Clone, Copy)]
+/// Which corpus: seed, scale, members per family, and which families.
+#[derive(clap::Args, Clone)]
 pub struct SpecArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -29,6 +29,10 @@ pub struct SpecArgs {
     pub scale: f64,
     #[arg(long, default_value_t = 8)]
     pub per_family: usize,
+    /// Only these families (comma-separated; default: all). A family's members do not
+    /// depend on which others are generated.
+    #[arg(long, value_delimiter = ',')]
+    pub family: Vec<String>,
 }
 
 impl SpecArgs {
@@ -40,17 +44,38 @@ impl SpecArgs {
         }
     }
 
-    /// `seed=S scale=X per_family=N`, for provenance.
+    /// `seed=S scale=X per_family=N[ families=a,b]`, for provenance.
     pub fn describe(&self) -> String {
-        format!(
+        let mut d = format!(
             "seed={} scale={} per_family={}",
             self.seed, self.scale, self.per_family
-        )
+        );
+        if !self.family.is_empty() {
+            d.push_str(&format!(" families={}", self.family.join(",")));
+        }
+        d
+    }
+
+    /// The corpus's matrices of the chosen families; an unknown family is an error
+    /// that lists the known ones.
+    pub fn matrices(&self) -> Result<Vec<CorpusMatrix>> {
+        let known: Vec<&str> = families().iter().map(|(f, _)| *f).collect();
+        if let Some(bad) = self.family.iter().find(|f| !known.contains(&f.as_str())) {
+            bail!(
+                "unknown corpus family `{bad}` (known: {})",
+                known.join(", ")
+            );
+        }
+        let mut all = corpus(&self.spec());
+        if !self.family.is_empty() {
+            all.retain(|m| self.family.iter().any(|f| f == m.family));
+        }
+        Ok(all)
     }
 }
 
 pub fn run(args: &CorpusArgs) -> Result<()> {
-    let matrices = corpus(&args.spec.spec());
+    let matrices = args.spec.matrices()?;
     let mut t = Table::new(
         &["name", "family", "shape", "nnz", "parameters"],
         &[false, false, true, true, false],

@@ -10,7 +10,6 @@ use anyhow::{Context, Result};
 use sparsile::auto::tune::{tune, TuneRequest};
 use sparsile::formats::{Format, SparseTensor};
 use sparsile::ir::DType;
-use sparsile::tune::corpus::corpus;
 use sparsile::tune::features::Features;
 use sparsile::tune::search::{SearchOptions, Strategy};
 use sparsile::tune::selector::Example;
@@ -51,7 +50,7 @@ pub fn run(args: &LabelArgs) -> Result<()> {
         .filter_map(|l| serde_json::from_str::<Example>(l).ok())
         .map(|e| e.name)
         .collect();
-    let matrices = corpus(&args.spec.spec());
+    let matrices = args.spec.matrices()?;
     let bar = crate::progress::bar(true, (matrices.len() * specs.len()) as u64);
     let mut file = std::fs::OpenOptions::new()
         .create(true)

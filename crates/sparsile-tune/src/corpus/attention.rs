@@ -5,8 +5,8 @@
 //! - `local`: query `i` attends keys `i - w ..= i + w` (`w` from 16 to 256);
 //! - `dilated` / `strided` (alternating): keys `i + t * d` for `|t| <= h` (dilation
 //!   `d` of 2, 4 or 8), or the causal strided pattern of sparse transformers (the
-//!   previous `s` keys and every `s`-th key before them, `s` about the square root of
-//!   the length);
+//!   previous `s` keys and every `s`-th key before them, `s` a power of two about the
+//!   square root of the length);
 //! - `bigbird`: blocks of `b` tokens (16, 32 or 64) attending their own and
 //!   neighbouring blocks, 1 or 2 global blocks (full rows and columns) and 1 to 3
 //!   random blocks per block row;
@@ -60,13 +60,17 @@ pub(super) fn generate(k: usize, g: &mut Gen) -> Member {
             )
         }
         1 => {
-            let mut s =
-                (((len as f64).sqrt() * g.uniform(0.5, 2.0)).round() as usize).clamp(2, len);
+            // A power of two near `sqrt(len)`, as sparse transformers choose it (`l = 64`
+            // at 4,096 tokens): with `s` a multiple of the block side, the strided keys
+            // of a block's rows share one block column, which decides what block formats
+            // gain (a stride drawn from all integers almost never is one).
+            let pow2 = |x: f64| 1usize << x.log2().round().clamp(1.0, 30.0) as u32;
+            let mut s = pow2((len as f64).sqrt() * g.uniform(0.5, 2.0)).min(len);
             // At most `len * s + len^2 / (2 s)` nonzeros, least at `s = sqrt(len / 2)`.
             let bound = |s: usize| len * s + len * len / (2 * s);
-            let best = ((len as f64 / 2.0).sqrt().round() as usize).max(2);
+            let best = pow2((len as f64 / 2.0).sqrt()).min(len);
             while bound(s) > MAX_NNZ && s != best {
-                s = if s > best { s - 1 } else { s + 1 };
+                s = if s > best { s / 2 } else { s * 2 };
             }
             for i in 0..len {
                 for j in (i + 1).saturating_sub(s)..=i {
