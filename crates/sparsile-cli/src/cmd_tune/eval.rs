@@ -15,7 +15,10 @@
 //! machine whose speed drifts by 20% it is often a lucky run), and a fresh measurement of
 //! the best removes that bias, so a pick tied with the best scores about 100% (a little
 //! above or below it by noise).
-//! The scores from the search's own measurements are reported beside them.
+//! The scores from the search's own measurements are reported beside them. The JSON
+//! records, per pick, the share of its fresh runs' pool jobs that no worker joined
+//! (`fresh_alone`): a slow fresh median with a share near 0 was slowed by the machine,
+//! not by a call that ran on one thread.
 //!
 //! The best single candidate over all cases, from the search's measurements, is
 //! reported as `static (oracle)`: a hindsight choice no static default could know.
@@ -101,6 +104,19 @@ impl Remeasure {
             warmup: req.options.warmup,
             repeat: req.options.repeat,
         })
+    }
+
+    /// Per prepared candidate, the share of its timed runs' pool jobs that no worker
+    /// joined (and calls that found the pool busy), where it had any.
+    fn alone_shares(&self) -> BTreeMap<String, f64> {
+        self.ready
+            .iter()
+            .filter_map(|(id, c)| {
+                let p = self.ev.pool_stats_of(c)?;
+                let calls = p.jobs + p.contended;
+                (calls > 0).then(|| (id.clone(), p.alone() as f64 / calls as f64))
+            })
+            .collect()
     }
 
     /// Times of the prepared candidates among `ids`, measured in `rounds` interleaved
@@ -225,7 +241,15 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             args.static_pick
         );
     }
-    let mut cases: Vec<(String, TuneReport, BTreeMap<String, f64>)> = Vec::new();
+    // Per case: the search, the picks' fresh medians, and the share of their fresh
+    // runs' pool jobs that no worker joined (ran on the calling thread alone).
+    type Case = (
+        String,
+        TuneReport,
+        BTreeMap<String, f64>,
+        BTreeMap<String, f64>,
+    );
+    let mut cases: Vec<Case> = Vec::new();
     for path in &args.matrix {
         let a = crate::load::read(path)?
             .to_tensor(&Format::Csr, DType::F32)
@@ -264,11 +288,11 @@ pub fn run(args: &EvalArgs) -> Result<()> {
                         picks.rounds(&again, args.remeasure, &mut times);
                     }
                 }
-                medians(&times)
+                (medians(&times), picks.alone_shares())
             } else {
-                BTreeMap::new()
+                (BTreeMap::new(), BTreeMap::new())
             };
-            cases.push((format!("{name} {}", spec.label()), r, fresh));
+            cases.push((format!("{name} {}", spec.label()), r, fresh.0, fresh.1));
             bar.inc(1);
         }
     }
@@ -276,7 +300,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     // The best single candidate: highest geometric-mean score over all cases.
     let mut ids: Vec<String> = cases
         .iter()
-        .flat_map(|(_, r, _)| r.candidates.iter().map(|c| c.candidate.clone()))
+        .flat_map(|(_, r, _, _)| r.candidates.iter().map(|c| c.candidate.clone()))
         .collect();
     ids.sort();
     ids.dedup();
@@ -291,7 +315,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
                 summarize(
                     &cases
                         .iter()
-                        .map(|(_, r, _)| score(r, time_of(r, id)))
+                        .map(|(_, r, _, _)| score(r, time_of(r, id)))
                         .collect::<Vec<_>>(),
                 )
                 .geomean
@@ -319,7 +343,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     let mut search_cols: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut measured_fraction = Vec::new();
     let mut rows_json = Vec::new();
-    for (name, r, fresh) in &cases {
+    for (name, r, fresh, alone) in &cases {
         let (pruned_ms, _, pn) = pruned(r);
         measured_fraction.push(pn as f64 / r.space_size.max(1) as f64);
         let search = [
@@ -373,6 +397,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             "scores": scores,
             "search_scores": search.iter().map(|(k, v)| (k.clone(), *v)).collect::<BTreeMap<_, _>>(),
             "fresh_ms": fresh,
+            "fresh_alone": alone,
             "picks": case_picks.into_iter().collect::<BTreeMap<_, _>>(),
             "pruned_measured": pn,
             "report": r,

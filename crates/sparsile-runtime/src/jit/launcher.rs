@@ -50,7 +50,7 @@ use std::time::{Duration, Instant};
 
 use sparsile_ir::settings::Settings;
 
-use super::pool::{Help, WorkerPool, DEFAULT_SPIN};
+use super::pool::{Help, PoolStats, WorkerPool, DEFAULT_SPIN};
 use super::{JitError, Library, PhaseCalibration};
 
 /// Chunks per thread of a parallel phase: enough that a worker joining late still finds
@@ -159,6 +159,16 @@ type Pools = Mutex<HashMap<(usize, Duration), Arc<WorkerPool>>>;
 fn pools() -> &'static Pools {
     static POOLS: OnceLock<Pools> = OnceLock::new();
     POOLS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// What the jobs of every pool of this process got (see [`PoolStats`]): read before and
+/// after a run of calls and subtract.
+pub fn pool_stats() -> PoolStats {
+    pools()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .values()
+        .fold(PoolStats::default(), |sum, p| sum.plus(&p.stats()))
 }
 
 /// The buffer and parameter pointers, shared read-only by the chunks of a phase.

@@ -55,11 +55,11 @@ pub use compiler::{Compiler, FLAGS, LIBS};
 pub use error::JitError;
 pub use host_target::host_cpu_features;
 pub use launcher::{
-    default_threads, num_threads_set, set_num_threads, spin_time, Launcher, Parallelism,
-    CHUNKS_PER_THREAD, MAX_THREADS, SERIAL_NS, WAKE_NS,
+    default_threads, num_threads_set, pool_stats, set_num_threads, spin_time, Launcher,
+    Parallelism, CHUNKS_PER_THREAD, MAX_THREADS, SERIAL_NS, WAKE_NS,
 };
 pub use library::{
     AbiVersionFn, Library, NumPhasesFn, PhaseBoundsFn, PhaseExtentFn, PhasePartitionFn, PhaseRunFn,
     PhaseWorkFn, ABI_VERSION,
 };
-pub use pool::{Help, WorkerPool, DEFAULT_SPIN, MIN_SPIN};
+pub use pool::{Help, PoolStats, WorkerPool, DEFAULT_SPIN, MIN_SPIN};

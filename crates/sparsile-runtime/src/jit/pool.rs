@@ -197,6 +197,64 @@ struct Shared {
     cores: Cores,
     /// Workers that have started running.
     started: AtomicUsize,
+    /// What the pool did, for [`WorkerPool::stats`].
+    stats: StatCounters,
+}
+
+/// Counts of what a pool's jobs got (see [`PoolStats`]).
+#[derive(Default)]
+struct StatCounters {
+    jobs: AtomicU64,
+    joined: AtomicU64,
+    refused: AtomicU64,
+    contended: AtomicU64,
+    /// The generation of the last job a worker joined (set before it runs the job, so
+    /// the job's caller sees it once the joined workers have left).
+    joined_generation: AtomicU64,
+}
+
+/// What a pool's jobs got since it started: read twice and subtract to see what a run of
+/// calls got (`sparsile tune` reports the share of its timed calls that ran on the caller
+/// alone, so a measurement taken while no worker helped is seen as one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Jobs published to the workers (calls of [`WorkerPool::run_with`] that found the
+    /// pool free, with more than one thread).
+    pub jobs: u64,
+    /// Of those, jobs that at least one worker joined.
+    pub joined: u64,
+    /// Of those, jobs whose start left sleeping workers asleep because the machine had
+    /// no idle core (they may still have been woken later in the job).
+    pub refused: u64,
+    /// Calls that ran on their own thread because another caller's job was in flight.
+    pub contended: u64,
+}
+
+impl PoolStats {
+    /// The counts of `self` less those of an `earlier` reading.
+    pub fn since(&self, earlier: &PoolStats) -> PoolStats {
+        PoolStats {
+            jobs: self.jobs.saturating_sub(earlier.jobs),
+            joined: self.joined.saturating_sub(earlier.joined),
+            refused: self.refused.saturating_sub(earlier.refused),
+            contended: self.contended.saturating_sub(earlier.contended),
+        }
+    }
+
+    /// The sum of two readings (of different pools).
+    pub fn plus(&self, other: &PoolStats) -> PoolStats {
+        PoolStats {
+            jobs: self.jobs + other.jobs,
+            joined: self.joined + other.joined,
+            refused: self.refused + other.refused,
+            contended: self.contended + other.contended,
+        }
+    }
+
+    /// Jobs and contended calls that no worker helped.
+    pub fn alone(&self) -> u64 {
+        self.jobs.saturating_sub(self.joined) + self.contended
+    }
 }
 
 /// The longest a new pool waits for its workers' first run.
@@ -291,6 +349,7 @@ impl WorkerPool {
             slots: (0..threads - 1).map(|_| WorkerSlot::default()).collect(),
             cores: Cores::of_current_thread(),
             started: AtomicUsize::new(0),
+            stats: StatCounters::default(),
         });
         let mut pool = WorkerPool {
             threads,
@@ -321,6 +380,17 @@ impl WorkerPool {
         self.threads
     }
 
+    /// What the pool's jobs got since it started (see [`PoolStats`]).
+    pub fn stats(&self) -> PoolStats {
+        let c = &self.shared.stats;
+        PoolStats {
+            jobs: c.jobs.load(Ordering::Relaxed),
+            joined: c.joined.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
+            contended: c.contended.load(Ordering::Relaxed),
+        }
+    }
+
     /// Runs the claim loop `job` on the calling thread and on every idle worker that
     /// joins before the caller's own call returns; returns when all of those calls have
     /// returned. `job` must do all the work when called once. A panic in any call is
@@ -339,10 +409,14 @@ impl WorkerPool {
                 .is_err()
         {
             // One thread, or another caller's job in flight: this caller works alone.
+            if self.threads > 1 {
+                self.shared.stats.contended.fetch_add(1, Ordering::Relaxed);
+            }
             job();
             return;
         }
         let shared = &*self.shared;
+        shared.stats.jobs.fetch_add(1, Ordering::Relaxed);
         // A payload left by an earlier job whose caller panicked too.
         drop(
             shared
@@ -390,6 +464,7 @@ impl WorkerPool {
                     .next_look_us
                     .store(now + FIRST_LOOK_US, Ordering::Relaxed);
                 shared.refused.store(true, Ordering::Release);
+                shared.stats.refused.fetch_add(1, Ordering::Relaxed);
             }
         } else if help == Help::Awake
             && shared.sleeping.load(Ordering::SeqCst) > 0
@@ -411,6 +486,10 @@ impl WorkerPool {
                 let state = shared.state.fetch_or(CLOSED, Ordering::SeqCst) | CLOSED;
                 if state & JOINED != 0 {
                     wait_for_joined(shared);
+                }
+                let stats = &shared.stats;
+                if stats.joined_generation.load(Ordering::Acquire) == self::generation(state) {
+                    stats.joined.fetch_add(1, Ordering::Relaxed);
                 }
                 shared.job.store(std::ptr::null_mut(), Ordering::Relaxed);
                 shared.busy.store(false, Ordering::Release);
@@ -697,6 +776,10 @@ fn worker(shared: &Shared, index: usize) {
         if !shared.joined_since_rewake.load(Ordering::Relaxed) {
             shared.joined_since_rewake.store(true, Ordering::Relaxed);
         }
+        shared
+            .stats
+            .joined_generation
+            .store(seen, Ordering::Release);
         let slot = shared.job.load(Ordering::Acquire);
         // SAFETY: this worker joined the open generation whose job `slot` points at (it
         // was stored before the generation was published, which the successful join
@@ -735,6 +818,61 @@ mod tests {
             seen[c].fetch_add(1, Ordering::Relaxed);
         });
         seen.iter().map(|s| s.load(Ordering::Relaxed)).collect()
+    }
+
+    /// The statistics count every job, and a job that saw a second participant as
+    /// joined; one thread publishes no jobs.
+    #[test]
+    fn stats_count_jobs_and_the_jobs_a_worker_joined() {
+        let one = WorkerPool::new(1, Duration::from_millis(1)).unwrap();
+        claims(&one, 10, |_| {});
+        assert_eq!(one.stats(), PoolStats::default());
+
+        let pool = WorkerPool::new(2, Duration::from_millis(20)).unwrap();
+        let mut saw_two = 0u64;
+        for _ in 0..20 {
+            // A job whose caller waits (a bounded time) for a second participant.
+            let inside = AtomicUsize::new(0);
+            let two = AtomicBool::new(false);
+            pool.run(&|| {
+                inside.fetch_add(1, Ordering::SeqCst);
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_millis(20) {
+                    if inside.load(Ordering::SeqCst) >= 2 {
+                        two.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    std::hint::spin_loop();
+                }
+            });
+            saw_two += u64::from(two.load(Ordering::SeqCst));
+        }
+        let s = pool.stats();
+        assert_eq!(s.jobs, 20);
+        assert_eq!(s.contended, 0);
+        assert!(
+            s.joined >= saw_two && s.joined <= s.jobs,
+            "{s:?}, saw two {saw_two}"
+        );
+        assert!(s.refused <= s.jobs);
+        assert_eq!(s.alone(), s.jobs - s.joined);
+        let later = PoolStats {
+            jobs: s.jobs + 3,
+            joined: s.joined + 1,
+            refused: s.refused,
+            contended: 2,
+        };
+        assert_eq!(
+            later.since(&s),
+            PoolStats {
+                jobs: 3,
+                joined: 1,
+                refused: 0,
+                contended: 2
+            }
+        );
+        assert_eq!(later.since(&s).alone(), 4);
+        assert_eq!(s.plus(&later.since(&s)), later);
     }
 
     #[test]

@@ -23,6 +23,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sparsile_formats::{CooTensor, Format, SparseTensor, Values};
 use sparsile_ir::DType;
+use sparsile_runtime::jit::{pool_stats, PoolStats};
 use sparsile_runtime::Outputs;
 use sparsile_tune::op::Operator;
 use sparsile_tune::search::{Evaluator, Prepared};
@@ -85,6 +86,8 @@ struct Ready {
     /// conversion (a run would compute their values again).
     parts: HashMap<String, SparseTensor<'static>>,
     outputs: Outputs,
+    /// What the worker pool gave this candidate's timed runs so far.
+    pool: PoolStats,
 }
 
 /// `dense` and `a` as a kernel's inputs, borrowed.
@@ -126,6 +129,13 @@ pub enum EvaluateError {
 }
 
 impl OpEvaluator {
+    /// What the worker pool gave the timed runs of `c` so far (jobs that no worker
+    /// joined ran on the calling thread alone), `None` when `c` was not prepared. Other
+    /// threads' calls in the same time count too.
+    pub fn pool_stats_of(&self, c: &Candidate) -> Option<PoolStats> {
+        self.ready.get(c).map(|r| r.pool)
+    }
+
     /// An evaluator of `op` on `a` with dense width `width` and `threads` threads; the
     /// dense operands are seeded random values.
     pub fn new(
@@ -327,6 +337,7 @@ impl Evaluator for OpEvaluator {
                 a,
                 parts,
                 outputs,
+                pool: PoolStats::default(),
             },
         );
         Ok(Prepared {
@@ -355,6 +366,7 @@ impl Evaluator for OpEvaluator {
             runs += 1;
         }
         let mut times = Vec::with_capacity(repeat);
+        let before = pool_stats();
         for _ in 0..repeat {
             let t = Instant::now();
             r.kernel
@@ -362,6 +374,7 @@ impl Evaluator for OpEvaluator {
                 .map_err(|e| e.to_string())?;
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
+        r.pool = r.pool.plus(&pool_stats().since(&before));
         Ok(times)
     }
 }
