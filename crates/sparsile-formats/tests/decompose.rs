@@ -359,3 +359,43 @@ fn the_cache_reuses_plans_only_for_the_same_pattern() {
     cache.clear();
     assert!(cache.is_empty());
 }
+
+#[test]
+fn the_cache_keeps_its_capacity_and_forgets_the_least_recently_used() {
+    let cache = DecomposeCache::with_capacity(2);
+    assert_eq!(cache.capacity(), 2);
+    let rule = DecomposeRule::Hyb { c: 1, k: 2 };
+    // Three patterns of the same sizes (one entry moved each time).
+    let pattern = |col: usize| {
+        let t = vec![(0, col, 1.0), (2, 4, 2.0), (3, 1, 3.0)];
+        SparseTensor::from_coo(
+            &CooTensor::from_triplets(vec![4, 5], &t).unwrap(),
+            &Format::Csr,
+        )
+        .unwrap()
+    };
+    let (a, b, c) = (pattern(0), pattern(2), pattern(3));
+    let pa = cache.plan(&rule, &a.structure).unwrap();
+    let pb = cache.plan(&rule, &b.structure).unwrap();
+    // `a` used again: `b` is now the least recently used, and `c` replaces it.
+    assert!(Arc::ptr_eq(&pa, &cache.plan(&rule, &a.structure).unwrap()));
+    cache.plan(&rule, &c.structure).unwrap();
+    assert_eq!(cache.len(), 2);
+    assert!(Arc::ptr_eq(&pa, &cache.plan(&rule, &a.structure).unwrap()));
+    let pb_again = cache.plan(&rule, &b.structure).unwrap();
+    assert!(
+        !Arc::ptr_eq(&pb, &pb_again),
+        "b was forgotten and planned again"
+    );
+    assert_eq!(cache.len(), 2);
+    // The plan made again is the same plan.
+    assert_eq!(
+        pb.gather(&b.values)[0].to_dense_f64(),
+        pb_again.gather(&b.values)[0].to_dense_f64()
+    );
+    // The shared cache is one per process.
+    assert!(std::ptr::eq(
+        DecomposeCache::shared(),
+        DecomposeCache::shared()
+    ));
+}

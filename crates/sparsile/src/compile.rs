@@ -294,7 +294,7 @@ pub(crate) fn build_for(lowered: Lowered, target: Target) -> Result<Kernel, Comp
         ast: None,
         lowered,
         backend,
-        decompose_cache: DecomposeCache::new(),
+        decompose_cache: DecomposeCache::shared(),
     })
 }
 
@@ -356,8 +356,9 @@ pub struct Kernel {
     ast: Option<notation::ast::Program>,
     lowered: Lowered,
     backend: Backend,
-    /// Decomposition plans of derived buffers, per input sparsity pattern.
-    decompose_cache: DecomposeCache,
+    /// Decomposition plans of derived buffers, per input sparsity pattern: the
+    /// process's cache, shared with every other kernel.
+    decompose_cache: &'static DecomposeCache,
 }
 
 /// Compiles an index-notation program.
@@ -493,7 +494,7 @@ impl Kernel {
         sparsile_runtime::interp::derived::derive_inputs(
             &self.lowered.stage1,
             &by_buffer(inputs),
-            Some(&self.decompose_cache),
+            Some(self.decompose_cache),
         )
         .map_err(|e| CompileError::from(sparsile_runtime::KernelError::from(e)))
     }
@@ -613,7 +614,7 @@ impl Kernel {
         let bound = with_derived(
             &self.lowered.stage1,
             by_buffer(inputs),
-            &self.decompose_cache,
+            self.decompose_cache,
         )?;
         Ok((bound, options))
     }

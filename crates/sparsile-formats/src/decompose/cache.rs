@@ -8,6 +8,12 @@
 //! with another pattern is never given a stale plan, even when it reuses the memory of
 //! an old one.
 //!
+//! A cache holds at most its capacity of plans and forgets the least recently used
+//! first: a training loop whose pattern changes every step (sampled subgraphs) would
+//! otherwise keep every plan it ever made. [`DecomposeCache::shared`] is the process's
+//! cache, which every compiled kernel uses: two kernels over the same pattern and rule
+//! (the same decomposition with and without prefetching, in a tuning search) plan once.
+//!
 //! ```
 //! use sparsile_formats::decompose::{DecomposeCache, DecomposeRule};
 //! use sparsile_formats::{CooTensor, Format, SparseTensor};
@@ -38,18 +44,55 @@ struct Key {
 /// Per axis: kind name, parent, length, positions, positions per parent.
 type AxisKey = (&'static str, Option<usize>, usize, usize, Option<usize>);
 
-/// Plans with the checksum of the pattern they were made for, by key.
-type Entries = HashMap<Key, Vec<(u64, Arc<DecomposePlan>)>>;
+/// A plan with the checksum of the pattern it was made for and when it was last used.
+#[derive(Debug)]
+struct Entry {
+    sum: u64,
+    plan: Arc<DecomposePlan>,
+    used: u64,
+}
 
-/// Plans by pattern; safe to share between threads.
+/// Plans by key, and a clock of uses.
 #[derive(Debug, Default)]
+struct Entries {
+    map: HashMap<Key, Vec<Entry>>,
+    clock: u64,
+}
+
+/// The capacity of [`DecomposeCache::new`] and of the shared cache.
+pub const DEFAULT_CAPACITY: usize = 16;
+
+/// Plans by pattern, at most `capacity` of them; safe to share between threads.
+#[derive(Debug)]
 pub struct DecomposeCache {
     entries: Mutex<Entries>,
+    capacity: usize,
+}
+
+impl Default for DecomposeCache {
+    fn default() -> Self {
+        DecomposeCache::new()
+    }
 }
 
 impl DecomposeCache {
+    /// A cache of at most [`DEFAULT_CAPACITY`] plans.
     pub fn new() -> DecomposeCache {
-        DecomposeCache::default()
+        DecomposeCache::with_capacity(DEFAULT_CAPACITY)
+    }
+
+    /// A cache of at most `capacity` plans (at least one).
+    pub fn with_capacity(capacity: usize) -> DecomposeCache {
+        DecomposeCache {
+            entries: Mutex::new(Entries::default()),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// The process's cache, shared by every compiled kernel.
+    pub fn shared() -> &'static DecomposeCache {
+        static SHARED: std::sync::OnceLock<DecomposeCache> = std::sync::OnceLock::new();
+        SHARED.get_or_init(DecomposeCache::new)
     }
 
     /// The plan of `rule` for `structure`: a cached one when the pattern was seen
@@ -69,24 +112,44 @@ impl DecomposeCache {
                 .collect(),
         };
         let sum = checksum(structure);
-        if let Some(found) = self
-            .lock()
-            .get(&key)
-            .and_then(|list| list.iter().find(|(s, _)| *s == sum))
         {
-            return Ok(Arc::clone(&found.1));
+            let mut entries = self.lock();
+            entries.clock += 1;
+            let now = entries.clock;
+            if let Some(found) = entries
+                .map
+                .get_mut(&key)
+                .and_then(|list| list.iter_mut().find(|e| e.sum == sum))
+            {
+                found.used = now;
+                return Ok(Arc::clone(&found.plan));
+            }
         }
+        // Planned without the lock: another thread may plan the same pattern meanwhile
+        // (both plans are equal; the second is kept too, and is the first forgotten).
         let plan = Arc::new(DecomposePlan::new(rule, structure)?);
-        self.lock()
-            .entry(key)
-            .or_default()
-            .push((sum, Arc::clone(&plan)));
+        let mut entries = self.lock();
+        entries.clock += 1;
+        let used = entries.clock;
+        entries.map.entry(key).or_default().push(Entry {
+            sum,
+            plan: Arc::clone(&plan),
+            used,
+        });
+        while entries.map.values().map(Vec::len).sum::<usize>() > self.capacity {
+            evict_oldest(&mut entries.map);
+        }
         Ok(plan)
     }
 
     /// The number of cached plans.
     pub fn len(&self) -> usize {
-        self.lock().values().map(Vec::len).sum()
+        self.lock().map.values().map(Vec::len).sum()
+    }
+
+    /// The most plans this cache keeps.
+    pub fn capacity(&self) -> usize {
+        self.capacity
     }
 
     pub fn is_empty(&self) -> bool {
@@ -95,13 +158,30 @@ impl DecomposeCache {
 
     /// Forgets every plan.
     pub fn clear(&self) {
-        self.lock().clear();
+        self.lock().map.clear();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         // A panic while holding the lock cannot leave the map half-updated (every
         // update is a single insertion), so a poisoned lock is still usable.
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Removes the least recently used plan of `map` (and its key when it held no other).
+fn evict_oldest(map: &mut HashMap<Key, Vec<Entry>>) {
+    let oldest = map
+        .iter()
+        .flat_map(|(k, list)| list.iter().enumerate().map(move |(i, e)| (e.used, k, i)))
+        .min_by_key(|(used, _, _)| *used)
+        .map(|(_, k, i)| (k.clone(), i));
+    if let Some((key, i)) = oldest {
+        if let Some(list) = map.get_mut(&key) {
+            list.remove(i);
+            if list.is_empty() {
+                map.remove(&key);
+            }
+        }
     }
 }
 

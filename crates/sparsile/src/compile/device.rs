@@ -92,7 +92,7 @@ impl Kernel {
                 .filter(|(_, i)| i.host_values().is_some())
                 .map(|(n, i)| (n.clone(), i.host_view()))
                 .collect();
-            let derived = derive_inputs(program, &host, Some(&self.decompose_cache))
+            let derived = derive_inputs(program, &host, Some(self.decompose_cache))
                 .map_err(KernelError::from)?;
             drop(host);
             by_buf.extend(derived.into_iter().map(|(n, t)| (n, DeviceInput::host(t))));
