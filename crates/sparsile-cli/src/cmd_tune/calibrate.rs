@@ -31,11 +31,13 @@ pub struct CalibrateArgs {
 
 pub fn run(args: &CalibrateArgs) -> Result<()> {
     let settings = Settings::from_env();
-    let dtype = match args.dtype.as_str() {
-        "f32" => DType::F32,
-        "f64" => DType::F64,
-        other => anyhow::bail!("--dtype must be f32 or f64, got `{other}`"),
-    };
+    let dtype: DType = args
+        .dtype
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("--dtype: {e}"))?;
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        anyhow::bail!("--dtype must be f32 or f64, got `{dtype}`");
+    }
     let threads = args
         .threads
         .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&settings));

@@ -68,8 +68,9 @@ struct Stored {
     calibration: Calibration,
 }
 
-/// Where calibrations are kept: beside the tuning database.
-fn path(settings: &Settings) -> Option<PathBuf> {
+/// Where calibrations are kept, beside the tuning database (none without a cache
+/// folder).
+pub fn calibration_path(settings: &Settings) -> Option<PathBuf> {
     let db = match &settings.tuning_db {
         Some(p) => p.clone(),
         None => sparsile_runtime::jit::private_cache_dir(settings)
@@ -81,7 +82,7 @@ fn path(settings: &Settings) -> Option<PathBuf> {
 }
 
 fn stored(settings: &Settings, width: usize, threads: usize, bytes: usize) -> Option<Calibration> {
-    let text = std::fs::read_to_string(path(settings)?).ok()?;
+    let text = std::fs::read_to_string(calibration_path(settings)?).ok()?;
     let target = sparsile_tune::target::host();
     // The latest matching record; a line that does not parse, or holds impossible
     // times or other sides, is skipped.
@@ -95,13 +96,18 @@ fn stored(settings: &Settings, width: usize, threads: usize, bytes: usize) -> Op
                 && c.threads == threads
                 && c.dtype_bytes == bytes
                 && c.entry_ms > 0.0
+                && c.entry_ms.is_finite()
+                && c.part_ms >= 0.0
+                && c.part_ms.is_finite()
                 && c.tile_ms.iter().map(|t| t.0).eq(SIDES)
                 && c.tile_ms.iter().all(|t| t.1 > 0.0 && t.1.is_finite())
         })
 }
 
 fn store(settings: &Settings, calibration: &Calibration) {
-    let Some(path) = path(settings) else { return };
+    let Some(path) = calibration_path(settings) else {
+        return;
+    };
     let record = Stored {
         version: CALIBRATION_VERSION,
         target: sparsile_tune::target::host(),
@@ -161,11 +167,6 @@ pub fn recalibrate(
     Ok(c)
 }
 
-/// Where calibrations are kept (see the module docs), when a cache folder exists.
-pub fn calibration_path(settings: &Settings) -> Option<PathBuf> {
-    path(settings)
-}
-
 /// Rounds of [`time`]: the least of their medians is kept (a round that a busy spell of
 /// the machine slowed does not set a coefficient).
 const ROUNDS: usize = 3;
@@ -220,13 +221,11 @@ fn measure(
             scattered.push((i, j, rng.random_range(-1.0..1.0)));
         }
     }
-    let entry_ms = time(
-        op,
-        &matrix(SIZE, &scattered, dtype)?,
-        width,
-        threads,
-        "rowwise",
-    )? / CELLS as f64;
+    // The time of `recipe` on a `size`-square matrix of `triplets`.
+    let run = |size: usize, triplets: &[(usize, usize, f64)], recipe: &str| {
+        time(op, &matrix(size, triplets, dtype)?, width, threads, recipe)
+    };
+    let entry_ms = run(SIZE, &scattered, "rowwise")? / CELLS as f64;
     let mut tile_ms = Vec::new();
     for side in SIDES {
         let grid = SIZE / side;
@@ -241,7 +240,7 @@ fn measure(
             }
         }
         let recipe = format!("tiles:t{side}=1{}", if side == 8 { "" } else { ",t8=0" });
-        let t = time(op, &matrix(SIZE, &cells, dtype)?, width, threads, &recipe)?;
+        let t = run(SIZE, &cells, &recipe)?;
         tile_ms.push((side, t / blocks as f64));
     }
     // A part's own pass: a small matrix of scattered entries against the same entries
@@ -263,20 +262,8 @@ fn measure(
         }
     }
     with_tile.sort_by_key(|t| (t.0, t.1));
-    let plain = time(
-        op,
-        &matrix(small, &scattered, dtype)?,
-        width,
-        threads,
-        "rowwise",
-    )?;
-    let parted = time(
-        op,
-        &matrix(small, &with_tile, dtype)?,
-        width,
-        threads,
-        "tiles:t32=1024,t8=0",
-    )?;
+    let plain = run(small, &scattered, "rowwise")?;
+    let parted = run(small, &with_tile, "tiles:t32=1024,t8=0")?;
     let tile32 = tile_ms.first().map_or(0.0, |t| t.1);
     let part_ms = (parted - plain - tile32).max(0.0);
     Ok(Calibration {
@@ -327,4 +314,47 @@ pub fn candidates(
         })
     })
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stored record whose costs are impossible (a negative or infinite part cost, an
+    /// entry cost of zero) is skipped for an earlier valid one.
+    #[test]
+    fn stored_calibrations_with_impossible_costs_are_skipped() {
+        let dir = std::env::temp_dir().join(format!("sparsile-stile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let settings = Settings {
+            tuning_db: Some(dir.join("tuning.jsonl")),
+            ..Settings::default()
+        };
+        let good = Calibration {
+            width: 32,
+            threads: 2,
+            dtype_bytes: 4,
+            entry_ms: 1e-6,
+            tile_ms: SIDES.iter().map(|&s| (s, 1e-5)).collect(),
+            part_ms: 2e-3,
+        };
+        store(&settings, &good);
+        for bad in [
+            Calibration {
+                part_ms: -1.0,
+                ..good.clone()
+            },
+            Calibration {
+                entry_ms: 0.0,
+                ..good.clone()
+            },
+        ] {
+            store(&settings, &bad);
+        }
+        let found = stored(&settings, 32, 2, 4).expect("the valid record");
+        assert_eq!(found.part_ms, good.part_ms);
+        assert_eq!(found.entry_ms, good.entry_ms);
+        assert!(stored(&settings, 128, 2, 4).is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
