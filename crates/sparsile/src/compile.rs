@@ -294,7 +294,6 @@ pub(crate) fn build_for(lowered: Lowered, target: Target) -> Result<Kernel, Comp
         ast: None,
         lowered,
         backend,
-        decompose_cache: DecomposeCache::shared(),
     })
 }
 
@@ -356,9 +355,6 @@ pub struct Kernel {
     ast: Option<notation::ast::Program>,
     lowered: Lowered,
     backend: Backend,
-    /// Decomposition plans of derived buffers, per input sparsity pattern: the
-    /// process's cache, shared with every other kernel.
-    decompose_cache: &'static DecomposeCache,
 }
 
 /// Compiles an index-notation program.
@@ -494,7 +490,7 @@ impl Kernel {
         sparsile_runtime::interp::derived::derive_inputs(
             &self.lowered.stage1,
             &by_buffer(inputs),
-            Some(self.decompose_cache),
+            Some(DecomposeCache::shared()),
         )
         .map_err(|e| CompileError::from(sparsile_runtime::KernelError::from(e)))
     }
@@ -614,7 +610,7 @@ impl Kernel {
         let bound = with_derived(
             &self.lowered.stage1,
             by_buffer(inputs),
-            self.decompose_cache,
+            DecomposeCache::shared(),
         )?;
         Ok((bound, options))
     }

@@ -125,8 +125,8 @@ impl DecomposeCache {
                 return Ok(Arc::clone(&found.plan));
             }
         }
-        // Planned without the lock: another thread may plan the same pattern meanwhile
-        // (both plans are equal; the second is kept too, and is the first forgotten).
+        // Planned without the lock: another thread may plan the same pattern meanwhile;
+        // both (equal) plans are kept, and the older is forgotten first.
         let plan = Arc::new(DecomposePlan::new(rule, structure)?);
         let mut entries = self.lock();
         entries.clock += 1;

@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 
+use sparsile_formats::decompose::DecomposeCache;
 use sparsile_formats::SparseTensor;
 use sparsile_runtime::cuda::{
     CudaError, CudaStream, DeviceArray, DeviceInput, DeviceOutput, OutputSpec,
@@ -92,7 +93,7 @@ impl Kernel {
                 .filter(|(_, i)| i.host_values().is_some())
                 .map(|(n, i)| (n.clone(), i.host_view()))
                 .collect();
-            let derived = derive_inputs(program, &host, Some(self.decompose_cache))
+            let derived = derive_inputs(program, &host, Some(DecomposeCache::shared()))
                 .map_err(KernelError::from)?;
             drop(host);
             by_buf.extend(derived.into_iter().map(|(n, t)| (n, DeviceInput::host(t))));
