@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use sparsile_formats::stats::BLOCK_SIZES;
 use sparsile_formats::MatrixStats;
-use sparsile_tune::corpus::{corpus, families, CorpusMatrix, CorpusSpec, MAX_NNZ};
+use sparsile_tune::corpus::{corpus, corpus_of, families, CorpusMatrix, CorpusSpec, MAX_NNZ};
 
 fn spec(seed: u64, scale: f64, per_family: usize) -> CorpusSpec {
     CorpusSpec {
@@ -421,4 +421,21 @@ fn full_scale_corpus() {
         small.iter().map(|m| m.coo.nnz()).sum::<usize>(),
         start.elapsed()
     );
+}
+
+#[test]
+fn a_chosen_family_is_the_corpus_members_of_that_family() {
+    let s = spec(5, 0.05, 3);
+    let all = corpus(&s);
+    let some = corpus_of(&s, |f| f == "attention" || f == "mesh");
+    let expected: Vec<&CorpusMatrix> = all
+        .iter()
+        .filter(|m| m.family == "attention" || m.family == "mesh")
+        .collect();
+    assert_eq!(some.len(), 6);
+    assert_eq!(some.len(), expected.len());
+    for (a, b) in some.iter().zip(expected) {
+        assert_eq!((&a.name, &a.coo), (&b.name, &b.coo));
+    }
+    assert!(corpus_of(&s, |_| false).is_empty());
 }

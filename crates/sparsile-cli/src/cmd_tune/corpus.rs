@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use sparsile::formats::mtx::{self, MtxData, MtxField, MtxWriteOptions};
-use sparsile::tune::corpus::{corpus, families, CorpusMatrix, CorpusSpec};
+use sparsile::tune::corpus::{corpus_of, families, CorpusMatrix, CorpusSpec};
 
 use crate::output::{out, outln};
 use crate::table::{thousands, Table};
@@ -66,11 +66,9 @@ impl SpecArgs {
                 known.join(", ")
             );
         }
-        let mut all = corpus(&self.spec());
-        if !self.family.is_empty() {
-            all.retain(|m| self.family.iter().any(|f| f == m.family));
-        }
-        Ok(all)
+        Ok(corpus_of(&self.spec(), |family| {
+            self.family.is_empty() || self.family.iter().any(|f| f == family)
+        }))
     }
 }
 

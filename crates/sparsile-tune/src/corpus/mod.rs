@@ -115,9 +115,18 @@ const GENERATORS: [Generator; 10] = [
 
 /// Generates the corpus described by `spec`: family by family, members in order.
 pub fn corpus(spec: &CorpusSpec) -> Vec<CorpusMatrix> {
+    corpus_of(spec, |_| true)
+}
+
+/// The members of the families `keep` accepts (by name), the others not generated; each
+/// member is the one [`corpus`] generates.
+pub fn corpus_of(spec: &CorpusSpec, keep: impl Fn(&str) -> bool) -> Vec<CorpusMatrix> {
     let scale = spec.scale.clamp(0.0, MAX_SCALE);
     let mut out = Vec::with_capacity(spec.per_family.saturating_mul(FAMILIES.len()).min(4096));
     for (f, (&(family, _), generate)) in FAMILIES.iter().zip(GENERATORS).enumerate() {
+        if !keep(family) {
+            continue;
+        }
         for k in 0..spec.per_family {
             let mut gen = Gen {
                 rng: ChaCha8Rng::seed_from_u64(member_seed(spec.seed, f as u64, k as u64)),
