@@ -228,6 +228,7 @@ fn recipes_name_their_targets() {
             "gpu_hyb",
             "gpu_rowcache",
             "gpu_bsr_mma",
+            "gpu_tiles",
             "gpu_da",
             "gpu_sddmm_vec"
         ]

@@ -126,7 +126,8 @@ fn da_designs() -> Vec<(String, Vec<&'static str>)> {
 fn gpu_recipes() -> Vec<(String, Vec<&'static str>)> {
     let mut out: Vec<(String, Vec<&'static str>)> = list()
         .into_iter()
-        .filter(|r| r.gpu && r.formats.contains(&"any"))
+        // `gpu_tiles` runs its tiles on tensor cores (f16, bf16, tf32): its own test.
+        .filter(|r| r.gpu && r.formats.contains(&"any") && r.name != "gpu_tiles")
         .flat_map(|r| {
             if r.name == "gpu_da" {
                 da_designs()
@@ -473,7 +474,54 @@ fn bsr_matrices() -> Vec<(&'static str, CooTensor)> {
     empty_rows.sort_and_sum_duplicates();
     out.push(("empty_block_rows", empty_rows));
     out.push(("blocks_fill", matrix("random", 64, 48, &mut g)));
+    out.push(("tiles_and_scatter", tiles_and_scatter(&mut g)));
     out
+}
+
+/// A 75 x 61 matrix of dense regions among scattered entries, for the tile levels: a full
+/// 16 x 16 block, a 32 x 32 block three quarters full, a 16 x 16 block a third full on the
+/// matrix's last rows and columns (cut by the edge), a dense row, an empty row, and
+/// scattered entries.
+fn tiles_and_scatter(g: &mut impl Rng) -> CooTensor {
+    let mut t: Vec<(usize, usize, f64)> = Vec::new();
+    for i in 0..16 {
+        for j in 16..32 {
+            t.push((i, j, g.random_range(-1.0..1.0)));
+        }
+    }
+    for i in 32..64 {
+        for j in 0..32 {
+            if g.random_bool(0.75) {
+                t.push((i, j, g.random_range(-1.0..1.0)));
+            }
+        }
+    }
+    for i in 64..75 {
+        for j in 48..61 {
+            if g.random_bool(0.33) {
+                t.push((i, j, g.random_range(-1.0..1.0)));
+            }
+        }
+    }
+    for j in 0..61 {
+        t.push((20, j, g.random_range(-1.0..1.0)));
+    }
+    for i in 0..75 {
+        if i == 21 {
+            continue;
+        }
+        for _ in 0..2 {
+            t.push((i, g.random_range(0..61), g.random_range(-1.0..1.0)));
+        }
+    }
+    // The scattered entries may repeat a coordinate: summed, as user input is.
+    let mut a = CooTensor {
+        shape: vec![75, 61],
+        coords: t.iter().flat_map(|&(i, j, _)| [i, j]).collect(),
+        values: t.iter().map(|e| e.2).collect(),
+    };
+    a.sort_and_sum_duplicates();
+    a
 }
 
 #[test]
@@ -489,6 +537,12 @@ fn bsr_spmm_on_tensor_cores_matches_the_interpreter_in_the_simt_interpreter() {
         ),
         (DType::BF16, "bsr:16x8", "gpu_bsr_mma", "m16n8k8 bf16"),
         (
+            DType::F16,
+            "bsr:16x16",
+            "gpu_bsr_mma:acc=registers",
+            "m16n8k16 f16",
+        ),
+        (
             DType::F32,
             "bsr:16x16",
             "gpu_bsr_mma:tf32=on",
@@ -501,7 +555,7 @@ fn bsr_spmm_on_tensor_cores_matches_the_interpreter_in_the_simt_interpreter() {
             "m16n8k4 tf32",
         ),
     ];
-    assert_eq!(tensor_core_spmm(&cases), 6 * 4 * 7);
+    assert_eq!(tensor_core_spmm(&cases), 7 * 4 * 8);
 }
 
 /// SR-BCRS: each group of `G` gathered columns is the depth of `G / K` mmas whose right
@@ -532,7 +586,29 @@ fn srbcrs_spmm_on_tensor_cores_matches_the_interpreter_in_the_simt_interpreter()
             "m16n8k4 tf32",
         ),
     ];
-    assert_eq!(tensor_core_spmm(&cases), 7 * 4 * 7);
+    assert_eq!(tensor_core_spmm(&cases), 7 * 4 * 8);
+}
+
+/// `gpu_tiles`: the CSR operand cut into 32 x 32 and 16 x 16 tiles (on tensor cores) and a
+/// rest (rows over lanes), on every tensor-core test matrix, with one level, two levels,
+/// tiles at any fill (`t16=1`) and at none (no tile is cheaper than its entries).
+#[test]
+fn gpu_tiles_matches_the_interpreter_in_the_simt_interpreter() {
+    let cases = [
+        (DType::F16, "csr", "gpu_tiles", "m16n8k16 f16"),
+        (
+            DType::BF16,
+            "csr",
+            "gpu_tiles:t32=512,t16=64",
+            "m16n8k16 bf16",
+        ),
+        (DType::F16, "csr", "gpu_tiles:t16=1,warps=2", "m16n8k16 f16"),
+        (DType::F16, "csr", "gpu_tiles:acc=registers", "m16n8k16 f16"),
+        (DType::F16, "csr", "gpu_tiles:t16=100000", "m16n8k16 f16"),
+        (DType::F16, "csr", "gpu_tiles:t32=256,t16=0", "m16n8k16 f16"),
+        (DType::F32, "csr", "gpu_tiles:tf32=on", "m16n8k8 tf32"),
+    ];
+    assert_eq!(tensor_core_spmm(&cases), 7 * 4 * 8);
 }
 
 /// Runs each `(operand type, format, recipe, mma)` case on every test matrix with widths
@@ -610,6 +686,41 @@ fn tensor_core_spmm(cases: &[(DType, &str, &str, &str)]) -> usize {
         );
     }
     runs
+}
+
+/// With `acc=registers` a warp's tile of `Y` stays in registers across the blocks of its
+/// block row: the CUDA code loads it once before the loop over the blocks and stores it
+/// once after; by default (`acc=memory`) it is loaded and stored around every block's
+/// `mma`.
+#[test]
+fn mma_tiles_stay_in_registers_across_a_block_row_with_acc_registers() {
+    let mut g = rng(31);
+    let a = matrix("random", 37, 29, &mut g);
+    let text = bsr_program(DType::F16, "16x16");
+    let ins = bsr_inputs(&a, "16x16", 20, DType::F16, 7);
+    let cuda = |spec: &str| {
+        compile_recipe_for(&text, &ins, spec, Target::CudaSim)
+            .unwrap()
+            .ir(Stage::Cuda)
+    };
+    let carried = cuda("gpu_bsr_mma:acc=registers");
+    let (before, inside) = carried
+        .split_once("for (int64_t jo_p")
+        .expect("a loop over the blocks");
+    assert!(
+        before.contains("kept in registers across the loop") && before.contains("mma_c[3] = "),
+        "{carried}"
+    );
+    let (inside, after) = inside.split_once("mma_c[3] = mma_d[3];").expect("the mma");
+    assert!(
+        !inside.contains("Y["),
+        "no access to Y inside the loop:\n{carried}"
+    );
+    assert!(after.contains("] = mma_c[3];"), "{carried}");
+    let memory = cuda("gpu_bsr_mma");
+    assert!(!memory.contains("kept in registers"), "{memory}");
+    let (_, inside) = memory.split_once("for (int64_t jo_p").unwrap();
+    assert!(inside.contains("] = mma_d[3];"), "{memory}");
 }
 
 /// Without rounding the inputs first, tf32 loses their low bits: the result is within

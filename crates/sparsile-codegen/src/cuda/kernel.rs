@@ -169,6 +169,7 @@ pub(super) fn emit_kernel(
             .collect::<HashMap<_, _>>(),
         part_ends,
         bx,
+        carried: Default::default(),
     };
     emit_stmts(ctx, &launch, &mut w, body, None)?;
     let alignments = std::mem::take(&mut ctx.vector_alignment)

@@ -26,7 +26,8 @@
 //! ```
 
 use sparsile_ir::loops::{
-    fragment_element, fragment_len, Expr, Mma, MmaOperand, MmaShape, MmaType,
+    fragment_element, fragment_len, Expr, For, ForKind, GpuAxis, Mma, MmaOperand, MmaShape,
+    MmaType, Stmt,
 };
 use sparsile_ir::{DType, VarId};
 
@@ -159,9 +160,18 @@ fn operand_value(ctx: &mut Ctx, e: &Expr, ty: MmaType) -> Result<String, Codegen
 }
 
 /// The names of the lane's `g` and `t`.
-struct Lane {
+pub(super) struct Lane {
     g: String,
     t: String,
+}
+
+/// A warp's accumulator fragment of one `mma`: the names of its registers and of its
+/// guard flags, and each element's scope declarations and C lvalue.
+pub(super) struct Accumulator {
+    lane: Lane,
+    c: String,
+    inside: String,
+    element: Vec<(Vec<String>, String)>,
 }
 
 /// `{ const int64_t row = …; const int64_t col = …; BODY }` for element `i` of a
@@ -197,19 +207,8 @@ fn scoped(w: &mut Writer, decls: &[String], line: &str) {
     }
 }
 
-/// One `mma` statement (see the module docs).
-pub(super) fn emit_mma(ctx: &mut Ctx, w: &mut Writer, m: &Mma) -> Result<(), CodegenError> {
-    let c_name = ctx.buffer_name(m.c)?.to_string();
-    w.line(&format!(
-        "{{ /* mma {} {} into {}: the warp's {} x {} tile, depth {} (PTX fragment layouts) */",
-        m.shape,
-        m.ty,
-        comment_text(&c_name),
-        m.shape.m(),
-        m.shape.n(),
-        m.shape.k()
-    ));
-    w.indent += 1;
+/// Declares the lane number and the lane's `g` and `t`.
+fn lane_setup(ctx: &mut Ctx, w: &mut Writer) -> Lane {
     let [lane_name, g, t] = ["mma_lane", "mma_g", "mma_t"].map(|n| ctx.names.fresh(n));
     w.line(&format!("unsigned int {lane_name};"));
     w.line(&format!(
@@ -219,10 +218,31 @@ pub(super) fn emit_mma(ctx: &mut Ctx, w: &mut Writer, m: &Mma) -> Result<(), Cod
         "const int64_t {g} = (int64_t)({lane_name} >> 2u);"
     ));
     w.line(&format!("const int64_t {t} = (int64_t)({lane_name} & 3u);"));
-    let lane = Lane { g, t };
-    let half = half_dtype(m.ty).is_some();
+    Lane { g, t }
+}
 
-    // The operand fragments, one register per 32 bits.
+/// The comment line that opens an `mma`'s scope.
+fn opening(ctx: &Ctx, m: &Mma, what: &str) -> Result<String, CodegenError> {
+    Ok(format!(
+        "{{ /* mma {} {} into {}{what}: the warp's {} x {} tile, depth {} (PTX fragment layouts) */",
+        m.shape,
+        m.ty,
+        comment_text(ctx.buffer_name(m.c)?),
+        m.shape.m(),
+        m.shape.n(),
+        m.shape.k()
+    ))
+}
+
+/// Evaluates the A and B fragments into registers; returns the 32-bit register
+/// expressions (A's first) and how many are A's.
+fn operand_registers(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    m: &Mma,
+    lane: &Lane,
+) -> Result<(Vec<String>, usize), CodegenError> {
+    let half = half_dtype(m.ty).is_some();
     let mut registers: Vec<String> = Vec::new();
     for (operand, expr, vars, base) in [
         (MmaOperand::A, &m.a, (m.row, m.depth), "mma_a"),
@@ -238,7 +258,7 @@ pub(super) fn emit_mma(ctx: &mut Ctx, w: &mut Writer, m: &Mma) -> Result<(), Cod
         };
         w.line(&format!("{elem_ty} {name}[{n}];"));
         for i in 0..n {
-            let decls = element_scope(ctx, &lane, &layout, i, vars, &[expr])?;
+            let decls = element_scope(ctx, lane, &layout, i, vars, &[expr])?;
             let value = operand_value(ctx, expr, m.ty)?;
             scoped(w, &decls, &format!("{name}[{i}] = {value};"));
         }
@@ -255,12 +275,20 @@ pub(super) fn emit_mma(ctx: &mut Ctx, w: &mut Writer, m: &Mma) -> Result<(), Cod
         }
     }
     let a_registers = fragment_len(m.shape, MmaOperand::A) as usize / if half { 2 } else { 1 };
+    Ok((registers, a_registers))
+}
 
-    // The accumulator: each lane's four elements, zero where the guard fails.
+/// Loads the lane's accumulator elements (zero where the guard fails).
+fn load_accumulator(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    m: &Mma,
+    lane: Lane,
+) -> Result<Accumulator, CodegenError> {
+    let c_name = ctx.buffer_name(m.c)?.to_string();
     let layout = layout(m.shape, m.ty, MmaOperand::C);
     let n = layout.offsets.len();
     let c = ctx.names.fresh("mma_c");
-    let d = ctx.names.fresh("mma_d");
     let inside = ctx.names.fresh("mma_in");
     w.line(&format!("float {c}[{n}];"));
     if m.guard.is_some() {
@@ -288,8 +316,25 @@ pub(super) fn emit_mma(ctx: &mut Ctx, w: &mut Writer, m: &Mma) -> Result<(), Cod
         scoped(w, &decls, &line);
         element.push((store_decls, load));
     }
+    Ok(Accumulator {
+        lane,
+        c,
+        inside,
+        element,
+    })
+}
 
-    // The instruction.
+/// Issues the `mma.sync` on the operand registers and the accumulator `acc`, its results
+/// into `d` (declared here).
+fn issue(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    m: &Mma,
+    (registers, a_registers): (Vec<String>, usize),
+    acc: &Accumulator,
+) -> String {
+    let n = acc.element.len();
+    let (c, d) = (&acc.c, ctx.names.fresh("mma_d"));
     let outputs: Vec<String> = (0..n).map(|i| format!("\"=f\"({d}[{i}])")).collect();
     let mut inputs: Vec<String> = registers.iter().map(|r| format!("\"r\"({r})")).collect();
     inputs.extend((0..n).map(|i| format!("\"f\"({c}[{i}])")));
@@ -314,19 +359,116 @@ pub(super) fn emit_mma(ctx: &mut Ctx, w: &mut Writer, m: &Mma) -> Result<(), Cod
     w.line(&format!(": {}", outputs.join(", ")));
     w.line(&format!(": {});", inputs.join(", ")));
     w.indent -= 1;
+    d
+}
 
-    // The results, where the guard holds.
-    for (i, (decls, load)) in element.into_iter().enumerate() {
+/// Stores the elements of `values` (an array of the accumulator's length) where the
+/// guard holds.
+fn store_accumulator(w: &mut Writer, m: &Mma, acc: &Accumulator, values: &str) {
+    for (i, (decls, load)) in acc.element.iter().enumerate() {
         let store = if m.guard.is_some() {
-            format!("if ({inside}[{i}]) {load} = {d}[{i}];")
+            format!("if ({}[{i}]) {load} = {values}[{i}];", acc.inside)
         } else {
-            format!("{load} = {d}[{i}];")
+            format!("{load} = {values}[{i}];")
         };
-        scoped(w, &decls, &store);
+        scoped(w, decls, &store);
+    }
+}
+
+/// One `mma` statement (see the module docs).
+pub(super) fn emit_mma(ctx: &mut Ctx, w: &mut Writer, m: &Mma) -> Result<(), CodegenError> {
+    w.line(&opening(ctx, m, "")?);
+    w.indent += 1;
+    let lane = lane_setup(ctx, w);
+    let registers = operand_registers(ctx, w, m, &lane)?;
+    let acc = load_accumulator(ctx, w, m, lane)?;
+    let d = issue(ctx, w, m, registers, &acc);
+    store_accumulator(w, m, &acc, &d);
+    w.indent -= 1;
+    w.line("}");
+    Ok(())
+}
+
+/// Before a loop that adds into one tile on every iteration ([`carried_mma`]): opens a
+/// scope and loads the lane's accumulator elements once.
+pub(super) fn open_carried(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    m: &Mma,
+) -> Result<Accumulator, CodegenError> {
+    w.line(&opening(ctx, m, ", kept in registers across the loop")?);
+    w.indent += 1;
+    let lane = lane_setup(ctx, w);
+    load_accumulator(ctx, w, m, lane)
+}
+
+/// Inside the loop: the operand fragments and the `mma.sync`, its results kept in the
+/// accumulator's registers.
+pub(super) fn emit_carried_mma(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    m: &Mma,
+    acc: &Accumulator,
+) -> Result<(), CodegenError> {
+    w.line("{");
+    w.indent += 1;
+    let registers = operand_registers(ctx, w, m, &acc.lane)?;
+    let d = issue(ctx, w, m, registers, acc);
+    for i in 0..acc.element.len() {
+        w.line(&format!("{}[{i}] = {d}[{i}];", acc.c));
     }
     w.indent -= 1;
     w.line("}");
     Ok(())
+}
+
+/// After the loop: stores the accumulator once and closes the scope.
+pub(super) fn close_carried(w: &mut Writer, m: &Mma, acc: &Accumulator) {
+    store_accumulator(w, m, acc, &acc.c);
+    w.indent -= 1;
+    w.line("}");
+}
+
+/// The `mma` that serial loop `f` adds into one and the same tile on every iteration,
+/// if it is one: the loop's body is `let`s and loops bound to threads, nested, around
+/// exactly one `mma`; the `mma`'s output indices and guard read no variable the loop
+/// defines (its own, a `let`'s, a bound loop's), and its operands do not read its
+/// output. Such a tile can stay in registers across the loop. Loops of literal bounds
+/// are left as they are: the CUDA compiler unrolls them and forwards the stores itself,
+/// and a scope of registers around them only adds to the pressure (a 32 x 32 block's
+/// depth loop spilled with it).
+pub(super) fn carried_mma(f: &For) -> Option<&Mma> {
+    if matches!((&f.lo, &f.hi), (Expr::Int(_), Expr::Int(_))) {
+        return None;
+    }
+    let mut defined = vec![f.var];
+    let mut body = &f.body;
+    let m = loop {
+        let (last, lets) = body.split_last()?;
+        for s in lets {
+            match s {
+                Stmt::Let { var, .. } => defined.push(*var),
+                _ => return None,
+            }
+        }
+        match last {
+            Stmt::For(g) if matches!(g.kind, ForKind::Bound(GpuAxis::Thread(_))) => {
+                defined.push(g.var);
+                body = &g.body;
+            }
+            Stmt::Mma(m) => break m,
+            _ => return None,
+        }
+    };
+    let reads_defined = |e: &Expr| defined.iter().any(|&v| uses(e, v));
+    let reads_c = |e: &Expr| {
+        let mut hit = false;
+        e.visit(&mut |x| hit |= matches!(x, Expr::Load { buffer, .. } if *buffer == m.c));
+        hit
+    };
+    let fixed =
+        !m.c_indices.iter().any(reads_defined) && !m.guard.as_ref().is_some_and(reads_defined);
+    (fixed && !reads_c(&m.a) && !reads_c(&m.b)).then_some(m)
 }
 
 #[cfg(test)]

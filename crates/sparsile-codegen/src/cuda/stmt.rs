@@ -17,21 +17,28 @@
 //! - `atomic B[i] += v` → `atomicAdd(&B[i], v);` (a plain add on a `local` buffer, which
 //!   one thread owns).
 //! - `prefetch` → a comment (the GPU's caches are not steered from here).
-//! - `mma` → fragment loads, an inline-PTX `mma.sync` and stores (see `mma.rs`).
+//! - `mma` → fragment loads, an inline-PTX `mma.sync` and stores (see `mma.rs`). A serial
+//!   loop that adds into one and the same tile on every iteration (its body `let`s and
+//!   thread-bound loops around one `mma` whose output indices and guard the loop does
+//!   not change) loads the tile into registers before it and stores it after it; inside,
+//!   each iteration issues the `mma` on those registers.
 //!
 //! A bound loop whose variable nothing reads declares nothing. Block names become
 //! comments, as in C.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use sparsile_ir::loops::gpu::GpuDim;
 use sparsile_ir::loops::{
     constant_extent, vector_loads, BarrierScope, BufferKind, Expr, For, ForKind, GpuAxis,
-    LaunchShape, Stmt, VECTOR_EXTENTS,
+    LaunchShape, Mma, Stmt, VECTOR_EXTENTS,
 };
 use sparsile_ir::{BufferId, DType, VarId};
 
-use super::mma::emit_mma;
+use super::mma::{
+    carried_mma, close_carried, emit_carried_mma, emit_mma, open_carried, Accumulator,
+};
 use super::vector::{dead_vars, load_lines, vector_type};
 use super::warp::emit_warp_reduce;
 use crate::c::ctx::Ctx;
@@ -52,6 +59,9 @@ pub(super) struct Launch<'a> {
     /// first block number after it), and of `(int64_t)blockIdx.x`.
     pub(super) part_ends: Vec<String>,
     pub(super) bx: String,
+    /// The `mma`s whose accumulators a loop around them keeps in registers (set while
+    /// that loop is written; see `mma::carried_mma`).
+    pub(super) carried: RefCell<Vec<(*const Mma, Accumulator)>>,
 }
 
 impl Launch<'_> {
@@ -279,7 +289,11 @@ fn emit_stmt(
         }
         Stmt::Mma(m) => {
             ctx.span = m.span;
-            emit_mma(ctx, w, m)?;
+            let carried = launch.carried.borrow();
+            match carried.iter().find(|(p, _)| std::ptr::eq(*p, m)) {
+                Some((_, acc)) => emit_carried_mma(ctx, w, m, acc)?,
+                None => emit_mma(ctx, w, m)?,
+            }
         }
         Stmt::Launch { name, span, .. } => {
             return Err(CodegenError::CudaUnsupported {
@@ -300,6 +314,19 @@ fn emit_loop(
     block: Option<&str>,
 ) -> Result<(), CodegenError> {
     match f.kind {
+        ForKind::Serial if carried_mma(f).is_some() => {
+            let m = carried_mma(f).expect("checked");
+            let acc = open_carried(ctx, w, m)?;
+            launch.carried.borrow_mut().push((m as *const Mma, acc));
+            let header = for_header(ctx, f)?;
+            w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
+            w.indent += 1;
+            emit_stmts(ctx, launch, w, &f.body, block)?;
+            w.indent -= 1;
+            w.line("}");
+            let (_, acc) = launch.carried.borrow_mut().pop().expect("pushed above");
+            close_carried(w, m, &acc);
+        }
         ForKind::Serial | ForKind::Unrolled => {
             let header = for_header(ctx, f)?;
             if f.kind == ForKind::Unrolled {

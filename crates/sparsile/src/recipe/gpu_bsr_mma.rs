@@ -76,6 +76,7 @@ fn info() -> RecipeInfo {
                 default: "off",
                 doc: "`on`: f32 operands run on tensor cores rounded to tf32 (10 mantissa bits); `off`: f32 operands are refused",
             },
+            acc_param(),
         ],
         source: "SparseTIR (BSR SpMM with tensor cores); SpMMPlu (meta-ops at the matrix instruction's granularity); Magicube and vectorSparse (SR-BCRS); PTX mma.sync",
         gpu: true,
@@ -146,25 +147,65 @@ enum Tiles {
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
     let warps = args.int("warps", 1, 32)?;
     let tf32 = args.choice("tf32", &["on", "off"])? == "on";
-    let not = |reason: String| RecipeError::NotApplicable {
-        recipe: NAME.into(),
-        reason,
-    };
     if args.text("k") == "none" {
-        return Err(not(
-            "the dense width must be known at compile time (`k=auto` or a number): the warps take its columns".to_string(),
-        ));
+        return Err(RecipeError::NotApplicable {
+            recipe: NAME.into(),
+            reason: "the dense width must be known at compile time (`k=auto` or a number): the warps take its columns".to_string(),
+        });
     }
     if let Some((param, value)) = width(sch, args, ctx)? {
         sch.specialize(&param, value).map_err(sched(NAME))?;
     }
-    let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
     let Some(main) = main_iteration(sch.program()) else {
-        return Err(not("the program has no iteration".to_string()));
+        return Err(RecipeError::NotApplicable {
+            recipe: NAME.into(),
+            reason: "the program has no iteration".to_string(),
+        });
     };
-    let loops = nest(&func, &main);
+    mma_block(sch, NAME, &main, warps, tf32, carry(args)?)?;
+    unbound_blocks(sch, NAME, 32, 4)
+}
+
+/// The `acc` parameter: whether a warp's tile of `C` stays in registers across the
+/// blocks of its block row (`registers`) or is loaded and stored around each block's
+/// `mma` (`memory`, the default). Measured on an H200 (tf32, 11 block-structured and mixed
+/// matrices, `bsr:16x16`): the same time at K = 32, and `registers` 8-10 % slower at
+/// K = 128, where the column tiles' passes then each walk the block row again; the kernel
+/// waits on its loads either way.
+pub(super) fn carry(args: &Args) -> Result<bool, RecipeError> {
+    Ok(args.choice("acc", &["registers", "memory"])? == "registers")
+}
+
+/// The `acc` parameter's description.
+pub(super) fn acc_param() -> ParamInfo {
+    ParamInfo {
+        name: "acc",
+        default: "memory",
+        doc: "`memory`: each warp's 16 x 8 tiles of C are loaded and stored around every block's mma; `registers`: they stay in registers across the blocks of the block row (loaded once, stored once; the column tiles' passes then each walk the block row)",
+    }
+}
+
+/// Schedules block `block` (a BSR or SR-BCRS SpMM nest of constant width) as `mma`s:
+/// one block row per block of the grid, the output's 8-column tiles over at most `warps`
+/// warps, each block (group) tensorized. `tf32`: f32 operands run rounded to tf32;
+/// `carry`: the output tiles' loop above the blocks' (see [`carry`]).
+/// Errors name `recipe`.
+pub(super) fn mma_block(
+    sch: &mut Schedule,
+    recipe: &str,
+    block: &str,
+    warps: i64,
+    tf32: bool,
+    carry: bool,
+) -> Result<(), RecipeError> {
+    let not = |reason: String| RecipeError::NotApplicable {
+        recipe: recipe.into(),
+        reason,
+    };
+    let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
+    let loops = nest(&func, block);
     let shape_hint = "it runs SpMM with the sparse operand in BSR (`bsr:16x16`, ...) or SR-BCRS (`srbcrs:16x8`, ...), whose nest loops over block rows, a row's blocks (groups), a block's rows and columns (a group's columns and a tile's rows), and the dense width";
-    let [io, _blocks, l2, l3, k] = loops.as_slice() else {
+    let [io, blocks, l2, l3, k] = loops.as_slice() else {
         return Err(not(format!(
             "the main nest has {} loops; {shape_hint}",
             loops.len()
@@ -242,21 +283,29 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
 
     let (k_o, _) = sch
         .split(&k.0, i64::from(shape.n()), SplitTail::InnerFixed)
-        .map_err(sched(NAME))?;
-    sch.reorder(&[k_o.clone(), ii.0.clone(), ji.0.clone()])
-        .map_err(sched(NAME))?;
+        .map_err(sched(recipe))?;
+    // The column tiles above the row's blocks: each warp then adds the blocks of its
+    // block row into one tile of `C`, which the CUDA backend keeps in registers across
+    // the blocks (loaded once before them, stored once after) instead of loading and
+    // storing it around every `mma`.
+    let order: Vec<LoopRef> = if carry {
+        vec![k_o.clone(), blocks.0.clone(), ii.0.clone(), ji.0.clone()]
+    } else {
+        vec![k_o.clone(), ii.0.clone(), ji.0.clone()]
+    };
+    sch.reorder(&order).map_err(sched(recipe))?;
     sch.bind(&io.0, GpuAxis::Block(GpuDim::X))
-        .map_err(sched(NAME))?;
+        .map_err(sched(recipe))?;
     let tiles = (width + i64::from(shape.n()) - 1) / i64::from(shape.n());
     let warp_loop: LoopRef = if tiles > warps {
         sch.split(&k_o, warps, SplitTail::InnerFixed)
-            .map_err(sched(NAME))?
+            .map_err(sched(recipe))?
             .1
     } else {
         k_o
     };
     sch.bind(&warp_loop, GpuAxis::Thread(GpuDim::Y))
-        .map_err(sched(NAME))?;
-    sch.tensorize(&ii.0, shape, ty).map_err(sched(NAME))?;
-    unbound_blocks(sch, NAME, 32, 4)
+        .map_err(sched(recipe))?;
+    sch.tensorize(&ii.0, shape, ty).map_err(sched(recipe))?;
+    Ok(())
 }

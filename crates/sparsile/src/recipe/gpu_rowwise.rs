@@ -66,12 +66,12 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
     }
     let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
     let main = main_iteration(sch.program());
-    let (lanes, rows) = shape_args(args, &func, main.as_deref())?;
+    let (lanes, rows) = shape_args(NAME, args, &func, main.as_deref())?;
     if let Some(main) = main
         .as_deref()
         .filter(|m| blocks(&func).iter().any(|b| b == m))
     {
-        main_block(sch, main, lanes, rows)?;
+        main_block(sch, NAME, main, lanes, rows)?;
     }
     unbound_blocks(sch, NAME, lanes, rows)
 }
@@ -83,7 +83,12 @@ fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), Rec
 /// a thread made eight, and a grid of cora's 2,708 rows filled a third of an H200), and
 /// rows for 128 threads per block (`128 / min(lanes, K)`, at least one); otherwise 32
 /// lanes and 4 rows.
-fn shape_args(args: &Args, func: &Func, main: Option<&str>) -> Result<(i64, i64), RecipeError> {
+pub(super) fn shape_args(
+    recipe: &str,
+    args: &Args,
+    func: &Func,
+    main: Option<&str>,
+) -> Result<(i64, i64), RecipeError> {
     let width = main
         .map(|m| nest(func, m))
         .filter(|loops| matches!(shape_of(func, loops), Shape::DenseOutput))
@@ -104,7 +109,7 @@ fn shape_args(args: &Args, func: &Func, main: Option<&str>) -> Result<(i64, i64)
         ("auto", None) => 4,
         _ => args.int("rows", 1, 1024)?,
     };
-    block_shape_checked(NAME, lanes, rows)
+    block_shape_checked(recipe, lanes, rows)
 }
 
 /// What the main nest computes, judged from its innermost loop.
@@ -160,8 +165,16 @@ pub(super) fn output_of(func: &Func, f: &For) -> Option<String> {
     out
 }
 
-fn main_block(sch: &mut Schedule, block: &str, lanes: i64, rows: i64) -> Result<(), RecipeError> {
-    let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
+/// Schedules block `block` as this recipe does its main nest (SpMM, SDDMM or rows, read
+/// from the nest), with blocks of `lanes × rows` threads; errors name `recipe`.
+pub(super) fn main_block(
+    sch: &mut Schedule,
+    recipe: &str,
+    block: &str,
+    lanes: i64,
+    rows: i64,
+) -> Result<(), RecipeError> {
+    let func = sch.func_or_lower().map_err(sched(recipe))?.clone();
     let loops = nest(&func, block);
     let Some((row, row_loop)) = loops.first().map(|(r, f)| (r.clone(), *f)) else {
         return Ok(());
@@ -173,20 +186,20 @@ fn main_block(sch: &mut Schedule, block: &str, lanes: i64, rows: i64) -> Result<
         Shape::DenseOutput => {
             let (k, _) = loops.last().expect("three loops").clone();
             let (nz, _) = loops[loops.len() - 2].clone();
-            sch.reorder(&[k.clone(), nz]).map_err(sched(NAME))?;
-            cache_row(sch, &k, block, &output, NAME)?;
-            let lane = lane_loop(sch, NAME, &k, lanes)?;
-            rows_and_lanes(sch, NAME, &row, &lane, rows, false)?;
+            sch.reorder(&[k.clone(), nz]).map_err(sched(recipe))?;
+            cache_row(sch, &k, block, &output, recipe)?;
+            let lane = lane_loop(sch, recipe, &k, lanes)?;
+            rows_and_lanes(sch, recipe, &row, &lane, rows, false)?;
         }
         Shape::DenseReduction => {
             let (nz, _) = loops[1].clone();
-            cache_row(sch, &nz, block, &output, NAME)?;
-            let (_, nz_lane) = split(sch, NAME, &nz, lanes)?;
-            rows_and_lanes(sch, NAME, &row, &nz_lane, rows, false)?;
+            cache_row(sch, &nz, block, &output, recipe)?;
+            let (_, nz_lane) = split(sch, recipe, &nz, lanes)?;
+            rows_and_lanes(sch, recipe, &row, &nz_lane, rows, false)?;
         }
         Shape::Rows => {
-            cache_row(sch, &row, block, &output, NAME)?;
-            rows_on_lanes(sch, NAME, &row, lanes * rows, false)?;
+            cache_row(sch, &row, block, &output, recipe)?;
+            rows_on_lanes(sch, recipe, &row, lanes * rows, false)?;
         }
     }
     Ok(())

@@ -39,6 +39,7 @@ mod gpu_nnz;
 mod gpu_rowcache;
 mod gpu_rowwise;
 mod gpu_sddmm_vec;
+mod gpu_tiles;
 mod gpu_warp;
 mod hyb;
 mod nest;
@@ -160,6 +161,7 @@ fn registry() -> Vec<Recipe> {
         gpu_hyb::RECIPE,
         gpu_rowcache::RECIPE,
         gpu_bsr_mma::RECIPE,
+        gpu_tiles::RECIPE,
         gpu_da::RECIPE,
         gpu_sddmm_vec::RECIPE,
     ]

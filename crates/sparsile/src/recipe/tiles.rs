@@ -67,10 +67,15 @@ fn info() -> RecipeInfo {
     }
 }
 
-/// The levels the arguments ask for (at least one).
-fn levels(args: &Args) -> Result<Vec<TileLevel>, RecipeError> {
+/// The levels the arguments ask for, from the `(side, parameter)` pairs of `sides`
+/// (largest first); at least one, or `recipe` is not applicable.
+pub(super) fn levels(
+    recipe: &str,
+    args: &Args,
+    sides: &[(usize, &str)],
+) -> Result<Vec<TileLevel>, RecipeError> {
     let mut out = Vec::new();
-    for &(side, name) in &LEVELS {
+    for &(side, name) in sides {
         let cost = args.int(name, 0, u32::MAX as i64)? as u32;
         if cost > 0 {
             out.push(TileLevel {
@@ -81,16 +86,20 @@ fn levels(args: &Args) -> Result<Vec<TileLevel>, RecipeError> {
         }
     }
     if out.is_empty() {
+        let names: Vec<&str> = sides.iter().map(|(_, n)| *n).collect();
         return Err(RecipeError::NotApplicable {
-            recipe: NAME.to_string(),
-            reason: "every level's cost is 0: give at least one of t32, t16, t8, t4, t2".into(),
+            recipe: recipe.to_string(),
+            reason: format!(
+                "every level's cost is 0: give at least one of {}",
+                names.join(", ")
+            ),
         });
     }
     Ok(out)
 }
 
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
-    let levels = levels(args)?;
+    let levels = levels(NAME, args, &LEVELS)?;
     let distance = args.int("prefetch", 0, 1 << 16)?;
     if let Some((param, value)) = width(sch, args, ctx)? {
         sch.specialize(&param, value).map_err(sched(NAME))?;
