@@ -50,6 +50,7 @@ Example::
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any, Dict, Optional, Tuple, Union
 
@@ -87,7 +88,8 @@ def _target(target: Optional[str], *xs: Any) -> Tuple[str, str]:
     """The target to run on and where the operands are: ``target`` when given (one of
     :data:`TARGETS`), else ``"cuda"`` when an operand is in CUDA memory (a torch CUDA
     tensor, a CuPy array), else ``"cpu"``."""
-    devices = {device_of(x) for x in xs if x is not None} - {"cpu"}
+    # NumPy arrays (and absent operands) are host memory: only the others are asked.
+    devices = {device_of(x) for x in xs if x is not None and not isinstance(x, np.ndarray)} - {"cpu"}
     if len(devices) > 1 or devices - {"cuda"}:
         raise ValueError(f"operands on devices {sorted(devices)}: Sparsile runs CPU and CUDA tensors")
     device = "cuda" if devices else "cpu"
@@ -199,13 +201,15 @@ def _wants_grad(*xs: Any) -> bool:
     """Whether a torch tensor among ``xs`` requires a gradient with grad mode on, or is
     being traced by ``torch.compile`` (which runs the ``torch.library`` operators of
     :mod:`sparsile.torch`)."""
-    if not any(is_torch_tensor(x) for x in xs):
+    torch = sys.modules.get("torch")
+    if torch is None:
         return False
-    import torch
-
+    tensors = [x for x in xs if isinstance(x, torch.Tensor)]
+    if not tensors:
+        return False
     if torch.compiler.is_compiling():
         return True
-    return torch.is_grad_enabled() and any(is_torch_tensor(x) and x.requires_grad for x in xs)
+    return torch.is_grad_enabled() and any(x.requires_grad for x in tensors)
 
 
 def _autograd(op: str, A: Any, dense: Any, values: Any, threads: Optional[int], recipe: str,
