@@ -337,6 +337,7 @@ mod tests {
                 "gpu_nnz",
                 "gpu_hyb",
                 "gpu_rowcache",
+                "gpu_tiles",
                 "gpu_da"
             ]
         );

@@ -27,42 +27,48 @@ extern "C" __global__ void __launch_bounds__(96, 10) bsr_mma_spmm(long long m, l
         const int64_t io = (int64_t)blockIdx.x; /* C, over blockIdx.x */
         const int64_t ko = (int64_t)threadIdx.y; /* C, over threadIdx.y */
         /* lane: C, over threadIdx.x */
-        for (int64_t jo_p = (int64_t)A_indptr[io], jo_p_end = (int64_t)A_indptr[io + 1]; jo_p < jo_p_end; ++jo_p) { /* C */
-            int64_t jo = (int64_t)A_indices[jo_p];
-            { /* mma m16n8k16 f16 into C: the warp's 16 x 8 tile, depth 16 (PTX fragment layouts) */
-                unsigned int mma_lane;
-                asm("mov.u32 %0, %%laneid;" : "=r"(mma_lane));
-                const int64_t mma_g = (int64_t)(mma_lane >> 2u);
-                const int64_t mma_t = (int64_t)(mma_lane & 3u);
-                unsigned short mma_a[8];
-                { const int64_t ii = mma_g; const int64_t ji = 2 * mma_t; mma_a[0] = A[jo_p * 256 + (ii * 16 + ji)]; }
-                { const int64_t ii = mma_g; const int64_t ji = 2 * mma_t + 1; mma_a[1] = A[jo_p * 256 + (ii * 16 + ji)]; }
-                { const int64_t ii = mma_g + 8; const int64_t ji = 2 * mma_t; mma_a[2] = A[jo_p * 256 + (ii * 16 + ji)]; }
-                { const int64_t ii = mma_g + 8; const int64_t ji = 2 * mma_t + 1; mma_a[3] = A[jo_p * 256 + (ii * 16 + ji)]; }
-                { const int64_t ii = mma_g; const int64_t ji = 2 * mma_t + 8; mma_a[4] = A[jo_p * 256 + (ii * 16 + ji)]; }
-                { const int64_t ii = mma_g; const int64_t ji = 2 * mma_t + 9; mma_a[5] = A[jo_p * 256 + (ii * 16 + ji)]; }
-                { const int64_t ii = mma_g + 8; const int64_t ji = 2 * mma_t + 8; mma_a[6] = A[jo_p * 256 + (ii * 16 + ji)]; }
-                { const int64_t ii = mma_g + 8; const int64_t ji = 2 * mma_t + 9; mma_a[7] = A[jo_p * 256 + (ii * 16 + ji)]; }
-                unsigned short mma_b[4];
-                { const int64_t ji = 2 * mma_t; const int64_t kk = mma_g; mma_b[0] = jo * 16 + ji < n && ko * 8 + kk < 20 ? B[(jo * 16 + ji) * 20 + (ko * 8 + kk)] : 0u; }
-                { const int64_t ji = 2 * mma_t + 1; const int64_t kk = mma_g; mma_b[1] = jo * 16 + ji < n && ko * 8 + kk < 20 ? B[(jo * 16 + ji) * 20 + (ko * 8 + kk)] : 0u; }
-                { const int64_t ji = 2 * mma_t + 8; const int64_t kk = mma_g; mma_b[2] = jo * 16 + ji < n && ko * 8 + kk < 20 ? B[(jo * 16 + ji) * 20 + (ko * 8 + kk)] : 0u; }
-                { const int64_t ji = 2 * mma_t + 9; const int64_t kk = mma_g; mma_b[3] = jo * 16 + ji < n && ko * 8 + kk < 20 ? B[(jo * 16 + ji) * 20 + (ko * 8 + kk)] : 0u; }
-                float mma_c[4];
-                int mma_in[4];
-                { const int64_t ii = mma_g; const int64_t kk = 2 * mma_t; mma_in[0] = io * 16 + ii < m && ko * 8 + kk < 20; mma_c[0] = mma_in[0] ? C[(io * 16 + ii) * 20 + (ko * 8 + kk)] : 0.0f; }
-                { const int64_t ii = mma_g; const int64_t kk = 2 * mma_t + 1; mma_in[1] = io * 16 + ii < m && ko * 8 + kk < 20; mma_c[1] = mma_in[1] ? C[(io * 16 + ii) * 20 + (ko * 8 + kk)] : 0.0f; }
-                { const int64_t ii = mma_g + 8; const int64_t kk = 2 * mma_t; mma_in[2] = io * 16 + ii < m && ko * 8 + kk < 20; mma_c[2] = mma_in[2] ? C[(io * 16 + ii) * 20 + (ko * 8 + kk)] : 0.0f; }
-                { const int64_t ii = mma_g + 8; const int64_t kk = 2 * mma_t + 1; mma_in[3] = io * 16 + ii < m && ko * 8 + kk < 20; mma_c[3] = mma_in[3] ? C[(io * 16 + ii) * 20 + (ko * 8 + kk)] : 0.0f; }
-                float mma_d[4];
-                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
-                    : "=f"(mma_d[0]), "=f"(mma_d[1]), "=f"(mma_d[2]), "=f"(mma_d[3])
-                    : "r"((unsigned int)mma_a[0] | ((unsigned int)mma_a[1] << 16)), "r"((unsigned int)mma_a[2] | ((unsigned int)mma_a[3] << 16)), "r"((unsigned int)mma_a[4] | ((unsigned int)mma_a[5] << 16)), "r"((unsigned int)mma_a[6] | ((unsigned int)mma_a[7] << 16)), "r"((unsigned int)mma_b[0] | ((unsigned int)mma_b[1] << 16)), "r"((unsigned int)mma_b[2] | ((unsigned int)mma_b[3] << 16)), "f"(mma_c[0]), "f"(mma_c[1]), "f"(mma_c[2]), "f"(mma_c[3]));
-                { const int64_t ii = mma_g; const int64_t kk = 2 * mma_t; if (mma_in[0]) C[(io * 16 + ii) * 20 + (ko * 8 + kk)] = mma_d[0]; }
-                { const int64_t ii = mma_g; const int64_t kk = 2 * mma_t + 1; if (mma_in[1]) C[(io * 16 + ii) * 20 + (ko * 8 + kk)] = mma_d[1]; }
-                { const int64_t ii = mma_g + 8; const int64_t kk = 2 * mma_t; if (mma_in[2]) C[(io * 16 + ii) * 20 + (ko * 8 + kk)] = mma_d[2]; }
-                { const int64_t ii = mma_g + 8; const int64_t kk = 2 * mma_t + 1; if (mma_in[3]) C[(io * 16 + ii) * 20 + (ko * 8 + kk)] = mma_d[3]; }
+        { /* mma m16n8k16 f16 into C, kept in registers across the loop: the warp's 16 x 8 tile, depth 16 (PTX fragment layouts) */
+            unsigned int mma_lane;
+            asm("mov.u32 %0, %%laneid;" : "=r"(mma_lane));
+            const int64_t mma_g = (int64_t)(mma_lane >> 2u);
+            const int64_t mma_t = (int64_t)(mma_lane & 3u);
+            float mma_c[4];
+            int mma_in[4];
+            { const int64_t ii = mma_g; const int64_t kk = 2 * mma_t; mma_in[0] = io * 16 + ii < m && ko * 8 + kk < 20; mma_c[0] = mma_in[0] ? C[(io * 16 + ii) * 20 + (ko * 8 + kk)] : 0.0f; }
+            { const int64_t ii = mma_g; const int64_t kk = 2 * mma_t + 1; mma_in[1] = io * 16 + ii < m && ko * 8 + kk < 20; mma_c[1] = mma_in[1] ? C[(io * 16 + ii) * 20 + (ko * 8 + kk)] : 0.0f; }
+            { const int64_t ii = mma_g + 8; const int64_t kk = 2 * mma_t; mma_in[2] = io * 16 + ii < m && ko * 8 + kk < 20; mma_c[2] = mma_in[2] ? C[(io * 16 + ii) * 20 + (ko * 8 + kk)] : 0.0f; }
+            { const int64_t ii = mma_g + 8; const int64_t kk = 2 * mma_t + 1; mma_in[3] = io * 16 + ii < m && ko * 8 + kk < 20; mma_c[3] = mma_in[3] ? C[(io * 16 + ii) * 20 + (ko * 8 + kk)] : 0.0f; }
+            for (int64_t jo_p = (int64_t)A_indptr[io], jo_p_end = (int64_t)A_indptr[io + 1]; jo_p < jo_p_end; ++jo_p) { /* C */
+                int64_t jo = (int64_t)A_indices[jo_p];
+                {
+                    unsigned short mma_a[8];
+                    { const int64_t ii = mma_g; const int64_t ji = 2 * mma_t; mma_a[0] = A[jo_p * 256 + (ii * 16 + ji)]; }
+                    { const int64_t ii = mma_g; const int64_t ji = 2 * mma_t + 1; mma_a[1] = A[jo_p * 256 + (ii * 16 + ji)]; }
+                    { const int64_t ii = mma_g + 8; const int64_t ji = 2 * mma_t; mma_a[2] = A[jo_p * 256 + (ii * 16 + ji)]; }
+                    { const int64_t ii = mma_g + 8; const int64_t ji = 2 * mma_t + 1; mma_a[3] = A[jo_p * 256 + (ii * 16 + ji)]; }
+                    { const int64_t ii = mma_g; const int64_t ji = 2 * mma_t + 8; mma_a[4] = A[jo_p * 256 + (ii * 16 + ji)]; }
+                    { const int64_t ii = mma_g; const int64_t ji = 2 * mma_t + 9; mma_a[5] = A[jo_p * 256 + (ii * 16 + ji)]; }
+                    { const int64_t ii = mma_g + 8; const int64_t ji = 2 * mma_t + 8; mma_a[6] = A[jo_p * 256 + (ii * 16 + ji)]; }
+                    { const int64_t ii = mma_g + 8; const int64_t ji = 2 * mma_t + 9; mma_a[7] = A[jo_p * 256 + (ii * 16 + ji)]; }
+                    unsigned short mma_b[4];
+                    { const int64_t ji = 2 * mma_t; const int64_t kk = mma_g; mma_b[0] = jo * 16 + ji < n && ko * 8 + kk < 20 ? B[(jo * 16 + ji) * 20 + (ko * 8 + kk)] : 0u; }
+                    { const int64_t ji = 2 * mma_t + 1; const int64_t kk = mma_g; mma_b[1] = jo * 16 + ji < n && ko * 8 + kk < 20 ? B[(jo * 16 + ji) * 20 + (ko * 8 + kk)] : 0u; }
+                    { const int64_t ji = 2 * mma_t + 8; const int64_t kk = mma_g; mma_b[2] = jo * 16 + ji < n && ko * 8 + kk < 20 ? B[(jo * 16 + ji) * 20 + (ko * 8 + kk)] : 0u; }
+                    { const int64_t ji = 2 * mma_t + 9; const int64_t kk = mma_g; mma_b[3] = jo * 16 + ji < n && ko * 8 + kk < 20 ? B[(jo * 16 + ji) * 20 + (ko * 8 + kk)] : 0u; }
+                    float mma_d[4];
+                    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+                        : "=f"(mma_d[0]), "=f"(mma_d[1]), "=f"(mma_d[2]), "=f"(mma_d[3])
+                        : "r"((unsigned int)mma_a[0] | ((unsigned int)mma_a[1] << 16)), "r"((unsigned int)mma_a[2] | ((unsigned int)mma_a[3] << 16)), "r"((unsigned int)mma_a[4] | ((unsigned int)mma_a[5] << 16)), "r"((unsigned int)mma_a[6] | ((unsigned int)mma_a[7] << 16)), "r"((unsigned int)mma_b[0] | ((unsigned int)mma_b[1] << 16)), "r"((unsigned int)mma_b[2] | ((unsigned int)mma_b[3] << 16)), "f"(mma_c[0]), "f"(mma_c[1]), "f"(mma_c[2]), "f"(mma_c[3]));
+                    mma_c[0] = mma_d[0];
+                    mma_c[1] = mma_d[1];
+                    mma_c[2] = mma_d[2];
+                    mma_c[3] = mma_d[3];
+                }
             }
+            { const int64_t ii = mma_g; const int64_t kk = 2 * mma_t; if (mma_in[0]) C[(io * 16 + ii) * 20 + (ko * 8 + kk)] = mma_c[0]; }
+            { const int64_t ii = mma_g; const int64_t kk = 2 * mma_t + 1; if (mma_in[1]) C[(io * 16 + ii) * 20 + (ko * 8 + kk)] = mma_c[1]; }
+            { const int64_t ii = mma_g + 8; const int64_t kk = 2 * mma_t; if (mma_in[2]) C[(io * 16 + ii) * 20 + (ko * 8 + kk)] = mma_c[2]; }
+            { const int64_t ii = mma_g + 8; const int64_t kk = 2 * mma_t + 1; if (mma_in[3]) C[(io * 16 + ii) * 20 + (ko * 8 + kk)] = mma_c[3]; }
         }
     }
 }
