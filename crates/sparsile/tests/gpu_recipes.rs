@@ -688,6 +688,34 @@ fn tensor_core_spmm(cases: &[(DType, &str, &str, &str)]) -> usize {
     runs
 }
 
+/// `gpu_tiles` runs its rest with the block shape `gpu_rowwise` picks for the same width
+/// (at K = 128: 128 lanes, one pass over a row per thread, not 32 lanes in four passes).
+#[test]
+fn gpu_tiles_rest_has_gpu_rowwise_block_shape() {
+    let mut g = rng(37);
+    let a = matrix("random", 37, 29, &mut g);
+    for k in [20, 128] {
+        let launch_of = |spec: &str, format: &str, part: &str| {
+            let text = tiled_program(DType::F16, format);
+            let ins = tiled_inputs(&a, format, k, DType::F16, 3);
+            let cuda = compile_recipe_for(&text, &ins, spec, Target::CudaSim)
+                .unwrap()
+                .ir(Stage::Cuda);
+            let line = cuda
+                .lines()
+                .find(|l| l.starts_with(&format!("/* Launch `{part}`")))
+                .unwrap_or_else(|| panic!("{spec}: no launch {part}:\n{cuda}"))
+                .to_string();
+            line.split(" x block ").nth(1).unwrap().to_string()
+        };
+        assert_eq!(
+            launch_of("gpu_tiles", "csr", "Y_p0"),
+            launch_of("gpu_rowwise", "csr", "Y"),
+            "k={k}"
+        );
+    }
+}
+
 /// With `acc=registers` a warp's tile of `Y` stays in registers across the blocks of its
 /// block row: the CUDA code loads it once before the loop over the blocks and stores it
 /// once after; by default (`acc=memory`) it is loaded and stored around every block's

@@ -318,25 +318,15 @@ fn emit_loop(
             let m = carried_mma(f).expect("checked");
             let acc = open_carried(ctx, w, m)?;
             launch.carried.borrow_mut().push((m as *const Mma, acc));
-            let header = for_header(ctx, f)?;
-            w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
-            w.indent += 1;
-            emit_stmts(ctx, launch, w, &f.body, block)?;
-            w.indent -= 1;
-            w.line("}");
+            emit_serial(ctx, launch, w, f, block)?;
             let (_, acc) = launch.carried.borrow_mut().pop().expect("pushed above");
             close_carried(w, m, &acc);
         }
         ForKind::Serial | ForKind::Unrolled => {
-            let header = for_header(ctx, f)?;
             if f.kind == ForKind::Unrolled {
                 w.line("#pragma unroll");
             }
-            w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
-            w.indent += 1;
-            emit_stmts(ctx, launch, w, &f.body, block)?;
-            w.indent -= 1;
-            w.line("}");
+            emit_serial(ctx, launch, w, f, block)?;
         }
         ForKind::Bound(GpuAxis::Block(GpuDim::X)) if launch.shares_grid() => {
             emit_part_chain(ctx, launch, w, std::slice::from_ref(s), block)?;
@@ -386,12 +376,7 @@ fn emit_loop(
             }
             _ => {
                 // Any other extent: the serial loop (the same iterations in the same order).
-                let header = for_header(ctx, f)?;
-                w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
-                w.indent += 1;
-                emit_stmts(ctx, launch, w, &f.body, block)?;
-                w.indent -= 1;
-                w.line("}");
+                emit_serial(ctx, launch, w, f, block)?;
             }
         },
         kind => {
@@ -401,6 +386,23 @@ fn emit_loop(
             })
         }
     }
+    Ok(())
+}
+
+/// `f` as a C `for` loop around its body.
+fn emit_serial(
+    ctx: &mut Ctx,
+    launch: &Launch,
+    w: &mut Writer,
+    f: &For,
+    block: Option<&str>,
+) -> Result<(), CodegenError> {
+    let header = for_header(ctx, f)?;
+    w.line(&format!("{header} {{{}", loop_comment(block, f.kind)));
+    w.indent += 1;
+    emit_stmts(ctx, launch, w, &f.body, block)?;
+    w.indent -= 1;
+    w.line("}");
     Ok(())
 }
 

@@ -60,24 +60,7 @@ fn info() -> RecipeInfo {
         summary: "GPU tensor cores: BSR or SR-BCRS SpMM, a block (tile) row per block of the grid, 8 columns of C per warp, each block (group of gathered columns) of A an mma.sync (f16/bf16, or f32 as tf32)",
         ops: &["spmm"],
         formats: &["bsr", "srbcrs"],
-        params: vec![
-            ParamInfo {
-                name: "k",
-                default: "auto",
-                doc: "the dense width to compile for: `auto` (the inputs') or a number",
-            },
-            ParamInfo {
-                name: "warps",
-                default: "8",
-                doc: "warps per block along threadIdx.y, each taking 8 columns of C (more columns run in passes)",
-            },
-            ParamInfo {
-                name: "tf32",
-                default: "off",
-                doc: "`on`: f32 operands run on tensor cores rounded to tf32 (10 mantissa bits); `off`: f32 operands are refused",
-            },
-            acc_param(),
-        ],
+        params: mma_params(),
         source: "SparseTIR (BSR SpMM with tensor cores); SpMMPlu (meta-ops at the matrix instruction's granularity); Magicube and vectorSparse (SR-BCRS); PTX mma.sync",
         gpu: true,
     }
@@ -145,39 +128,83 @@ enum Tiles {
 }
 
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
-    let warps = args.int("warps", 1, 32)?;
-    let tf32 = args.choice("tf32", &["on", "off"])? == "on";
-    if args.text("k") == "none" {
-        return Err(RecipeError::NotApplicable {
-            recipe: NAME.into(),
-            reason: "the dense width must be known at compile time (`k=auto` or a number): the warps take its columns".to_string(),
-        });
-    }
-    if let Some((param, value)) = width(sch, args, ctx)? {
-        sch.specialize(&param, value).map_err(sched(NAME))?;
-    }
+    let mma = MmaArgs::read(sch, args, ctx, NAME)?;
     let Some(main) = main_iteration(sch.program()) else {
         return Err(RecipeError::NotApplicable {
             recipe: NAME.into(),
             reason: "the program has no iteration".to_string(),
         });
     };
-    mma_block(sch, NAME, &main, warps, tf32, carry(args)?)?;
+    mma_block(sch, NAME, &main, &mma)?;
     unbound_blocks(sch, NAME, 32, 4)
 }
 
-/// The `acc` parameter: whether a warp's tile of `C` stays in registers across the
-/// blocks of its block row (`registers`) or is loaded and stored around each block's
+/// The tensor-core parameters (`k`, `warps`, `tf32`, `acc`), read and checked, with the
+/// dense width specialised.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MmaArgs {
+    warps: i64,
+    tf32: bool,
+    carry: bool,
+}
+
+impl MmaArgs {
+    /// Reads the parameters of [`mma_params`]; specialises the dense width (`k=auto`: the
+    /// inputs'), which must be known at compile time.
+    pub(super) fn read(
+        sch: &mut Schedule,
+        args: &Args,
+        ctx: &RecipeContext,
+        recipe: &str,
+    ) -> Result<MmaArgs, RecipeError> {
+        let mma = MmaArgs {
+            warps: args.int("warps", 1, 32)?,
+            tf32: args.choice("tf32", &["on", "off"])? == "on",
+            carry: args.choice("acc", &["registers", "memory"])? == "registers",
+        };
+        if args.text("k") == "none" {
+            return Err(RecipeError::NotApplicable {
+                recipe: recipe.into(),
+                reason: "the dense width must be known at compile time (`k=auto` or a number): the warps take its columns".to_string(),
+            });
+        }
+        if let Some((param, value)) = width(sch, args, ctx)? {
+            sch.specialize(&param, value).map_err(sched(recipe))?;
+        }
+        Ok(mma)
+    }
+}
+
+/// The parameters of the tensor-core schedule: the dense width, warps per block, tf32
+/// rounding, and where a warp's tile of `C` lives (`acc`).
+pub(super) fn mma_params() -> Vec<ParamInfo> {
+    vec![
+        ParamInfo {
+            name: "k",
+            default: "auto",
+            doc: "the dense width to compile for: `auto` (the inputs') or a number",
+        },
+        ParamInfo {
+            name: "warps",
+            default: "8",
+            doc: "warps per block along threadIdx.y, each taking 8 columns of C (more columns run in passes)",
+        },
+        ParamInfo {
+            name: "tf32",
+            default: "off",
+            doc: "`on`: f32 operands run on tensor cores rounded to tf32 (10 mantissa bits); `off`: f32 operands are refused",
+        },
+        acc_param(),
+    ]
+}
+
+/// The `acc` parameter's values: whether a warp's tile of `C` stays in registers across
+/// the blocks of its block row (`registers`) or is loaded and stored around each block's
 /// `mma` (`memory`, the default). Measured on an H200 (tf32, 11 block-structured and mixed
 /// matrices, `bsr:16x16`): the same time at K = 32, and `registers` 8-10 % slower at
 /// K = 128, where the column tiles' passes then each walk the block row again; the kernel
 /// waits on its loads either way.
-pub(super) fn carry(args: &Args) -> Result<bool, RecipeError> {
-    Ok(args.choice("acc", &["registers", "memory"])? == "registers")
-}
-
-/// The `acc` parameter's description.
-pub(super) fn acc_param() -> ParamInfo {
+fn acc_param() -> ParamInfo {
     ParamInfo {
         name: "acc",
         default: "memory",
@@ -187,17 +214,16 @@ pub(super) fn acc_param() -> ParamInfo {
 
 /// Schedules block `block` (a BSR or SR-BCRS SpMM nest of constant width) as `mma`s:
 /// one block row per block of the grid, the output's 8-column tiles over at most `warps`
-/// warps, each block (group) tensorized. `tf32`: f32 operands run rounded to tf32;
-/// `carry`: the output tiles' loop above the blocks' (see [`carry`]).
+/// warps, each block (group) tensorized, as `mma` asks (`tf32`: f32 operands rounded to
+/// tf32; `acc=registers`: the output tiles' loop above the blocks').
 /// Errors name `recipe`.
 pub(super) fn mma_block(
     sch: &mut Schedule,
     recipe: &str,
     block: &str,
-    warps: i64,
-    tf32: bool,
-    carry: bool,
+    mma: &MmaArgs,
 ) -> Result<(), RecipeError> {
+    let MmaArgs { warps, tf32, carry } = *mma;
     let not = |reason: String| RecipeError::NotApplicable {
         recipe: recipe.into(),
         reason,

@@ -36,25 +36,32 @@ pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
 const NAME: &str = "gpu_rowwise";
 
+/// The `lanes` and `rows` parameters (both `auto` by default: the block shape from the
+/// main nest, see `shape_args`).
+pub(super) fn shape_params() -> [ParamInfo; 2] {
+    [
+        ParamInfo {
+            name: "lanes",
+            default: "auto",
+            doc: "threads along threadIdx.x: the dense width's columns (SpMM), a row's non-zeros (SDDMM) or rows (SpMV) side by side; `auto`: for SpMM of a known width K, K up to 32, else K rounded up to whole warps, at most 256 (one pass over the row per thread); otherwise 32",
+        },
+        ParamInfo {
+            name: "rows",
+            default: "auto",
+            doc: "rows per block along threadIdx.y (SpMM, SDDMM); SpMV runs lanes x rows rows per block; `auto`: for SpMM of a known width, 128 threads per block (128 / min(lanes, K) rows), else 4",
+        },
+    ]
+}
+
 fn info() -> RecipeInfo {
     RecipeInfo {
         name: NAME,
         summary: "GPU: rows over blocks and threadIdx.y, the dense width over threadIdx.x lanes (coalesced), sums in registers",
         ops: &["spmm", "sddmm", "spmv"],
         formats: &["any"],
-        params: vec![
-            width_param("k"),
-            ParamInfo {
-                name: "lanes",
-                default: "auto",
-                doc: "threads along threadIdx.x: the dense width's columns (SpMM), a row's non-zeros (SDDMM) or rows (SpMV) side by side; `auto`: for SpMM of a known width K, K up to 32, else K rounded up to whole warps, at most 256 (one pass over the row per thread); otherwise 32",
-            },
-            ParamInfo {
-                name: "rows",
-                default: "auto",
-                doc: "rows per block along threadIdx.y (SpMM, SDDMM); SpMV runs lanes x rows rows per block; `auto`: for SpMM of a known width, 128 threads per block (128 / min(lanes, K) rows), else 4",
-            },
-        ],
+        params: std::iter::once(width_param("k"))
+            .chain(shape_params())
+            .collect(),
         source: "DA-SpMM (row balance, row-major, sequential reduction); cuSPARSE CSR row split",
         gpu: true,
     }

@@ -16,23 +16,21 @@
 //! attention masks, the graph-challenge layer and DLMC weights, K = 32 and 128), the
 //! tensor-core kernel costs more per stored element than the rest's CSR kernel costs
 //! per non-zero, so only nearly full blocks pay as tiles, and even then this recipe
-//! was 0.63× the best single-format GPU recipe in geometric mean (`bench/README.md`,
-//! GPU tiles): it is a candidate to measure, not a default.
+//! was 0.84× the best single-format GPU recipe in geometric mean at K = 32
+//! (`bench/README.md`, tile decompositions on the GPU): it is a candidate to measure, not
+//! a default. The rest's block shape is `gpu_rowwise`'s (`lanes`, `rows`: `auto`).
 //!
 //! Operands: f16 or bf16 `A` and `B` with an f32 output (exact products); f32 only with
 //! `tf32=on` (the tiles' products rounded to tf32, the rest's exact). SpMM only, with the
 //! dense width known at compile time. Example: `gpu_tiles:t16=128,t32=768,warps=4`.
 
-use sparsile_formats::decompose::DecomposeRule;
 use sparsile_transform::schedule::Schedule;
 
-use super::gpu_block::{lanes_param, rows_param, unbound_blocks};
-use super::gpu_bsr_mma::{acc_param, carry, mma_block};
-use super::gpu_rowwise::{main_block, shape_args};
-use super::hyb::{decompose_parts, pick_buffer};
-use super::rowwise::width;
-use super::tiles::levels;
-use super::{sched, Args, ParamInfo, Recipe, RecipeContext, RecipeError, RecipeInfo};
+use super::gpu_block::unbound_blocks;
+use super::gpu_bsr_mma::{mma_block, mma_params, MmaArgs};
+use super::gpu_rowwise::{main_block, shape_args, shape_params};
+use super::tiles::{levels, tile_params, tile_parts};
+use super::{sched, Args, Recipe, RecipeContext, RecipeError, RecipeInfo};
 
 pub(super) const RECIPE: Recipe = Recipe { info, apply };
 
@@ -43,39 +41,10 @@ const NAME: &str = "gpu_tiles";
 const LEVELS: [(usize, &str); 2] = [(32, "t32"), (16, "t16")];
 
 fn info() -> RecipeInfo {
-    let mut params: Vec<ParamInfo> = LEVELS
-        .iter()
-        .map(|&(side, name)| ParamInfo {
-            name,
-            default: if side == 16 { "224" } else { "0" },
-            doc: "the cost of a dense tile of this side, in scattered entries (0: no tiles of this side)",
-        })
-        .collect();
-    params.extend([
-        ParamInfo {
-            name: "k",
-            default: "auto",
-            doc: "the dense width to compile for: `auto` (the inputs') or a number",
-        },
-        ParamInfo {
-            name: "warps",
-            default: "8",
-            doc: "warps per block of a tile level along threadIdx.y, each taking 8 columns of C (more columns run in passes)",
-        },
-        ParamInfo {
-            name: "tf32",
-            default: "off",
-            doc: "`on`: f32 tiles run on tensor cores rounded to tf32 (10 mantissa bits); `off`: f32 operands are refused",
-        },
-        acc_param(),
-        lanes_param("the rest's threads along threadIdx.x over the dense width (`auto`: as gpu_rowwise)"),
-        rows_param("the rest's rows per block along threadIdx.y (`auto`: as gpu_rowwise)"),
-        ParamInfo {
-            name: "buffer",
-            default: "auto",
-            doc: "the input to decompose: `auto` (the first sparse order-2 input) or its name",
-        },
-    ]);
+    // The rest's block shape as `gpu_rowwise` chooses it (`auto`).
+    let mut extra = mma_params();
+    extra.extend(shape_params());
+    let params = tile_params(&LEVELS, (16, "224"), extra);
     RecipeInfo {
         name: NAME,
         summary: "GPU: dense square tiles at nested levels on tensor cores (as gpu_bsr_mma), the other non-zeros as a csr part run as gpu_rowwise; the parts in launches one after another",
@@ -89,37 +58,16 @@ fn info() -> RecipeInfo {
 
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
     let levels = levels(NAME, args, &LEVELS)?;
-    let warps = args.int("warps", 1, 32)?;
-    let tf32 = args.choice("tf32", &["on", "off"])? == "on";
-    let carry = carry(args)?;
-    if args.text("k") == "none" {
-        return Err(RecipeError::NotApplicable {
-            recipe: NAME.into(),
-            reason: "the dense width must be known at compile time (`k=auto` or a number): the tiles' warps take its columns".to_string(),
-        });
-    }
-    if let Some((param, value)) = width(sch, args, ctx)? {
-        sch.specialize(&param, value).map_err(sched(NAME))?;
-    }
-    let buffer = pick_buffer(sch.program(), args.text("buffer"), 2, NAME)?;
-    let n = levels.len();
-    let parts = decompose_parts(sch, &buffer, DecomposeRule::Tiles { levels }, NAME)?;
-    let Some((rest, tiles)) = parts.split_first().filter(|_| parts.len() == n + 1) else {
-        return Err(RecipeError::NotApplicable {
-            recipe: NAME.to_string(),
-            reason: format!(
-                "the decomposition gave {} part iterations, not {n} tile parts and a rest",
-                parts.len()
-            ),
-        });
-    };
+    let mma = MmaArgs::read(sch, args, ctx, NAME)?;
+    let parts = tile_parts(sch, args, levels, NAME)?;
+    let (rest, tiles) = (&parts[0], &parts[1..]);
     // The rest first: its rows store every output row, so the output's zeroing goes
     // (`absorb_init`, while no launch separates the two).
     let func = sch.func_or_lower().map_err(sched(NAME))?.clone();
     let (lanes, rows) = shape_args(NAME, args, &func, Some(rest))?;
     main_block(sch, NAME, rest, lanes, rows)?;
     for part in tiles {
-        mma_block(sch, NAME, part, warps, tf32, carry)?;
+        mma_block(sch, NAME, part, &mma)?;
     }
     unbound_blocks(sch, NAME, lanes, rows)
 }

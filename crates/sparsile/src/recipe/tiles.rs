@@ -38,24 +38,32 @@ const NAME: &str = "tiles";
 /// The sides of the square levels, largest first, with their parameter names.
 const LEVELS: [(usize, &str); 5] = [(32, "t32"), (16, "t16"), (8, "t8"), (4, "t4"), (2, "t2")];
 
-fn info() -> RecipeInfo {
-    let mut params: Vec<ParamInfo> = LEVELS
+/// The parameters of a tile recipe: one cost per level of `sides` (`cost` for the level
+/// of side `on`, 0 for the others), then `extra`, then the input to decompose.
+pub(super) fn tile_params(
+    sides: &[(usize, &'static str)],
+    (on, cost): (usize, &'static str),
+    extra: Vec<ParamInfo>,
+) -> Vec<ParamInfo> {
+    let mut params: Vec<ParamInfo> = sides
         .iter()
         .map(|&(side, name)| ParamInfo {
             name,
-            default: if side == 8 { "32" } else { "0" },
+            default: if side == on { cost } else { "0" },
             doc: "the cost of a dense tile of this side, in scattered entries (0: no tiles of this side)",
         })
         .collect();
-    params.extend([
-        width_param("k"),
-        prefetch_param(),
-        ParamInfo {
-            name: "buffer",
-            default: "auto",
-            doc: "the input to decompose: `auto` (the first sparse order-2 input) or its name",
-        },
-    ]);
+    params.extend(extra);
+    params.push(ParamInfo {
+        name: "buffer",
+        default: "auto",
+        doc: "the input to decompose: `auto` (the first sparse order-2 input) or its name",
+    });
+    params
+}
+
+fn info() -> RecipeInfo {
+    let params = tile_params(&LEVELS, (8, "32"), vec![width_param("k"), prefetch_param()]);
     RecipeInfo {
         name: NAME,
         summary: "dense square tiles at nested levels, each block a tile where that costs no more than its parts, the other non-zeros as a csr part; each part run as rowwise runs it",
@@ -98,24 +106,37 @@ pub(super) fn levels(
     Ok(out)
 }
 
+/// Decomposes the input the `buffer` argument names by [`DecomposeRule::Tiles`] with
+/// `levels`: the part blocks, the rest's first and then one per level.
+pub(super) fn tile_parts(
+    sch: &mut Schedule,
+    args: &Args,
+    levels: Vec<TileLevel>,
+    recipe: &str,
+) -> Result<Vec<String>, RecipeError> {
+    let buffer = pick_buffer(sch.program(), args.text("buffer"), 2, recipe)?;
+    let n = levels.len();
+    let parts = decompose_parts(sch, &buffer, DecomposeRule::Tiles { levels }, recipe)?;
+    if parts.len() != n + 1 {
+        return Err(RecipeError::NotApplicable {
+            recipe: recipe.to_string(),
+            reason: format!(
+                "the decomposition gave {} part iterations, not {n} tile parts and a rest",
+                parts.len()
+            ),
+        });
+    }
+    Ok(parts)
+}
+
 fn apply(sch: &mut Schedule, args: &Args, ctx: &RecipeContext) -> Result<(), RecipeError> {
     let levels = levels(NAME, args, &LEVELS)?;
     let distance = args.int("prefetch", 0, 1 << 16)?;
     if let Some((param, value)) = width(sch, args, ctx)? {
         sch.specialize(&param, value).map_err(sched(NAME))?;
     }
-    let buffer = pick_buffer(sch.program(), args.text("buffer"), 2, NAME)?;
-    let n = levels.len();
-    let parts = decompose_parts(sch, &buffer, DecomposeRule::Tiles { levels }, NAME)?;
-    let Some((rest, tiles)) = parts.split_first().filter(|_| parts.len() == n + 1) else {
-        return Err(RecipeError::NotApplicable {
-            recipe: NAME.to_string(),
-            reason: format!(
-                "the decomposition gave {} part iterations, not {n} tile parts and a rest",
-                parts.len()
-            ),
-        });
-    };
+    let parts = tile_parts(sch, args, levels, NAME)?;
+    let (rest, tiles) = (&parts[0], &parts[1..]);
     parallel_outer(sch, NAME)?;
     vectorize_innermost(sch, NAME)?;
     for part in &parts {
