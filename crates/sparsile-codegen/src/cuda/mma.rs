@@ -26,8 +26,8 @@
 //! ```
 
 use sparsile_ir::loops::{
-    fragment_element, fragment_len, Expr, For, ForKind, GpuAxis, Mma, MmaOperand, MmaShape,
-    MmaType, Stmt,
+    constant_extent, fragment_element, fragment_len, Expr, For, ForKind, GpuAxis, Mma, MmaOperand,
+    MmaShape, MmaType, Stmt,
 };
 use sparsile_ir::{DType, VarId};
 
@@ -433,11 +433,13 @@ pub(super) fn close_carried(w: &mut Writer, m: &Mma, acc: &Accumulator) {
 /// if it is one: the loop's body is `let`s and loops bound to threads, nested, around
 /// exactly one `mma`; the `mma`'s output indices and guard read no variable the loop
 /// defines (its own, a `let`'s, a bound loop's), and its operands do not read its
-/// output. Such a tile can stay in registers across the loop. Loops of literal bounds
-/// are left as they are: the CUDA compiler unrolls them and forwards the stores itself,
-/// and a scope of registers around them only adds to the pressure (a 32 x 32 block's
-/// depth loop spilled with it).
-pub(super) fn carried_mma(f: &For) -> Option<&Mma> {
+/// output; and every thread-bound loop among them spans its whole dimension of the
+/// launch's `block` (the threads a narrower one leaves out would load and store the tile
+/// around the loop too, racing with the warp that updates it). Such a tile can stay in
+/// registers across the loop. Loops of literal bounds are left as they are: the CUDA
+/// compiler unrolls them and forwards the stores itself, and a scope of registers around
+/// them only adds to the pressure (a 32 x 32 block's depth loop spilled with it).
+pub(super) fn carried_mma(f: &For, block: [i64; 3]) -> Option<&Mma> {
     if matches!((&f.lo, &f.hi), (Expr::Int(_), Expr::Int(_))) {
         return None;
     }
@@ -452,7 +454,13 @@ pub(super) fn carried_mma(f: &For) -> Option<&Mma> {
             }
         }
         match last {
-            Stmt::For(g) if matches!(g.kind, ForKind::Bound(GpuAxis::Thread(_))) => {
+            Stmt::For(g) => {
+                let ForKind::Bound(GpuAxis::Thread(dim)) = g.kind else {
+                    return None;
+                };
+                if constant_extent(g) != Some(block[dim.index()]) {
+                    return None;
+                }
                 defined.push(g.var);
                 body = &g.body;
             }
@@ -495,6 +503,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The first serial loop of `stmts`, searched depth first.
+    fn find_serial(stmts: &[Stmt]) -> Option<&For> {
+        stmts.iter().find_map(|s| match s {
+            Stmt::For(f) if f.kind == ForKind::Serial => Some(f),
+            Stmt::For(f) => find_serial(&f.body),
+            Stmt::Block { body, .. } | Stmt::Launch { body, .. } => find_serial(body),
+            _ => None,
+        })
+    }
+
+    const CARRIED: &str = "flat func f(m, nb, nnzb) {
+  buffer C: f32[m * 8] output values
+  buffer A: f16[nnzb * 256] input values
+  buffer B: f16[nnzb * 128] input values
+  buffer A_indptr: i32[nb + 1] input indptr(A, 1)
+  launch l {
+    for io in 0..nb bind(blockIdx.x) {
+      for jo_p in A_indptr[io]..A_indptr[io + 1] {
+        for lane in 0..32 bind(threadIdx.x) {
+          mma m16n8k16 f16 (ii, kk, ji) where io * 16 + ii < m: C[(io * 16 + ii) * 8 + kk] += A[jo_p * 256 + (ii * 16 + ji)] * B[jo_p * 128 + (ji * 8 + kk)]
+        }
+      }
+    }
+  }
+}";
+
+    /// A loop adding into one tile is carried when its thread-bound loops span the block,
+    /// not when one is narrower (the other threads would store the tile around the loop),
+    /// nor when the tile moves with the loop.
+    #[test]
+    fn carried_only_where_every_thread_runs_the_mma_and_the_tile_stays() {
+        let func: sparsile_ir::loops::Func = CARRIED.parse().unwrap();
+        let f = find_serial(&func.body).expect("the blocks' loop");
+        assert!(carried_mma(f, [32, 1, 1]).is_some());
+        assert!(carried_mma(f, [64, 1, 1]).is_none());
+        let moving = CARRIED.replace("C[(io * 16 + ii) * 8 + kk]", "C[(jo_p * 16 + ii) * 8 + kk]");
+        let func: sparsile_ir::loops::Func = moving.parse().unwrap();
+        let f = find_serial(&func.body).expect("the blocks' loop");
+        assert!(carried_mma(f, [32, 1, 1]).is_none());
     }
 
     #[test]

@@ -314,8 +314,8 @@ fn emit_loop(
     block: Option<&str>,
 ) -> Result<(), CodegenError> {
     match f.kind {
-        ForKind::Serial if carried_mma(f).is_some() => {
-            let m = carried_mma(f).expect("checked");
+        ForKind::Serial if carried_mma(f, launch.shape.block).is_some() => {
+            let m = carried_mma(f, launch.shape.block).expect("checked");
             let acc = open_carried(ctx, w, m)?;
             launch.carried.borrow_mut().push((m as *const Mma, acc));
             emit_serial(ctx, launch, w, f, block)?;
