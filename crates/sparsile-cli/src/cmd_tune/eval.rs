@@ -218,6 +218,18 @@ fn time_of(r: &TuneReport, id: &str) -> Option<f64> {
         .and_then(|c| c.median_ms)
 }
 
+/// One (matrix, operator) of the evaluation.
+struct Case {
+    name: String,
+    /// The exhaustive search.
+    report: TuneReport,
+    /// The picks' medians in the fresh rounds.
+    fresh: BTreeMap<String, f64>,
+    /// Per pick, the share of its fresh runs' pool jobs that no worker joined (ran on
+    /// the calling thread alone).
+    alone: BTreeMap<String, f64>,
+}
+
 pub fn run(args: &EvalArgs) -> Result<()> {
     if args.matrix.is_empty() {
         bail!("give --matrix FILE (repeatable): real matrices the selector was not trained on");
@@ -241,14 +253,6 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             args.static_pick
         );
     }
-    // Per case: the search, the picks' fresh medians, and the share of their fresh
-    // runs' pool jobs that no worker joined (ran on the calling thread alone).
-    type Case = (
-        String,
-        TuneReport,
-        BTreeMap<String, f64>,
-        BTreeMap<String, f64>,
-    );
     let mut cases: Vec<Case> = Vec::new();
     for path in &args.matrix {
         let a = crate::load::read(path)?
@@ -292,7 +296,12 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             } else {
                 (BTreeMap::new(), BTreeMap::new())
             };
-            cases.push((format!("{name} {}", spec.label()), r, fresh.0, fresh.1));
+            cases.push(Case {
+                name: format!("{name} {}", spec.label()),
+                report: r,
+                fresh: fresh.0,
+                alone: fresh.1,
+            });
             bar.inc(1);
         }
     }
@@ -300,7 +309,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     // The best single candidate: highest geometric-mean score over all cases.
     let mut ids: Vec<String> = cases
         .iter()
-        .flat_map(|(_, r, _, _)| r.candidates.iter().map(|c| c.candidate.clone()))
+        .flat_map(|c| c.report.candidates.iter().map(|c| c.candidate.clone()))
         .collect();
     ids.sort();
     ids.dedup();
@@ -315,7 +324,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
                 summarize(
                     &cases
                         .iter()
-                        .map(|(_, r, _, _)| score(r, time_of(r, id)))
+                        .map(|c| score(&c.report, time_of(&c.report, id)))
                         .collect::<Vec<_>>(),
                 )
                 .geomean
@@ -343,7 +352,13 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     let mut search_cols: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut measured_fraction = Vec::new();
     let mut rows_json = Vec::new();
-    for (name, r, fresh, alone) in &cases {
+    for Case {
+        name,
+        report: r,
+        fresh,
+        alone,
+    } in &cases
+    {
         let (pruned_ms, _, pn) = pruned(r);
         measured_fraction.push(pn as f64 / r.space_size.max(1) as f64);
         let search = [
