@@ -160,7 +160,7 @@ fn operand_value(ctx: &mut Ctx, e: &Expr, ty: MmaType) -> Result<String, Codegen
 }
 
 /// The names of the lane's `g` and `t`.
-pub(super) struct Lane {
+struct Lane {
     g: String,
     t: String,
 }

@@ -314,18 +314,18 @@ fn emit_loop(
     block: Option<&str>,
 ) -> Result<(), CodegenError> {
     match f.kind {
-        ForKind::Serial if carried_mma(f, launch.shape.block).is_some() => {
-            let m = carried_mma(f, launch.shape.block).expect("checked");
-            let acc = open_carried(ctx, w, m)?;
-            launch.carried.borrow_mut().push((m as *const Mma, acc));
-            emit_serial(ctx, launch, w, f, block)?;
-            let (_, acc) = launch.carried.borrow_mut().pop().expect("pushed above");
-            close_carried(w, m, &acc);
-        }
-        ForKind::Serial | ForKind::Unrolled => {
-            if f.kind == ForKind::Unrolled {
-                w.line("#pragma unroll");
+        ForKind::Serial => match carried_mma(f, launch.shape.block) {
+            Some(m) => {
+                let acc = open_carried(ctx, w, m)?;
+                launch.carried.borrow_mut().push((m as *const Mma, acc));
+                emit_serial(ctx, launch, w, f, block)?;
+                let (_, acc) = launch.carried.borrow_mut().pop().expect("pushed above");
+                close_carried(w, m, &acc);
             }
+            None => emit_serial(ctx, launch, w, f, block)?,
+        },
+        ForKind::Unrolled => {
+            w.line("#pragma unroll");
             emit_serial(ctx, launch, w, f, block)?;
         }
         ForKind::Bound(GpuAxis::Block(GpuDim::X)) if launch.shares_grid() => {
