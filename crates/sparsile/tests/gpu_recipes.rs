@@ -695,9 +695,10 @@ fn gpu_tiles_rest_has_gpu_rowwise_block_shape() {
     let mut g = rng(37);
     let a = matrix("random", 37, 29, &mut g);
     for k in [20, 128] {
-        let launch_of = |spec: &str, format: &str, part: &str| {
-            let text = tiled_program(DType::F16, format);
-            let ins = tiled_inputs(&a, format, k, DType::F16, 3);
+        let text = tiled_program(DType::F16, "csr");
+        let ins = tiled_inputs(&a, "csr", k, DType::F16, 3);
+        // The block shape of `spec`'s launch `part`.
+        let launch_of = |spec: &str, part: &str| {
             let cuda = compile_recipe_for(&text, &ins, spec, Target::CudaSim)
                 .unwrap()
                 .ir(Stage::Cuda);
@@ -709,8 +710,8 @@ fn gpu_tiles_rest_has_gpu_rowwise_block_shape() {
             line.split(" x block ").nth(1).unwrap().to_string()
         };
         assert_eq!(
-            launch_of("gpu_tiles", "csr", "Y_p0"),
-            launch_of("gpu_rowwise", "csr", "Y"),
+            launch_of("gpu_tiles", "Y_p0"),
+            launch_of("gpu_rowwise", "Y"),
             "k={k}"
         );
     }
