@@ -7,14 +7,18 @@
 //! operand whose aligned blocks are nearly full in a block format), the static rule, `default` in the matrix's format, one static candidate
 //! for every input (`--static`), and the pruned search (which measures the candidates
 //! the selector predicts within 1.2 times its best prediction, at most a fifth of the
-//! space, and keeps the fastest: taken from the same measurements) — are measured again,
-//! interleaved with the exhaustive search's best, in `--remeasure` fresh rounds (and in as
-//! many more, with the best, for a pick whose score is more than 10 % from 100 % either
-//! way: a far call is measured again). A score is `best time / pick's time` in those
-//! fresh rounds: the fastest of many noisy medians in the search is biased low (on a
-//! machine whose speed drifts by 20% it is often a lucky run), and a fresh measurement of
-//! the best removes that bias, so a pick tied with the best scores about 100% (a little
-//! above or below it by noise).
+//! space, and keeps the fastest: taken from the same measurements) — are measured again
+//! against the exhaustive search's best, in `--remeasure × --repeat` fresh turns (and in
+//! as many more, with the best, for a pick whose score is more than 10 % from 100 %
+//! either way: a far call is measured again). In a turn every candidate runs its warm-up
+//! and then one timed call, in an order that rotates from turn to turn, so a pick and the
+//! best are timed within milliseconds of each other. A pick's score is the median over
+//! the turns of `best's time / pick's time` in the same turn: on a host whose speed
+//! drifts by periods of a second or more, comparing medians of separate rounds lets a
+//! slow period that falls on one candidate's round move a near-tie by tens of percent,
+//! while a slow period falls on both calls of a turn alike. The fresh turns also remove
+//! the search's bias (the fastest of many noisy medians is often a lucky run), so a pick
+//! tied with the best scores about 100% (a little above or below it by noise).
 //! The scores from the search's own measurements are reported beside them. The JSON
 //! records, per pick, the share of its fresh runs' pool jobs that no worker joined
 //! (`fresh_alone`): a slow fresh median with a share near 0 was slowed by the machine,
@@ -79,7 +83,6 @@ struct Remeasure {
     ev: sparsile::auto::evaluate::OpEvaluator,
     ready: Vec<(String, sparsile::tune::space::Candidate)>,
     warmup: usize,
-    repeat: usize,
 }
 
 impl Remeasure {
@@ -102,7 +105,6 @@ impl Remeasure {
             ev,
             ready,
             warmup: req.options.warmup,
-            repeat: req.options.repeat,
         })
     }
 
@@ -119,14 +121,36 @@ impl Remeasure {
             .collect()
     }
 
-    /// Times of the prepared candidates among `ids`, measured in `rounds` interleaved
-    /// rounds, added to `times`.
-    fn rounds(&mut self, ids: &[String], rounds: usize, times: &mut BTreeMap<String, Vec<f64>>) {
+    /// `turns` turns over the prepared candidates among `ids` (see the module docs):
+    /// each one's time per turn added to `times`, and for every candidate but `best`,
+    /// `best's time / its time` of each turn in which both ran added to `ratios`.
+    fn turns(
+        &mut self,
+        best: &str,
+        ids: &[String],
+        turns: usize,
+        times: &mut BTreeMap<String, Vec<f64>>,
+        ratios: &mut BTreeMap<String, Vec<f64>>,
+    ) {
         use sparsile::tune::search::Evaluator;
-        for _ in 0..rounds {
-            for (id, c) in self.ready.iter().filter(|(id, _)| ids.contains(id)) {
-                if let Ok(t) = self.ev.time(c, self.warmup, self.repeat) {
-                    times.entry(id.clone()).or_default().extend(t);
+        let order: Vec<usize> = (0..self.ready.len())
+            .filter(|&k| ids.contains(&self.ready[k].0))
+            .collect();
+        for turn in 0..turns {
+            let mut now: BTreeMap<&str, f64> = BTreeMap::new();
+            for step in 0..order.len() {
+                let (id, c) = &self.ready[order[(turn + step) % order.len()]];
+                if let Ok(t) = self.ev.time(c, self.warmup, 1) {
+                    if let Some(&t) = t.first() {
+                        times.entry(id.clone()).or_default().push(t);
+                        now.insert(id, t);
+                    }
+                }
+            }
+            let Some(&b) = now.get(best) else { continue };
+            for (id, &t) in &now {
+                if *id != best && t > 0.0 {
+                    ratios.entry(id.to_string()).or_default().push(b / t);
                 }
             }
         }
@@ -147,22 +171,18 @@ fn medians(times: &BTreeMap<String, Vec<f64>>) -> BTreeMap<String, f64> {
 }
 
 /// A fresh score this far from 1 (either way) has its pick and the best measured in as
-/// many rounds again: a noisy round moves a close call by tens of percent on a host
-/// whose speed drifts, and measuring again only the picks that look slow would bias the
+/// many turns again: measuring again only the picks that look slow would bias the
 /// scores up.
 const FAR_CALL: f64 = 0.1;
 
-/// The picks among `ids` whose fresh score against `best` is more than [`FAR_CALL`] from 1.
-fn far_calls(fresh: &BTreeMap<String, f64>, best: &str, ids: &[String]) -> Vec<String> {
-    let Some(&b) = fresh.get(best) else {
-        return Vec::new();
-    };
+/// The picks among `ids` whose fresh score (`scores`: best's time over theirs) is more
+/// than [`FAR_CALL`] from 1.
+fn far_calls(scores: &BTreeMap<String, f64>, ids: &[String]) -> Vec<String> {
     ids.iter()
-        .filter(|id| id.as_str() != best)
         .filter(|id| {
-            fresh
+            scores
                 .get(*id)
-                .is_some_and(|&t| t > 0.0 && (b / t - 1.0).abs() > FAR_CALL)
+                .is_some_and(|&s| s > 0.0 && (s - 1.0).abs() > FAR_CALL)
         })
         .cloned()
         .collect()
@@ -218,16 +238,25 @@ fn time_of(r: &TuneReport, id: &str) -> Option<f64> {
         .and_then(|c| c.median_ms)
 }
 
+/// What the fresh turns of one case measured.
+#[derive(Default)]
+struct Fresh {
+    /// Each pick's median time.
+    ms: BTreeMap<String, f64>,
+    /// Each pick's score: the median over the turns of the best's time over its own
+    /// (1 for the best).
+    scores: BTreeMap<String, f64>,
+    /// Per pick, the share of its fresh runs' pool jobs that no worker joined (ran on
+    /// the calling thread alone).
+    alone: BTreeMap<String, f64>,
+}
+
 /// One (matrix, operator) of the evaluation.
 struct Case {
     name: String,
     /// The exhaustive search.
     report: TuneReport,
-    /// The picks' medians in the fresh rounds.
-    fresh: BTreeMap<String, f64>,
-    /// Per pick, the share of its fresh runs' pool jobs that no worker joined (ran on
-    /// the calling thread alone).
-    alone: BTreeMap<String, f64>,
+    fresh: Fresh,
 }
 
 pub fn run(args: &EvalArgs) -> Result<()> {
@@ -283,24 +312,34 @@ pub fn run(args: &EvalArgs) -> Result<()> {
                 ids.dedup();
                 let mut picks = Remeasure::new(&a, &req, &ids)
                     .with_context(|| format!("{name} {}", spec.label()))?;
-                let mut times = BTreeMap::new();
-                picks.rounds(&ids, args.remeasure, &mut times);
+                let (mut times, mut ratios) = (BTreeMap::new(), BTreeMap::new());
+                let turns = args.remeasure * args.repeat.max(1);
                 if let Some(best) = r.best.clone() {
-                    let far = far_calls(&medians(&times), &best, &ids);
+                    picks.turns(&best, &ids, turns, &mut times, &mut ratios);
+                    let far = far_calls(&medians(&ratios), &ids);
                     if !far.is_empty() {
-                        let again: Vec<String> = std::iter::once(best).chain(far).collect();
-                        picks.rounds(&again, args.remeasure, &mut times);
+                        let again: Vec<String> = std::iter::once(best.clone()).chain(far).collect();
+                        picks.turns(&best, &again, turns, &mut times, &mut ratios);
                     }
+                    let mut scores = medians(&ratios);
+                    if times.contains_key(&best) {
+                        scores.insert(best, 1.0);
+                    }
+                    Fresh {
+                        ms: medians(&times),
+                        scores,
+                        alone: picks.alone_shares(),
+                    }
+                } else {
+                    Fresh::default()
                 }
-                (medians(&times), picks.alone_shares())
             } else {
-                (BTreeMap::new(), BTreeMap::new())
+                Fresh::default()
             };
             cases.push(Case {
                 name: format!("{name} {}", spec.label()),
                 report: r,
-                fresh: fresh.0,
-                alone: fresh.1,
+                fresh,
             });
             bar.inc(1);
         }
@@ -356,7 +395,6 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         name,
         report: r,
         fresh,
-        alone,
     } in &cases
     {
         let (pruned_ms, _, pn) = pruned(r);
@@ -377,21 +415,15 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         for (k, v) in &search {
             search_cols.entry(k.clone()).or_default().push(*v);
         }
-        // The times scores come from: the fresh rounds, or the search's own.
-        let t_of = |id: &str| {
-            if args.remeasure > 0 {
-                fresh.get(id).copied()
-            } else {
-                time_of(r, id)
-            }
-        };
-        let best_fresh = r.best.as_deref().and_then(t_of);
+        // Scores from the fresh turns, or from the search's own medians.
+        let best_fresh = r.best.as_deref().and_then(|b| fresh.ms.get(b).copied());
         let case_picks = picks(r, &args.static_pick);
         let mut scores = BTreeMap::new();
         for (choice, pick) in &case_picks {
-            let s = match (best_fresh, pick.as_deref().and_then(t_of)) {
-                (Some(b), Some(p)) if p > 0.0 => b / p,
-                _ => 0.0,
+            let s = match pick.as_deref() {
+                Some(p) if args.remeasure > 0 => fresh.scores.get(p).copied().unwrap_or(0.0),
+                Some(p) => score(r, time_of(r, p)),
+                None => 0.0,
             };
             fresh_cols.entry(*choice).or_default().push(s);
             scores.insert(*choice, s);
@@ -411,8 +443,8 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             "case": name,
             "scores": scores,
             "search_scores": search.iter().map(|(k, v)| (k.clone(), *v)).collect::<BTreeMap<_, _>>(),
-            "fresh_ms": fresh,
-            "fresh_alone": alone,
+            "fresh_ms": fresh.ms,
+            "fresh_alone": fresh.alone,
             "picks": case_picks.into_iter().collect::<BTreeMap<_, _>>(),
             "pruned_measured": pn,
             "report": r,
@@ -482,14 +514,13 @@ mod tests {
 
     #[test]
     fn far_calls_are_the_picks_more_than_ten_percent_from_the_best_either_way() {
-        let fresh = map(&[("best", 1.0), ("slow", 1.3), ("close", 1.05), ("fast", 0.8)]);
+        let scores = map(&[("best", 1.0), ("slow", 0.7), ("close", 0.95), ("fast", 1.2)]);
         let ids: Vec<String> = ["best", "slow", "close", "fast", "gone"]
             .iter()
             .map(|s| s.to_string())
             .collect();
-        assert_eq!(far_calls(&fresh, "best", &ids), ["slow", "fast"]);
-        // No fresh time of the best: nothing to compare with.
-        assert!(far_calls(&fresh, "missing", &ids).is_empty());
+        assert_eq!(far_calls(&scores, &ids), ["slow", "fast"]);
+        assert!(far_calls(&BTreeMap::new(), &ids).is_empty());
     }
 
     #[test]
