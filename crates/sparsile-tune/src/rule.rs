@@ -48,7 +48,8 @@ pub const BLOCK_RULE_FILL: f64 = 0.75;
 /// the strided sparse transformer (4 × 4 fill 50 %) 0.58 / 0.89, 50 %-pruned DLMC
 /// weights 0.64–1.11, 70 %-pruned 1.08–1.44, 80 %-pruned 1.39–2.0 (`bench/README.md`).
 ///
-/// An SDDMM operand is stored in blocks on the same condition, at widths that are
+/// An SDDMM operand is stored in blocks on the same condition on hosts of the `avx512`
+/// vector class (`isa`, [`crate::target::isa_class`]), at widths that are
 /// multiples of 8 (the register tile of SDDMM over blocks runs pairs of block rows
 /// against groups of 8 block columns, one vector of 8 lanes of `k` at a time; a 4 × 4
 /// block row is too narrow for it): `bsr:16x16` from a width of 32, `bsr:8x8` from 64
@@ -58,12 +59,17 @@ pub const BLOCK_RULE_FILL: f64 = 0.75;
 /// (92 %) 0.77–0.86 / 0.75–0.76, a causal window (94 %) 0.93 / 0.69, with `bsr:16x16`;
 /// the fixed sparse transformer (16 × 16 fill 59 %, 8 × 8 98 %) with `bsr:8x8`
 /// 1.02–1.28 / 0.40–0.87. Where blocks are half full (the strided sparse transformer,
-/// 50 %-pruned DLMC weights) CSR wins at both widths.
+/// 50 %-pruned DLMC weights) CSR wins at both widths. On an AVX2 host (8-lane vectors,
+/// 16 registers) the same kernels lost to CSR on every attention mask at both widths
+/// (`bsr:16x16` or `bsr:8x8` against CSR's time, in `sparsile tune eval`'s exhaustive
+/// search, two threads: 1.09-1.20 at K = 32, 1.28-1.49 at K = 128), so there the
+/// selector, whose labels hold the block candidates, decides alone.
 pub fn block_format(
     op: Operator,
     features: &Features,
     format: &str,
     other_formats: bool,
+    isa: &str,
 ) -> Option<Candidate> {
     if !other_formats || format != "csr" {
         return None;
@@ -71,6 +77,7 @@ pub fn block_format(
     let get = |name: &str| features.get(name).unwrap_or(0.0);
     let blocks: &[(&str, &str)] = match op {
         Operator::Spmm => &[("fill_8x8", "bsr:8x8"), ("fill_4x4", "bsr:4x4")],
+        Operator::Sddmm if isa != "avx512" => return None,
         Operator::Sddmm => {
             let width = get("log2_width").exp2().round() as i64;
             match width {
@@ -152,16 +159,16 @@ mod tests {
         let (p, j) = blocks(256, 16, 0);
         let f = features(Operator::Spmm, &p, &j, 256);
         assert_eq!(
-            block_format(Operator::Spmm, &f, "csr", true).map(|c| c.id()),
+            block_format(Operator::Spmm, &f, "csr", true, "avx512").map(|c| c.id()),
             Some("bsr:8x8/rowwise".to_string())
         );
         // The operand keeps its format, or is not CSR, or the operator is not SpMM.
-        assert!(block_format(Operator::Spmm, &f, "csr", false).is_none());
-        assert!(block_format(Operator::Spmm, &f, "bsr:4x4", true).is_none());
+        assert!(block_format(Operator::Spmm, &f, "csr", false, "avx512").is_none());
+        assert!(block_format(Operator::Spmm, &f, "bsr:4x4", true, "avx512").is_none());
         // SDDMM: 16 x 16 blocks first, at widths the tile fills.
         let g = features(Operator::Sddmm, &p, &j, 256);
         assert_eq!(
-            block_format(Operator::Sddmm, &g, "csr", true).map(|c| c.id()),
+            block_format(Operator::Sddmm, &g, "csr", true, "avx512").map(|c| c.id()),
             Some("bsr:16x16/rowwise".to_string())
         );
         let csr = Csr {
@@ -172,7 +179,7 @@ mod tests {
         };
         for width in [8, 12, 16, 20, 36] {
             let narrow = Features::of(&csr, Operator::Sddmm, width, 2, 4);
-            assert!(block_format(Operator::Sddmm, &narrow, "csr", true).is_none());
+            assert!(block_format(Operator::Sddmm, &narrow, "csr", true, "avx512").is_none());
         }
         // Full 8 x 8 blocks, a quarter-full 16 x 16: blocks of 8 from a width of 64.
         let (p8, j8) = blocks(256, 8, 0);
@@ -184,23 +191,29 @@ mod tests {
         };
         let at = |width| {
             let f = Features::of(&csr8, Operator::Sddmm, width, 2, 4);
-            block_format(Operator::Sddmm, &f, "csr", true).map(|c| c.format)
+            block_format(Operator::Sddmm, &f, "csr", true, "avx512").map(|c| c.format)
         };
         assert_eq!(at(32), None);
         assert_eq!(at(64), Some("bsr:8x8".to_string()));
         assert_eq!(at(128), Some("bsr:8x8".to_string()));
-        assert!(block_format(Operator::Spmv, &f, "csr", true).is_none());
+        assert!(block_format(Operator::Spmv, &f, "csr", true, "avx512").is_none());
+        // On an AVX2 host SDDMM keeps CSR; SpMM still takes blocks.
+        assert!(block_format(Operator::Sddmm, &g, "csr", true, "avx2").is_none());
+        assert_eq!(
+            block_format(Operator::Spmm, &f, "csr", true, "avx2").map(|c| c.id()),
+            Some("bsr:8x8/rowwise".to_string())
+        );
         // 4 x 4 blocks full, 8 x 8 blocks a quarter full: the smaller block.
         let (p, j) = blocks(256, 4, 0);
         let f = features(Operator::Spmm, &p, &j, 256);
         assert!(f.get("fill_8x8").unwrap() < BLOCK_RULE_FILL);
         assert_eq!(
-            block_format(Operator::Spmm, &f, "csr", true).map(|c| c.format),
+            block_format(Operator::Spmm, &f, "csr", true, "avx512").map(|c| c.format),
             Some("bsr:4x4".to_string())
         );
         // Scattered non-zeros beside the blocks bring the fill below the threshold.
         let (p, j) = blocks(256, 4, 8);
         let f = features(Operator::Spmm, &p, &j, 256);
-        assert!(block_format(Operator::Spmm, &f, "csr", true).is_none());
+        assert!(block_format(Operator::Spmm, &f, "csr", true, "avx512").is_none());
     }
 }

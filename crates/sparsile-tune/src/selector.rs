@@ -10,6 +10,13 @@
 //! or space version does not match this build is refused with a message saying so, and
 //! the caller falls back to the static rule.
 //!
+//! Labels hold for the machine they were measured on, and the widest vector instructions
+//! the host has change which kernels win (AVX-512's masked gathers and 64-byte register
+//! tiles are not there on an AVX2 host, so SpMV's and block SpMM's candidates rank
+//! differently). The build therefore carries one model per vector instruction set
+//! ([`crate::target::isa_class`]), and [`Selector::embedded_for`] takes the one whose labels were
+//! measured on a host of the same class as this one, or else the nearest narrower one.
+//!
 //! ```
 //! use sparsile_tune::selector::{Selector, SelectorError};
 //! let err = Selector::from_json("{\"format_version\": 2, \"space_version\": 9999, \"feature_names\": [], \"ops\": {}}").unwrap_err();
@@ -24,6 +31,7 @@ use crate::features::{Features, FEATURE_NAMES};
 use crate::gbt::{Gbt, GbtParams};
 use crate::op::Operator;
 use crate::space::{Candidate, SPACE_VERSION};
+use crate::target::{isa_class, ISA_CLASSES};
 
 /// The version of the model file layout.
 pub const FORMAT_VERSION: u32 = 2;
@@ -31,8 +39,15 @@ pub const FORMAT_VERSION: u32 = 2;
 /// The slowdown label of a candidate that failed (it never wins).
 pub const FAILED_LOG_SLOWDOWN: f64 = 5.0;
 
-/// The model file embedded in this build, when one was trained.
-const EMBEDDED: Option<&str> = Some(include_str!("../model/selector.json"));
+/// The model files embedded in this build: (file name, text), one per vector
+/// instruction set they were labelled on (their `provenance.target`).
+const EMBEDDED: &[(&str, &str)] = &[
+    ("selector.json", include_str!("../model/selector.json")),
+    (
+        "selector-avx2.json",
+        include_str!("../model/selector-avx2.json"),
+    ),
+];
 
 /// A trained selector (the model file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -133,9 +148,57 @@ impl Selector {
         Ok(s)
     }
 
-    /// The model shipped with this build, if there is one (and it is valid).
-    pub fn embedded() -> Option<Result<Selector, SelectorError>> {
-        EMBEDDED.map(Selector::from_json)
+    /// The vector instruction set class its labels were measured on ([`isa_class`] of
+    /// `provenance.target`; empty when the file does not say).
+    pub fn isa_class(&self) -> String {
+        self.provenance
+            .get("target")
+            .map(|t| isa_class(t))
+            .unwrap_or_default()
+    }
+
+    /// The shipped model for a host whose target string is `host` (see the module
+    /// docs): the one labelled on the same class; else the widest one of a class the host
+    /// can run (an AVX2 model on an AVX-512 host); else the narrowest one shipped (an
+    /// AArch64 host gets the AVX2 model). With its file name. `None` when the build ships
+    /// no model.
+    pub fn embedded_for(host: &str) -> Option<(&'static str, Result<Selector, SelectorError>)> {
+        // Only the provenance is read to choose (the trees are skipped), then the chosen
+        // file alone is parsed.
+        #[derive(Deserialize)]
+        struct Head {
+            #[serde(default)]
+            provenance: BTreeMap<String, String>,
+        }
+        let classes: Vec<String> = EMBEDDED
+            .iter()
+            .map(|(_, text)| {
+                serde_json::from_str::<Head>(text)
+                    .ok()
+                    .and_then(|h| h.provenance.get("target").map(|t| isa_class(t)))
+                    .unwrap_or_default()
+            })
+            .collect();
+        let class = isa_class(host);
+        let find = |c: &str| classes.iter().position(|k| k == c);
+        let at = find(&class)
+            .or_else(|| {
+                ISA_CLASSES
+                    .iter()
+                    .skip_while(|c| **c != class)
+                    .find_map(|c| find(c))
+            })
+            .or_else(|| ISA_CLASSES.iter().rev().find_map(|c| find(c)))
+            .unwrap_or(0);
+        EMBEDDED
+            .get(at)
+            .map(|(name, text)| (*name, Selector::from_json(text)))
+    }
+
+    /// The shipped model for this host ([`Selector::embedded_for`] of
+    /// [`crate::target::host`]).
+    pub fn embedded() -> Option<(&'static str, Result<Selector, SelectorError>)> {
+        Selector::embedded_for(&crate::target::host())
     }
 
     /// The model file as JSON.

@@ -46,6 +46,31 @@ pub fn host() -> String {
     .clone()
 }
 
+/// The vector instruction set class of a target string (`arch:flag,flag,...`, as
+/// [`crate::target::host`] writes it): `avx512` (with `avx512f` and `avx512vl`), `avx2`
+/// (with `avx2` and `fma`), else the architecture's name (`x86_64`, `aarch64`, ...).
+/// Classes are ordered widest first in [`ISA_CLASSES`].
+pub fn isa_class(target: &str) -> String {
+    let (arch, flags) = target.split_once(':').unwrap_or((target, ""));
+    let has = |f: &str| flags.split(',').any(|g| g == f);
+    if has("avx512f") && has("avx512vl") {
+        "avx512".to_string()
+    } else if has("avx2") && has("fma") {
+        "avx2".to_string()
+    } else {
+        arch.to_string()
+    }
+}
+
+/// x86-64 vector classes, widest first: a host of one class can run code of the classes
+/// after it.
+pub const ISA_CLASSES: [&str; 3] = ["avx512", "avx2", "x86_64"];
+
+/// The vector instruction set class of this machine ([`isa_class`] of [`host`]).
+pub fn host_isa() -> String {
+    isa_class(&host())
+}
+
 /// A 128-bit hash (hex) of `parts`: XXH3-128 over the parts, each followed by its length
 /// so that boundaries count. On pubmed's pattern (88,648 non-zeros) `perf` put the
 /// byte-at-a-time FNV-1a it replaced at 28 % of a 1.6 ms Python call on a fresh SciPy

@@ -115,3 +115,37 @@ fn labels_are_log_slowdowns_with_failures_capped() {
     );
     assert_eq!(e.best(), Some("csr/a"));
 }
+
+#[test]
+fn vector_classes_are_read_from_target_strings() {
+    use sparsile_tune::target::isa_class;
+    let zen4 = "x86_64:sse4_2,avx,avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq";
+    assert_eq!(isa_class(zen4), "avx512");
+    assert_eq!(isa_class("x86_64:sse4_2,avx,avx2,fma,f16c"), "avx2");
+    // AVX-512 foundation without the 256-bit forms the masked code needs: AVX2 code.
+    assert_eq!(isa_class("x86_64:avx2,fma,avx512f"), "avx2");
+    assert_eq!(isa_class("x86_64:sse4_2,avx"), "x86_64");
+    assert_eq!(isa_class("aarch64:asimd"), "aarch64");
+    assert_eq!(isa_class("x86_64"), "x86_64");
+}
+
+#[test]
+fn the_shipped_model_is_the_one_labelled_on_the_hosts_vector_class() {
+    let zen4 = "x86_64:sse4_2,avx,avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq";
+    let zen1 = "x86_64:sse4_2,avx,avx2,fma,f16c";
+    let (name4, m4) = Selector::embedded_for(zen4).expect("the build ships models");
+    let (name2, m2) = Selector::embedded_for(zen1).expect("the build ships models");
+    let (m4, m2) = (m4.expect("valid"), m2.expect("valid"));
+    assert_eq!(m4.isa_class(), "avx512", "{name4}");
+    assert_eq!(m2.isa_class(), "avx2", "{name2}");
+    assert_ne!(name4, name2);
+    // A host of neither class gets the narrowest model shipped.
+    for host in ["x86_64:sse4_2", "aarch64:asimd"] {
+        let (name, m) = Selector::embedded_for(host).expect("the build ships models");
+        assert_eq!(name, name2, "{host}");
+        assert!(m.is_ok());
+    }
+    // The host's own pick is one of them.
+    let (name, _) = Selector::embedded().expect("the build ships models");
+    assert!(name == name4 || name == name2);
+}

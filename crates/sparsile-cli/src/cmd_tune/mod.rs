@@ -9,6 +9,7 @@
 //! sparsile tune corpus [--scale 1] [--per-family 8] [--out DIR]
 //! sparsile tune label --out labels.jsonl [--scale 1] [--per-family 8]
 //! sparsile tune train --labels labels.jsonl --out crates/sparsile-tune/model/selector.json
+//!     (selector-avx2.json for labels measured on a host without AVX-512)
 //! sparsile tune eval --matrix ../shared/data/*.mtx [--json OUT]
 //! ```
 

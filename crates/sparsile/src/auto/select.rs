@@ -13,6 +13,7 @@ use sparsile_tune::op::{OpInfo, Operator};
 use sparsile_tune::rule::{block_format, rule};
 use sparsile_tune::selector::Selector;
 use sparsile_tune::space::{space, Candidate, SPACE_VERSION};
+use sparsile_tune::target::host_isa;
 
 use super::pattern::{pattern, Pattern};
 use crate::evaluate::buffer_name;
@@ -91,8 +92,9 @@ pub fn database(settings: &Settings) -> Option<Arc<Db>> {
     ))
 }
 
-/// The selector: `SPARSILE_SELECTOR_MODEL`'s file, else the built-in model; a refused
-/// or missing one is the error text (the rule is used then).
+/// The selector: `SPARSILE_SELECTOR_MODEL`'s file, else the built-in model for this
+/// host's vector instructions (`Selector::embedded`); a refused or missing one is the
+/// error text (the rule is used then).
 pub fn selector(settings: &Settings) -> Result<Arc<Selector>, String> {
     static EMBEDDED: OnceLock<Result<Arc<Selector>, String>> = OnceLock::new();
     type Files = Mutex<HashMap<std::path::PathBuf, Result<Arc<Selector>, String>>>;
@@ -115,7 +117,9 @@ pub fn selector(settings: &Settings) -> Result<Arc<Selector>, String> {
     }
     EMBEDDED
         .get_or_init(|| match Selector::embedded() {
-            Some(r) => r.map(Arc::new).map_err(|e| e.to_string()),
+            Some((name, r)) => r
+                .map(Arc::new)
+                .map_err(|e| format!("{e} (built-in {name})")),
             None => Err("this build has no selector model".to_string()),
         })
         .clone()
@@ -245,7 +249,7 @@ pub fn select(
     }
     // The selector's corpus holds few operands with full blocks (and its SDDMM labels no
     // block candidate): a nearly full block structure decides the format first.
-    if let Some(c) = block_format(op, &features, &p.format, ctx.other_formats) {
+    if let Some(c) = block_format(op, &features, &p.format, ctx.other_formats, &host_isa()) {
         return Selection {
             op,
             candidate: c,
@@ -258,7 +262,7 @@ pub fn select(
     }
     // The operand keeps its format, but blocks would pay: say how to get them.
     if !ctx.other_formats {
-        if let Some(c) = block_format(op, &features, &p.format, true) {
+        if let Some(c) = block_format(op, &features, &p.format, true, &host_isa()) {
             let hint = format!(
                 "its aligned blocks are nearly full: stored as `{0}` (Python: `sparsile.from_scipy(A, format=\"{0}\")`) it runs a register-tiled kernel",
                 c.format
