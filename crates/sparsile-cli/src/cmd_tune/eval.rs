@@ -246,6 +246,8 @@ struct Fresh {
     /// Each pick's score: the median over the turns of the best's time over its own
     /// (1 for the best).
     scores: BTreeMap<String, f64>,
+    /// Per pick but the best, the best's time over its own in each turn.
+    ratios: BTreeMap<String, Vec<f64>>,
     /// Per pick, the share of its fresh runs' pool jobs that no worker joined (ran on
     /// the calling thread alone).
     alone: BTreeMap<String, f64>,
@@ -328,6 +330,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
                     Fresh {
                         ms: medians(&times),
                         scores,
+                        ratios,
                         alone: picks.alone_shares(),
                     }
                 } else {
@@ -444,6 +447,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             "scores": scores,
             "search_scores": search.iter().map(|(k, v)| (k.clone(), *v)).collect::<BTreeMap<_, _>>(),
             "fresh_ms": fresh.ms,
+            "fresh_ratios": fresh.ratios,
             "fresh_alone": fresh.alone,
             "picks": case_picks.into_iter().collect::<BTreeMap<_, _>>(),
             "pruned_measured": pn,
