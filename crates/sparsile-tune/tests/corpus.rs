@@ -439,3 +439,36 @@ fn a_chosen_family_is_the_corpus_members_of_that_family() {
     }
     assert!(corpus_of(&s, |_| false).is_empty());
 }
+
+#[test]
+fn embedding_masks_are_tall_or_wide_and_follow_their_variant() {
+    let all = corpus(&spec(13, 0.05, 9));
+    let members = of_family(&all, "embedding");
+    assert_eq!(members.len(), 9);
+    for m in members {
+        let (rows, cols) = (m.coo.shape[0], m.coo.shape[1]);
+        let (vocab, width) = (num(m, "vocab"), num(m, "width"));
+        // At scale 0.05: a vocabulary of 410 to 3,277 tokens, a width of 8 to 51.
+        assert!((400..=3_300).contains(&vocab), "{}: vocab {vocab}", m.name);
+        assert!((8..=52).contains(&width), "{}: width {width}", m.name);
+        let variant = m.name.rsplit('-').next().unwrap();
+        if variant == "projection" {
+            assert_eq!((rows, cols), (width, vocab), "{}", m.name);
+        } else {
+            assert_eq!((rows, cols), (vocab, width), "{}", m.name);
+        }
+        let sparsity: f64 = param(m, "sparsity").parse().unwrap();
+        assert!((0.5..=0.98).contains(&sparsity), "{}", m.name);
+        let lengths = row_lengths(m);
+        if variant == "zipf" {
+            // Frequent tokens (the first rows) keep more weights than rare ones.
+            let quarter = rows / 4;
+            let head: usize = lengths[..quarter].iter().sum();
+            let tail: usize = lengths[rows - quarter..].iter().sum();
+            assert!(head > tail, "{}: head {head}, tail {tail}", m.name);
+        } else {
+            let measured = 1.0 - stats(m).density;
+            assert!((measured - sparsity).abs() < 0.05, "{}: {measured}", m.name);
+        }
+    }
+}

@@ -2,9 +2,9 @@
 //!
 //! The selector learns from measurements on a corpus of matrices that covers the
 //! sparsity structures Sparsile meets: power-law graphs, uniform random, banded,
-//! stencil meshes, block-sparse, pruned weights, attention masks, irregular corner cases
-//! and irregular triangulated meshes. Every matrix is generated from a seed; none is
-//! real data.
+//! stencil meshes, block-sparse, pruned weights, attention masks, irregular corner cases,
+//! irregular triangulated meshes and pruned embedding tables. Every matrix is generated
+//! from a seed; none is real data.
 //!
 //! [`corpus`] returns `per_family` members of each family listed by [`families`].
 //! Member `k` of a family is generated from its own random stream (derived from the
@@ -14,8 +14,8 @@
 //! that need it round further, e.g. to a multiple of the block size or to a grid).
 //! Per-row quantities (degrees, bandwidths, windows, block sizes) are not scaled, only
 //! clamped to the scaled dimensions. At scale 1.0 matrices have about 2,000 to 150,000
-//! rows (pruned weights and attention masks fewer) and, up to scale 1.0, at most
-//! [`MAX_NNZ`] nonzeros.
+//! rows (pruned weights, attention masks and vocabulary projections fewer) and, up to
+//! scale 1.0, at most [`MAX_NNZ`] nonzeros.
 //!
 //! Postconditions: every matrix is a canonical 2-D [`CooTensor`] (coordinates in range,
 //! sorted row-major, no duplicates) with values uniform in `[-1, 1]`; the output is a
@@ -35,6 +35,7 @@
 mod attention;
 mod banded;
 mod blocks;
+mod embedding;
 mod irregular;
 mod mesh;
 mod powerlaw;
@@ -83,7 +84,7 @@ pub fn families() -> &'static [(&'static str, &'static str)] {
     &FAMILIES
 }
 
-const FAMILIES: [(&str, &str); 10] = [
+const FAMILIES: [(&str, &str); 11] = [
     ("rmat", "R-MAT (Kronecker) power-law graphs with varied quadrant probabilities, symmetric or directed"),
     ("powerlaw", "Chung-Lu graphs with power-law expected degrees (exponents 1.9 to 3), hubs with thousands of edges"),
     ("uniform", "uniform random (Erdos-Renyi) matrices at varied densities and aspect ratios"),
@@ -93,14 +94,15 @@ const FAMILIES: [(&str, &str); 10] = [
     ("pruned", "pruned-weight masks: unstructured, N:M, whole rows or columns, and block pruning"),
     ("attention", "attention masks: local, dilated or strided windows, BigBird-like blocks, causal windows"),
     ("irregular", "corner cases: empty rows, arrowheads, huge rows, tall and wide, empty, one row or column"),
-    // Last: a family's index seeds its members, so a new family goes at the end and
-    // leaves the members of the others (and their labels) as they were.
+    // A family's index seeds its members, so a new family goes at the end and leaves
+    // the members of the others (and their labels) as they were.
     ("mesh", "irregular triangulated 2-D meshes (4 to 8 neighbours), numbered at random, by grid or by patches"),
+    ("embedding", "pruned embedding tables and vocabulary projections: 8k to 64k tokens by a width of 128 to 1,024, tall or wide"),
 ];
 
 type Generator = fn(usize, &mut Gen) -> Member;
 
-const GENERATORS: [Generator; 10] = [
+const GENERATORS: [Generator; 11] = [
     rmat::generate,
     powerlaw::generate,
     uniform::generate,
@@ -111,6 +113,7 @@ const GENERATORS: [Generator; 10] = [
     attention::generate,
     irregular::generate,
     mesh::generate,
+    embedding::generate,
 ];
 
 /// Generates the corpus described by `spec`: family by family, members in order.
