@@ -14,8 +14,9 @@
 //! the host has change which kernels win (AVX-512's masked gathers and 64-byte register
 //! tiles are not there on an AVX2 host, so SpMV's and block SpMM's candidates rank
 //! differently). The build therefore carries one model per vector instruction set
-//! ([`crate::target::isa_class`]), and [`Selector::embedded_for`] takes the one whose labels were
-//! measured on a host of the same class as this one, or else the nearest narrower one.
+//! ([`crate::target::isa_class`]), and [`Selector::embedded_for`] takes the one whose
+//! labels were measured on a host of the same class as this one, else the widest one of a
+//! narrower class, else (a host of no shipped class, such as AArch64) the narrowest one.
 //!
 //! ```
 //! use sparsile_tune::selector::{Selector, SelectorError};
@@ -48,6 +49,14 @@ const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../model/selector-avx2.json"),
     ),
 ];
+
+/// The vector class of a model file's `provenance.target` (empty when it has none).
+fn provenance_class(provenance: &BTreeMap<String, String>) -> String {
+    provenance
+        .get("target")
+        .map(|t| isa_class(t))
+        .unwrap_or_default()
+}
 
 /// A trained selector (the model file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,10 +160,7 @@ impl Selector {
     /// The vector instruction set class its labels were measured on ([`isa_class`] of
     /// `provenance.target`; empty when the file does not say).
     pub fn isa_class(&self) -> String {
-        self.provenance
-            .get("target")
-            .map(|t| isa_class(t))
-            .unwrap_or_default()
+        provenance_class(&self.provenance)
     }
 
     /// The shipped model for a host whose target string is `host` (see the module
@@ -174,8 +180,7 @@ impl Selector {
             .iter()
             .map(|(_, text)| {
                 serde_json::from_str::<Head>(text)
-                    .ok()
-                    .and_then(|h| h.provenance.get("target").map(|t| isa_class(t)))
+                    .map(|h| provenance_class(&h.provenance))
                     .unwrap_or_default()
             })
             .collect();

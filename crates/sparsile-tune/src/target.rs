@@ -66,9 +66,11 @@ pub fn isa_class(target: &str) -> String {
 /// after it.
 pub const ISA_CLASSES: [&str; 3] = ["avx512", "avx2", "x86_64"];
 
-/// The vector instruction set class of this machine ([`isa_class`] of [`host`]).
-pub fn host_isa() -> String {
-    isa_class(&host())
+/// The vector instruction set class of this machine ([`isa_class`] of [`host`],
+/// computed once: the automatic choice asks on every call).
+pub fn host_isa() -> &'static str {
+    static CLASS: OnceLock<String> = OnceLock::new();
+    CLASS.get_or_init(|| isa_class(&host()))
 }
 
 /// A 128-bit hash (hex) of `parts`: XXH3-128 over the parts, each followed by its length

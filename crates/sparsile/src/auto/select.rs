@@ -249,7 +249,7 @@ pub fn select(
     }
     // The selector's corpus holds few operands with full blocks (and its SDDMM labels no
     // block candidate): a nearly full block structure decides the format first.
-    if let Some(c) = block_format(op, &features, &p.format, ctx.other_formats, &host_isa()) {
+    if let Some(c) = block_format(op, &features, &p.format, ctx.other_formats, host_isa()) {
         return Selection {
             op,
             candidate: c,
@@ -262,7 +262,7 @@ pub fn select(
     }
     // The operand keeps its format, but blocks would pay: say how to get them.
     if !ctx.other_formats {
-        if let Some(c) = block_format(op, &features, &p.format, true, &host_isa()) {
+        if let Some(c) = block_format(op, &features, &p.format, true, host_isa()) {
             let hint = format!(
                 "its aligned blocks are nearly full: stored as `{0}` (Python: `sparsile.from_scipy(A, format=\"{0}\")`) it runs a register-tiled kernel",
                 c.format

@@ -299,7 +299,7 @@ pub fn tune(
     };
     // The automatic choice without a database: a nearly full block structure decides the
     // format first (`block_format`, as `select` does), then the model.
-    let selector_pick = block_format(req.op, &features, &p.format, req.other_formats, &host_isa())
+    let selector_pick = block_format(req.op, &features, &p.format, req.other_formats, host_isa())
         .filter(|b| candidates.contains(b))
         .or(selector_pick);
     let model_ms = t1.elapsed().as_secs_f64() * 1e3;
