@@ -480,7 +480,11 @@ fn recipes_are_listed_and_applied_by_name() {
     ];
     args.extend(common);
     let c = stdout(&sparsile(&args));
-    assert!(c.contains("< 8;") && c.contains("SPARSILE_IVDEP"), "{c}");
+    // The width fixed at 8 and each output row held in a register across its row.
+    assert!(
+        c.contains("< 8;") && c.contains("sparsile_vf32 tile_0_0;"),
+        "{c}"
+    );
     let saved = std::fs::read_to_string(&trace).unwrap();
     assert!(saved.contains("\"specialize\""), "{saved}");
     fails_with(

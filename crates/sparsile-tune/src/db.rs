@@ -33,7 +33,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::space::{Candidate, SPACE_VERSION};
+use crate::space::{Candidate, KERNEL_VERSION, SPACE_VERSION};
 
 /// What a measurement is valid for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -55,6 +55,10 @@ pub struct Key {
     /// Whether candidates in other formats than the input's were allowed.
     pub other_formats: bool,
     pub space_version: u32,
+    /// The kernels' version ([`KERNEL_VERSION`]); records without it (0) were measured on
+    /// older kernels and match no lookup.
+    #[serde(default)]
+    pub kernel_version: u32,
 }
 
 impl Key {
@@ -71,6 +75,7 @@ impl Key {
             compiler: "cc".into(),
             other_formats: false,
             space_version: SPACE_VERSION,
+            kernel_version: KERNEL_VERSION,
         }
     }
 }

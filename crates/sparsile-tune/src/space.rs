@@ -37,6 +37,14 @@ use crate::op::Operator;
 /// candidates are unchanged).
 pub const SPACE_VERSION: u32 = 5;
 
+/// The version of the kernels the candidates compile to; bump it when the code generated
+/// for a candidate changes its speed while the candidates keep their meaning, so that
+/// tuning records measured on older kernels are not reused (selector models, which rank
+/// candidates by name, stay valid). 1: `rowwise` SpMM over CSR holds each output row in
+/// vector registers across the row's non-zeros (`register_tile` on a row of scalars), in
+/// passes of up to eight vectors.
+pub const KERNEL_VERSION: u32 = 1;
+
 /// The smallest block fill at which a block format is a candidate.
 pub const MIN_BLOCK_FILL: f64 = 0.35;
 

@@ -181,3 +181,36 @@ fn the_newest_best_wins() {
         "hyb:c=1,k=2"
     );
 }
+
+/// A record written before the kernels' version was part of the key (no
+/// `kernel_version`) is read without a warning but answers no lookup: it was measured on
+/// older kernels.
+#[test]
+fn records_of_older_kernels_are_read_but_not_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tuning.jsonl");
+    let db = Db::open(&path);
+    let mut old = Record::new(
+        key("a"),
+        "spmm",
+        Candidate::new("csr", "rowwise"),
+        vec![1.0],
+    );
+    old.best = true;
+    let mut line = serde_json::to_value(&old).unwrap();
+    line["key"]
+        .as_object_mut()
+        .unwrap()
+        .remove("kernel_version")
+        .expect("the key names its kernels' version");
+    std::fs::write(&path, format!("{line}\n")).unwrap();
+    assert_eq!(db.records().unwrap().len(), 1);
+    assert!(db.warnings().unwrap().is_empty());
+    assert_eq!(db.records().unwrap()[0].key.kernel_version, 0);
+    assert!(db.best(&key("a")).unwrap().is_none());
+    db.append(&old).unwrap();
+    assert_eq!(
+        db.best(&key("a")).unwrap().unwrap().key.kernel_version,
+        sparsile_tune::space::KERNEL_VERSION
+    );
+}

@@ -57,9 +57,12 @@ fn padded_slots_unswitch_and_match_the_interpreter() {
                     let c = kernel.ir(Stage::C);
                     if format == "ell" && op == "spmm" {
                         // The update runs unguarded under the slot's test, with no
-                        // second copy for the padding.
+                        // second copy for the padding, in the output row held in
+                        // registers (`register_tiled`).
                         assert!(c.contains("if ((j < n)) {"), "{what}\n{c}");
                         assert!(!c.contains("(j < n ? "), "{what}\n{c}");
+                        assert!(!c.contains("(j < n)) ? "), "{what}\n{c}");
+                        assert!(c.contains("tile_0_0 = tile_0_0 + tile_a"), "{what}\n{c}");
                     }
                     check_kernel(&kernel, &program, &inputs, dtype, &what);
                 }

@@ -1,6 +1,6 @@
-//! SpMM through the `rowwise` recipe on block formats (`bsr:RxC`, `dbsr:RxC`), whose
-//! loop over a block row's blocks is `register_tiled`: a tile of the output held in
-//! vector registers across the row. Compiled kernels are compared with the reference
+//! SpMM through the `rowwise` recipe on block formats (`bsr:RxC`, `dbsr:RxC`) and CSR,
+//! whose loop over a block row's blocks (a CSR row's non-zeros) is `register_tiled`: a
+//! tile of the output (the output row) held in vector registers across the row. Compiled kernels are compared with the reference
 //! interpreter on seeded random matrices — empty rows, an empty matrix, one row holding
 //! nearly every column, sizes that are not multiples of the block (the last block row
 //! runs the plain loop, the last block column reads `B` under its guard), widths that
@@ -111,15 +111,66 @@ fn inputs_k8() -> HashMap<String, SparseTensor<'static>> {
     inputs("random", (37, 29, 8), "bsr:8x4", DType::F32, 4)
 }
 
+/// A CSR row of SpMM holds its output row in registers across its non-zeros, in
+/// passes of up to eight vectors (`K = 128` in f32: two passes of 64 on AVX2, of 128 with
+/// AVX-512), then passes of fewer vectors for the rest (`K = 72`: 64 + 8), then the plain
+/// loop for what is narrower than a vector; with the row cached (`cache=on`) and not
+/// (`cache=off`), with and without prefetches.
 #[test]
-fn csr_and_sddmm_are_left_untiled() {
+fn csr_spmm_holds_the_row_in_registers_and_matches_the_interpreter() {
     if !have_compiler() {
         return;
     }
-    let program = spmm(DType::F32, "csr");
-    let inputs = inputs("random", (13, 17, 32), "csr", DType::F32, 4);
-    let kernel = compile_recipe(&program, &inputs, "rowwise").unwrap();
-    assert!(!kernel.ir(Stage::Stage2).contains("register_tiled"));
+    let shapes = [
+        ("random", 37, 29, 128),
+        ("random", 23, 17, 72),
+        ("random", 19, 26, 136),
+        ("random", 9, 13, 5),
+        ("long_row", 11, 70, 128),
+        ("long_row", 5, 40, 44),
+        ("empty", 7, 5, 64),
+        ("empty", 0, 4, 128),
+    ];
+    for dtype in [DType::F32, DType::F64] {
+        let program = spmm(dtype, "csr");
+        for recipe in ["rowwise", "rowwise:cache=off", "rowwise:prefetch=0"] {
+            for (s, (kind, m, n, k)) in shapes.into_iter().enumerate() {
+                let what = format!("csr spmm {dtype} {recipe} {kind} {m}x{n} K={k}");
+                let inputs = inputs(kind, (m, n, k), "csr", dtype, 80 + s as u64);
+                let kernel = compile_recipe(&program, &inputs, recipe)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(
+                    kernel.ir(Stage::Stage2).contains("register_tiled {"),
+                    "{what}:\n{}",
+                    kernel.ir(Stage::Stage2)
+                );
+                check_kernel(&kernel, &program, &inputs, dtype, &what);
+            }
+        }
+    }
+    // The C at K = 128 in f32: eight accumulators per pass in both versions.
+    let inputs = inputs("random", (37, 29, 128), "csr", DType::F32, 7);
+    let kernel = compile_recipe(&spmm(DType::F32, "csr"), &inputs, "rowwise").unwrap();
+    let c = kernel.ir(Stage::C);
+    assert!(c.contains("sparsile_zf32 tile_0_7;"), "{c}");
+    assert!(c.contains("sparsile_vf32 tile_0_7;"), "{c}");
+    assert!(!c.contains("tile_0_8"), "{c}");
+    let off = compile_recipe(&spmm(DType::F32, "csr"), &inputs, "rowwise:tile=off").unwrap();
+    assert!(!off.ir(Stage::Stage2).contains("register_tiled"));
+    check_kernel(
+        &off,
+        &spmm(DType::F32, "csr"),
+        &inputs,
+        DType::F32,
+        "csr tile=off",
+    );
+}
+
+#[test]
+fn sddmm_is_left_untiled() {
+    if !have_compiler() {
+        return;
+    }
     let sddmm = "tensor A: f32[m, n] bsr:4x4\ntensor X: f32[m, k]\ntensor Y: f32[n, k]\ntensor C: f32[m, n] bsr:4x4\nC[i,j] = A[i,j] * X[i,k] * Y[j,k]\n";
     let mut g = rng(5);
     let coo = matrix("random", 13, 17, &mut g);

@@ -1,4 +1,4 @@
-//! The 32-byte version of a `register_tiled` loop: BSR SpMM through `rowwise` compiled
+//! The 32-byte version of a `register_tiled` loop: BSR and CSR SpMM through `rowwise` compiled
 //! with `-mno-avx512f` (as for a target without AVX-512, where the 64-byte version's
 //! preprocessor condition is false) matches the reference interpreter, with sizes off
 //! the block and widths off the tile's vectors. One test in its own binary: it sets the
@@ -30,7 +30,11 @@ fn register_tiles_compile_and_match_without_avx512() {
     );
     for dtype in [DType::F32, DType::F64] {
         let t = if dtype == DType::F32 { "f32" } else { "f64" };
-        for (format, (m, n, k)) in [("bsr:8x4", (37, 29, 40)), ("bsr:4x4", (16, 9, 64))] {
+        for (format, (m, n, k)) in [
+            ("bsr:8x4", (37, 29, 40)),
+            ("bsr:4x4", (16, 9, 64)),
+            ("csr", (23, 17, 136)),
+        ] {
             let program = format!(
                 "tensor A: {t}[m, n] {format}\ntensor B: {t}[n, k]\ntensor C: {t}[m, k]\nC[i,k] = A[i,j] * B[j,k]\n"
             );

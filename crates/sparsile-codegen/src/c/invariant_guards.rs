@@ -97,7 +97,7 @@ pub(crate) fn without_guards(stmts: &[Stmt], guards: &[Expr]) -> Vec<Stmt> {
 
 /// `e` with every `select` on one of `guards` replaced by its first value (bottom-up: a
 /// guard holds no `select`, so mapping the children leaves it as it is).
-fn strip(e: &Expr, guards: &[Expr]) -> Expr {
+pub(crate) fn strip(e: &Expr, guards: &[Expr]) -> Expr {
     e.map(&mut |x| match x {
         Expr::Select { cond, then, .. } if guards.contains(cond) => Some((**then).clone()),
         _ => None,

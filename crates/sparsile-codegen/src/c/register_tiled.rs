@@ -21,16 +21,26 @@
 //!             for r in the group: acc[r][u] += a(jp, r, c) · bv[u]   (one broadcast per row)
 //!     C[row(r) + k .. + W] = acc[r][u]
 //! ```
-//! and otherwise as the plain loop. A width that chunks do not cover ends in the plain
-//! loop restricted to the rest of `k`. Every element receives its terms in the plain
-//! loop's order, so results are the plain loop's.
+//! and otherwise as the plain loop. Where chunks of `U` vectors leave a width of at least
+//! one vector, chunks of fewer vectors follow; a width narrower than one vector ends in
+//! the plain loop restricted to the rest of `k`. Every element receives its terms in the
+//! plain loop's order, so results are the plain loop's.
+//!
+//! A row of scalars (a CSR row of SpMM: the loop's body ends in the width loop alone) is
+//! a tile of one row and one column: the output row is held in registers across the
+//! row's non-zeros, in passes of `U` vectors, each pass reading the row's indices again.
+//! On AVX2 at `K = 128` (f32) that is two passes of eight registers, where the plain loop
+//! loads and stores its output row for every non-zero (the row does not fit the 16
+//! registers): 1.5-2.4x faster on cage11, a DLMC FFN weight and PPI (`bench/README.md`).
 //!
 //! The code holds two versions: with AVX-512 (`#if defined(__AVX512F__)`), vectors of
 //! 64 bytes, groups of up to 8 rows and up to 24 accumulators (of 32 registers), then
 //! vectors of 32 bytes (same groups and budget) for the width that 64-byte chunks leave
 //! (`K = 8` in f32); without it, vectors of 32 bytes, groups of up to 4 rows and up to 12
-//! accumulators (of 16). In each, `U` is the largest power of two (at most 4) that keeps
-//! the accumulators within that budget and whose `U` vectors the width fills. Measured on BSR SpMM of the BigBird mask (4,096², 8×8 blocks, K = 128,
+//! accumulators (of 16). In each, `U` is the largest power of two (at most 8) that keeps
+//! the registers live across a column within that budget (`g · U` accumulators, plus the
+//! `U` loaded vectors of `b` when `g > 1`; with one row each load folds into its
+//! multiply-add) and whose `U` vectors the width fills. Measured on BSR SpMM of the BigBird mask (4,096², 8×8 blocks, K = 128,
 //! two threads): see `bench/README.md`.
 //!
 //! Written only when the accumulated buffer is f32 or f64 (not f16/bf16 bits) with one
@@ -45,13 +55,19 @@ use sparsile_ir::loops::{
     RegisterTiledShape, Stmt,
 };
 use sparsile_ir::VarId;
+use std::ops::Range;
 
 use super::ctx::Ctx;
 use super::expr::{emit_as, emit_offset, emit_truth};
+use super::invariant_guards::{invariant_guards, strip, where_guards_fail};
 use super::prelude::Helper;
 use super::stmt::{emit_stmts, loop_comment, Writer};
 use super::types::Ty;
 use crate::CodegenError;
+
+/// The most vectors of the width per row of a chunk (a power of two): 8 holds a row of
+/// 128 f32 in two chunks of eight 32-byte registers on AVX2.
+const MAX_UNROLL: i64 = 8;
 
 /// The condition of the AVX-512 version.
 const WIDE: &str = "#if defined(__AVX512F__)";
@@ -207,10 +223,14 @@ fn plain_from(f: &For, from: Option<i64>) -> Stmt {
     g.kind = ForKind::Serial;
     if let Some(from) = from {
         if let Some(Stmt::For(outer)) = g.body.last_mut() {
-            if let Some(Stmt::For(mid)) = outer.body.first_mut() {
-                if let Some(Stmt::For(width)) = mid.body.first_mut() {
-                    width.lo = Expr::Int(from);
+            match outer.body.first_mut() {
+                Some(Stmt::For(mid)) => {
+                    if let Some(Stmt::For(width)) = mid.body.first_mut() {
+                        width.lo = Expr::Int(from);
+                    }
                 }
+                // A row of scalars: the nest is the width loop itself.
+                _ => outer.lo = Expr::Int(from),
             }
         }
     }
@@ -260,11 +280,10 @@ pub(crate) fn emit_register_tiled_loop(
         Some(g) => {
             let ok = ctx.names.fresh("tile_rows_ok");
             w.line(&format!("int {ok} = 1;"));
-            let r = ctx.var_name(shape.rows.0)?;
-            for row in shape.rows.1.clone() {
+            for row in rows_of(&shape) {
                 w.line("{");
                 w.indent += 1;
-                w.line(&format!("const int64_t {r} = {row};"));
+                declare_row(ctx, w, &shape, row)?;
                 let cond = emit_truth(ctx, g)?.text;
                 w.line(&format!("{ok} = {ok} && ({cond});"));
                 w.indent -= 1;
@@ -314,6 +333,71 @@ pub(crate) fn emit_register_tiled_loop(
     Ok(true)
 }
 
+/// The innermost loop of the tile nest under `f` (the width loop).
+fn width_loop(f: &For) -> Option<&For> {
+    let Some(Stmt::For(outer)) = f.body.last() else {
+        return None;
+    };
+    let mut l = outer;
+    while let [Stmt::For(inner)] = l.body.as_slice() {
+        l = inner;
+    }
+    Some(l)
+}
+
+/// The factors `a` and `b` of a column of the tile, and the C condition it runs under:
+/// where the width loop's update adds only zero unless its invariant guards hold (an
+/// ELL or `hyb` padding slot, see `invariant_guards`), the factors with the `select`s on
+/// those guards stripped and the guards' conjunction; otherwise the factors as they are
+/// and no condition. Guards that read the tile's rows are not used (the rows are not
+/// declared where the condition stands).
+fn unswitched(
+    ctx: &mut Ctx,
+    f: &For,
+    shape: &RegisterTiledShape,
+) -> Result<(Expr, Expr, Option<String>), CodegenError> {
+    let plain = (shape.a.clone(), shape.b.clone(), None);
+    let Some(width) = width_loop(f) else {
+        return Ok(plain);
+    };
+    let guards = invariant_guards(width);
+    let row_free = shape
+        .tile
+        .as_ref()
+        .is_none_or(|t| guards.iter().all(|g| !reads_var(g, t.rows.0)));
+    if guards.is_empty() || !row_free || where_guards_fail(&width.body, &guards).is_some() {
+        return Ok(plain);
+    }
+    let conds: Vec<String> = guards
+        .iter()
+        .map(|g| emit_truth(ctx, g).map(|t| format!("({})", t.text)))
+        .collect::<Result<_, _>>()?;
+    Ok((
+        strip(&shape.a, &guards),
+        strip(&shape.b, &guards),
+        Some(conds.join(" && ")),
+    ))
+}
+
+/// The rows of the tile (one, numbered 0, for a row of scalars).
+fn rows_of(shape: &RegisterTiledShape) -> Range<i64> {
+    shape.tile.as_ref().map_or(0..1, |t| t.rows.1.clone())
+}
+
+/// Declares the row variable as `row` (nothing for a row of scalars, which has none).
+fn declare_row(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    shape: &RegisterTiledShape,
+    row: i64,
+) -> Result<(), CodegenError> {
+    if let Some(t) = &shape.tile {
+        let r = ctx.var_name(t.rows.0)?;
+        w.line(&format!("const int64_t {r} = {row};"));
+    }
+    Ok(())
+}
+
 /// Writes, in a C block that declares the row variable `r` as `row` and the width
 /// variable `k` as the C expression `at`, the line `access` makes of the offset of the
 /// accumulated element there (a load or store of the tile).
@@ -321,13 +405,13 @@ fn tile_access(
     ctx: &mut Ctx,
     w: &mut Writer,
     shape: &RegisterTiledShape,
-    (r, k): (&str, &str),
+    k: &str,
     (row, at): (i64, String),
     access: impl FnOnce(&str) -> String,
 ) -> Result<(), CodegenError> {
     w.line("{");
     w.indent += 1;
-    w.line(&format!("const int64_t {r} = {row};"));
+    declare_row(ctx, w, shape, row)?;
     w.line(&format!("const int64_t {k} = {at};"));
     let offset = emit_offset(ctx, shape.c, &shape.indices)?.text;
     w.line(&access(&offset));
@@ -351,7 +435,14 @@ fn emit_tiles(
 ) -> Result<(), CodegenError> {
     let mut from = shape.width.1.start;
     for isa in versions {
-        from = emit_chunks(ctx, w, f, shape, ty, isa, block, bounds, from)?;
+        // Chunks of fewer vectors cover what wider chunks leave (`K = 72`: 64 + 8).
+        loop {
+            let end = emit_chunks(ctx, w, f, shape, ty, isa, block, bounds, from)?;
+            if end == from {
+                break;
+            }
+            from = end;
+        }
     }
     if from < shape.width.1.end {
         emit_stmts(ctx, w, &[plain_from(f, Some(from))], block)?;
@@ -376,21 +467,20 @@ fn emit_chunks(
 ) -> Result<i64, CodegenError> {
     let lanes = isa.bytes / if ty == Ty::F32 { 4 } else { 8 };
     let (vty, sfx) = vector_names(ty, isa);
-    let rows = shape.rows.1.clone();
+    let rows = rows_of(shape);
     let group = isa.group.min(rows.end - rows.start);
     let width = from..shape.width.1.end;
-    // The most vectors per row that the budget allows and the width fills.
-    let mut unroll = 4;
-    while unroll > 1 && (group * unroll > isa.budget || lanes * unroll > width.end - width.start) {
+    // The most vectors per row that the budget allows and the width fills. With several
+    // rows each loaded vector of `b` lives in a register of its own across the rows;
+    // with one row the compiler folds each load into its multiply-add.
+    let live = |u: i64| group * u + if group > 1 { u } else { 0 };
+    let mut unroll = MAX_UNROLL;
+    while unroll > 1 && (live(unroll) > isa.budget || lanes * unroll > width.end - width.start) {
         unroll /= 2;
     }
     let chunk = lanes * unroll;
     let chunks_end = width.start + (width.end - width.start) / chunk * chunk;
-    let (r, c, k) = (
-        ctx.var_name(shape.rows.0)?,
-        ctx.var_name(shape.cols.0)?,
-        ctx.var_name(shape.width.0)?,
-    );
+    let k = ctx.var_name(shape.width.0)?;
     let v = ctx.var_name(f.var)?;
     let c_name = ctx.buffer_name(shape.c)?.to_string();
     let kc = ctx.names.fresh(&format!("{k}_chunk"));
@@ -410,7 +500,7 @@ fn emit_chunks(
                     let t = acc(row, u);
                     w.line(&format!("{vty} {t};"));
                     let at = (row, format!("{kc} + {}", u * lanes));
-                    tile_access(ctx, w, shape, (&r, &k), at, |offset| {
+                    tile_access(ctx, w, shape, &k, at, |offset| {
                         format!(
                             "{t} = sparsile_{}load_{sfx}(&{c_name}[{offset}]);",
                             isa.prefix
@@ -425,11 +515,21 @@ fn emit_chunks(
             ));
             w.indent += 1;
             emit_stmts(ctx, w, &f.body[..shape.pre], block)?;
-            w.line(&format!(
-                "for (int64_t {c} = {}; {c} < {}; ++{c}) {{",
-                shape.cols.1.start, shape.cols.1.end
-            ));
-            w.indent += 1;
+            if let Some(t) = &shape.tile {
+                let c = ctx.var_name(t.cols.0)?;
+                w.line(&format!(
+                    "for (int64_t {c} = {}; {c} < {}; ++{c}) {{",
+                    t.cols.1.start, t.cols.1.end
+                ));
+                w.indent += 1;
+            }
+            // A padding slot (ELL, `hyb`) adds only zeros: the column runs under its
+            // invariant guards, its `select`s on them stripped (see `invariant_guards`).
+            let (a_expr, b_expr, guarded) = unswitched(ctx, f, shape)?;
+            if let Some(cond) = &guarded {
+                w.line(&format!("if ({cond}) {{"));
+                w.indent += 1;
+            }
             let bv: Vec<String> = (0..unroll)
                 .map(|u| ctx.names.fresh(&format!("tile_b{u}")))
                 .collect();
@@ -438,7 +538,7 @@ fn emit_chunks(
                 w.line("{");
                 w.indent += 1;
                 w.line(&format!("const int64_t {k} = {kc} + {};", u as i64 * lanes));
-                let (text, _) = vector_text(ctx, &shape.b, shape.width.0, ty, isa)?;
+                let (text, _) = vector_text(ctx, &b_expr, shape.width.0, ty, isa)?;
                 w.line(&format!("{name} = {text};"));
                 w.indent -= 1;
                 w.line("}");
@@ -446,8 +546,8 @@ fn emit_chunks(
             for row in first..last {
                 w.line("{");
                 w.indent += 1;
-                w.line(&format!("const int64_t {r} = {row};"));
-                let a = emit_as(ctx, &shape.a, ty)?.text;
+                declare_row(ctx, w, shape, row)?;
+                let a = emit_as(ctx, &a_expr, ty)?.text;
                 w.line(&format!("const {} tile_a = {a};", ty.c_name()));
                 for (u, name) in bv.iter().enumerate() {
                     let t = acc(row, u as i64);
@@ -456,8 +556,14 @@ fn emit_chunks(
                 w.indent -= 1;
                 w.line("}");
             }
-            w.indent -= 1;
-            w.line("}");
+            if guarded.is_some() {
+                w.indent -= 1;
+                w.line("}");
+            }
+            if shape.tile.is_some() {
+                w.indent -= 1;
+                w.line("}");
+            }
             w.indent -= 1;
             w.line("}");
             // Store the tile.
@@ -465,7 +571,7 @@ fn emit_chunks(
                 for u in 0..unroll {
                     let at = (row, format!("{kc} + {}", u * lanes));
                     let t = acc(row, u);
-                    tile_access(ctx, w, shape, (&r, &k), at, |offset| {
+                    tile_access(ctx, w, shape, &k, at, |offset| {
                         format!(
                             "sparsile_{}store_{sfx}(&{c_name}[{offset}], {t});",
                             isa.prefix

@@ -19,7 +19,8 @@
 //!   the one above: two of them, in either order, are the tile's rows `r` and columns `c`
 //!   (at least one iteration each), the innermost is the dense width `k`; the innermost's
 //!   body is one update `C[idx] = C[idx] + a * b` (either order of the sum and of the
-//!   product), alone or under one `if G` without `else`;
+//!   product), alone or under one `if G` without `else`. Or `N` is the width loop alone
+//!   (a row of scalars, e.g. a CSR row of SpMM: one row, one column, no `r` or `c`);
 //! - `idx` reads `r` (unless `r` runs once: a one-row block whose output row is cached)
 //!   and `k` and none of `c`, `L`'s variable or `pre`'s `let`s, and gives distinct
 //!   elements for distinct `(r, k)`: every index is `α·r + β·k + rest` (`rest` free of
@@ -49,7 +50,23 @@
 //!     }\n      }\n    }\n  }\n}\n".parse().unwrap();
 //! let Stmt::For(l) = &f.body[0] else { unreachable!() };
 //! let shape = register_tiled_shape(&f, l).unwrap();
-//! assert_eq!((shape.rows.1, shape.cols.1, shape.width.1), (0..2, 0..2, 0..32));
+//! let tile = shape.tile.unwrap();
+//! assert_eq!((tile.rows.1, tile.cols.1, shape.width.1), (0..2, 0..2, 0..32));
+//! ```
+//!
+//! A CSR row of SpMM, its output row cached in `L`:
+//! ```
+//! use sparsile_ir::loops::{register_tiled_shape, Func, Stmt};
+//! let f: Func = "flat func f(n, m) {\n  buffer P: i32[2] input values\n  \
+//!     buffer J: i32[n] input values\n  buffer A: f32[n] input values\n  \
+//!     buffer B: f32[m * 128] input values\n  buffer L: f32[128] temp local\n  \
+//!     for jp in P[0]..P[1] {\n    let j: idx = J[jp]\n    \
+//!     for k in 0..128 vectorized {\n      L[k] = L[k] + A[jp] * B[j * 128 + k]\n    }\n  \
+//!     }\n}\n".parse().unwrap();
+//! let Stmt::For(l) = &f.body[0] else { unreachable!() };
+//! let shape = register_tiled_shape(&f, l).unwrap();
+//! assert!(shape.tile.is_none());
+//! assert_eq!(shape.width.1, 0..128);
 //! ```
 
 use std::collections::HashSet;
@@ -68,10 +85,9 @@ use crate::id::{BufferId, VarId};
 pub struct RegisterTiledShape {
     /// The statements before the tile nest (`let`s and prefetches).
     pub pre: usize,
-    /// The row loop's variable and range.
-    pub rows: (VarId, Range<i64>),
-    /// The column loop's variable and range.
-    pub cols: (VarId, Range<i64>),
+    /// The row and column loops' variables and ranges (`None`: a row of scalars, whose
+    /// body is the width loop alone, as one row by one column).
+    pub tile: Option<TileLoops>,
     /// The dense width loop's variable and range.
     pub width: (VarId, Range<i64>),
     /// The guard `G` (`None`: no `if`).
@@ -82,6 +98,15 @@ pub struct RegisterTiledShape {
     /// The factor that does not read `k` (`a`) and the one that does (`b`).
     pub a: Expr,
     pub b: Expr,
+}
+
+/// The row and column loops of a tile nest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TileLoops {
+    /// The row loop's variable and range.
+    pub rows: (VarId, Range<i64>),
+    /// The column loop's variable and range.
+    pub cols: (VarId, Range<i64>),
 }
 
 /// Whether `e` loads `buffer`.
@@ -143,29 +168,36 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
             }
         }
     }
-    let [Stmt::For(mid)] = outer.body.as_slice() else {
-        return err(
-            outer.span,
-            "the tile's outer loop must hold exactly one loop",
-        );
+    // Either rows × columns × width (a block's tile) or the width loop alone (a row of
+    // scalars: one row, one column).
+    let (loops, width) = match outer.body.as_slice() {
+        [Stmt::For(mid)] => {
+            let [Stmt::For(width)] = mid.body.as_slice() else {
+                return err(
+                    mid.span,
+                    "the tile's middle loop must hold exactly one loop",
+                );
+            };
+            (Some((outer, mid)), width)
+        }
+        _ => (None, outer),
     };
-    let [Stmt::For(width)] = mid.body.as_slice() else {
-        return err(
-            mid.span,
-            "the tile's middle loop must hold exactly one loop",
-        );
+    let literal = |l: &For| {
+        literal_range(l).ok_or(ReductionError {
+            span: outer.span,
+            message: "the tile's loops must have integer literal bounds".to_string(),
+        })
     };
-    let (Some(outer_range), Some(mid_range), Some(width_range)) = (
-        literal_range(outer),
-        literal_range(mid),
-        literal_range(width),
-    ) else {
-        return err(
-            outer.span,
-            "the tile's three loops must have integer literal bounds",
-        );
+    let width_range = literal(width)?;
+    let ranges = match loops {
+        Some((o, m)) => Some((literal(o)?, literal(m)?)),
+        None => None,
     };
-    if outer_range.is_empty() || mid_range.is_empty() || width_range.is_empty() {
+    let empty = width_range.is_empty()
+        || ranges
+            .as_ref()
+            .is_some_and(|(o, m)| o.is_empty() || m.is_empty());
+    if empty {
         return err(
             outer.span,
             "each of the tile's loops must run at least once",
@@ -236,49 +268,72 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
     };
     // Which of the two outer loops is the row loop: the one the index reads.
     let idx_reads = |v: VarId| indices.iter().any(|e| reads_var(e, v));
-    let (r, cl) = match (idx_reads(outer.var), idx_reads(mid.var)) {
-        (true, false) => (outer, mid),
-        (false, true) => (mid, outer),
-        // A single row (a `bsr:1xC` block row whose output row is cached).
-        (false, false) if outer_range.end - outer_range.start == 1 => (outer, mid),
-        (false, false) if mid_range.end - mid_range.start == 1 => (mid, outer),
-        _ => {
-            return err(
-                *span,
-                "the accumulated element must read exactly one of the tile's two outer loops (its rows)",
-            )
+    let tile = match (loops, ranges) {
+        (Some((outer, mid)), Some((outer_range, mid_range))) => {
+            let (r, cl) = match (idx_reads(outer.var), idx_reads(mid.var)) {
+                (true, false) => ((outer, outer_range), (mid, mid_range)),
+                (false, true) => ((mid, mid_range), (outer, outer_range)),
+                // A single row (a `bsr:1xC` block row whose output row is cached).
+                (false, false) if outer_range.end - outer_range.start == 1 => {
+                    ((outer, outer_range), (mid, mid_range))
+                }
+                (false, false) if mid_range.end - mid_range.start == 1 => {
+                    ((mid, mid_range), (outer, outer_range))
+                }
+                _ => {
+                    return err(
+                        *span,
+                        "the accumulated element must read exactly one of the tile's two outer loops (its rows)",
+                    )
+                }
+            };
+            Some(TileLoops {
+                rows: (r.0.var, r.1),
+                cols: (cl.0.var, cl.1),
+            })
         }
+        _ => None,
     };
-    let rows = literal_range(r).expect("checked above");
-    let cols = literal_range(cl).expect("checked above");
     let mut fixed = inside.clone();
-    fixed.insert(cl.var);
+    if let Some(t) = &tile {
+        fixed.insert(t.cols.0);
+    }
     if indices.iter().any(|e| reads(e, &fixed)) {
         return err(
             *span,
             "the accumulated element must not change across the blocks and the tile's columns",
         );
     }
-    if !distinct(
-        indices,
-        (r.var, rows.end - rows.start),
-        k,
-        width_range.end - width_range.start,
-    ) {
+    let extent = width_range.end - width_range.start;
+    let is_distinct = match &tile {
+        Some(t) => distinct(
+            indices,
+            (t.rows.0, t.rows.1.end - t.rows.1.start),
+            k,
+            extent,
+        ),
+        None => one_row_distinct(indices, k),
+    };
+    if !is_distinct {
         return err(
             *span,
             "the accumulated element must be distinct for distinct rows and widths (α·r + β·k with β = 1)",
         );
     }
-    if reads_var(&b, r.var) {
-        return err(
-            *span,
-            "the factor that reads the width must not read the tile's rows",
-        );
+    if let Some(t) = &tile {
+        if reads_var(&b, t.rows.0) {
+            return err(
+                *span,
+                "the factor that reads the width must not read the tile's rows",
+            );
+        }
     }
     if let Some(g) = &guard {
         let mut moving = inside.clone();
-        moving.extend([cl.var, k]);
+        moving.insert(k);
+        if let Some(t) = &tile {
+            moving.insert(t.cols.0);
+        }
         if reads(g, &moving) {
             return err(
                 width.span,
@@ -302,8 +357,7 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
     }
     Ok(RegisterTiledShape {
         pre: pre.len(),
-        rows: (r.var, rows),
-        cols: (cl.var, cols),
+        tile,
         width: (k, width_range),
         guard,
         c: *c,
@@ -311,6 +365,13 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
         a,
         b,
     })
+}
+
+/// Whether `indices` name distinct elements for distinct `k` (a row of scalars): one
+/// index moves with `k` at step 1, the others not at all.
+fn one_row_distinct(indices: &[Expr], k: VarId) -> bool {
+    let coefs: Option<Vec<i64>> = indices.iter().map(|e| coefficient(e, k)).collect();
+    coefs.is_some_and(|c| c.iter().filter(|&&b| b != 0).count() == 1 && c.contains(&1))
 }
 
 /// Whether `indices` name distinct elements for distinct `(r, k)`, `r` over `rows`

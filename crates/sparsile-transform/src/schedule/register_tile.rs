@@ -15,7 +15,9 @@
 //! - the loop exists ([`ScheduleError::UnknownLoop`]) and is serial
 //!   ([`ScheduleError::NotSerial`]);
 //! - its body has the shape of [`sparsile_ir::loops::register_tiled_shape`]: `let`s and
-//!   prefetches, then rows × columns × width loops with literal bounds around one update
+//!   prefetches, then rows × columns × width loops (or the width loop alone: a CSR row
+//!   of SpMM, whose output row is then held in registers across the row's non-zeros)
+//!   with literal bounds around one update
 //!   `C[idx] = C[idx] + a * b` whose element does not move across the blocks and the
 //!   columns and is distinct for distinct rows and widths
 //!   ([`ScheduleError::NotRegisterTileable`], naming the statement and the rule).
@@ -39,8 +41,12 @@
 //! )
 //! .unwrap();
 //! let mut sch = Schedule::new(&program);
-//! // A CSR row holds no tile product (its non-zeros are scalars): refused.
+//! // The width is a parameter: a row of it cannot be held in registers. Refused.
 //! assert!(sch.register_tile(&LoopRef::new("C", "j_p")).is_err());
+//! // With the width fixed, a CSR row's output is held across its non-zeros.
+//! let mut sch = Schedule::new(&program);
+//! sch.specialize("k", 64).unwrap();
+//! sch.register_tile(&LoopRef::new("C", "j_p")).unwrap();
 //! ```
 
 use sparsile_ir::loops::{register_tiled_shape, ForKind, Func};

@@ -12,7 +12,7 @@ use sparsile_tune::features::Features;
 use sparsile_tune::op::{OpInfo, Operator};
 use sparsile_tune::rule::{block_format, rule};
 use sparsile_tune::selector::Selector;
-use sparsile_tune::space::{space, Candidate, SPACE_VERSION};
+use sparsile_tune::space::{space, Candidate, KERNEL_VERSION, SPACE_VERSION};
 use sparsile_tune::target::host_isa;
 
 use super::pattern::{pattern, Pattern};
@@ -196,6 +196,7 @@ pub fn key(
         compiler: compiler_identity(settings),
         other_formats: ctx.other_formats,
         space_version: SPACE_VERSION,
+        kernel_version: KERNEL_VERSION,
     })
 }
 
