@@ -36,6 +36,24 @@ fn inputs(
     operands(kind, (m, n), format, dtype, seed, &[("B", &[n, k])])
 }
 
+/// Compiles `program` with `recipe`, checks that a loop is `register_tiled` and compares
+/// the kernel with the interpreter.
+fn check_tiled(
+    program: &str,
+    inputs: &HashMap<String, SparseTensor<'static>>,
+    recipe: &str,
+    dtype: DType,
+    what: &str,
+) {
+    let kernel = compile_recipe(program, inputs, recipe).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        kernel.ir(Stage::Stage2).contains("register_tiled {"),
+        "{what}:\n{}",
+        kernel.ir(Stage::Stage2)
+    );
+    check_kernel(&kernel, program, inputs, dtype, what);
+}
+
 /// (kind, m, n, k): edges off the block sizes, widths around the vector widths (8 and
 /// 12: narrower than a 64-byte vector of f32, the 32-byte chunks and their rest).
 const SHAPES: [(&str, usize, usize, usize); 9] = [
@@ -61,14 +79,7 @@ fn block_spmm_holds_the_tile_and_matches_the_interpreter() {
             for (s, (kind, m, n, k)) in SHAPES.into_iter().enumerate() {
                 let what = format!("{format} spmm {dtype} {kind} {m}x{n} K={k}");
                 let inputs = inputs(kind, (m, n, k), format, dtype, 60 + s as u64);
-                let kernel = compile_recipe(&program, &inputs, "rowwise")
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
-                assert!(
-                    kernel.ir(Stage::Stage2).contains("register_tiled {"),
-                    "{what}:\n{}",
-                    kernel.ir(Stage::Stage2)
-                );
-                check_kernel(&kernel, &program, &inputs, dtype, &what);
+                check_tiled(&program, &inputs, "rowwise", dtype, &what);
             }
         }
     }
@@ -137,14 +148,7 @@ fn csr_spmm_holds_the_row_in_registers_and_matches_the_interpreter() {
             for (s, (kind, m, n, k)) in shapes.into_iter().enumerate() {
                 let what = format!("csr spmm {dtype} {recipe} {kind} {m}x{n} K={k}");
                 let inputs = inputs(kind, (m, n, k), "csr", dtype, 80 + s as u64);
-                let kernel = compile_recipe(&program, &inputs, recipe)
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
-                assert!(
-                    kernel.ir(Stage::Stage2).contains("register_tiled {"),
-                    "{what}:\n{}",
-                    kernel.ir(Stage::Stage2)
-                );
-                check_kernel(&kernel, &program, &inputs, dtype, &what);
+                check_tiled(&program, &inputs, recipe, dtype, &what);
             }
         }
     }
