@@ -125,12 +125,54 @@ fn spmv_one_row_blocks_sum_across_the_row() {
 }
 
 #[test]
-fn refuses_blocks_of_several_rows() {
-    // With two rows per block, the element depends on the block row loop inside.
+fn spmv_blocks_of_several_rows_keep_a_row_of_partial_sums_per_block_row() {
+    // `y[io * R + ii]` over `for ii in 0..R`: the block row's R elements, each with one
+    // partial sum per column, combined under the padded row's guard.
+    let cache = tempfile::tempdir().unwrap();
+    let native = native_settings(cache.path());
+    let mut seed = 950;
+    for rows in ALL_ROWS {
+        for (r, c) in [(2, 4), (3, 2), (8, 8)] {
+            // Row and column counts that are, and are not, multiples of the block.
+            for (m, n) in [(6, 11), (1, 3), (0, 2), (16, 16), (7, 17)] {
+                seed += 1;
+                let case = spmv_bsr(m, n, (r, c), rows, seed);
+                let mut sch = Schedule::new(&case.program);
+                let partial = sch
+                    .rfactor(&LoopRef::new("y", "jo_p"), &LoopRef::new("y", "ji"))
+                    .unwrap_or_else(|e| panic!("{}: {e}\n{}", case.label, sch.func().unwrap()));
+                let text = sch.func().unwrap().to_string();
+                // One row's partial sums side by side (the columns consecutive), each
+                // row combined where it exists.
+                assert!(
+                    text.contains(&format!(
+                        "{partial}[ii * {c} + ji] = {partial}[ii * {c} + ji] + "
+                    )),
+                    "{text}"
+                );
+                assert!(
+                    text.contains(&format!(
+                        "if io * {r} + c < m {{\n            y[io * {r} + c] = y[io * {r} + c] + {partial}[c * {c} + r2]"
+                    )),
+                    "{text}"
+                );
+                sch.vectorize(&LoopRef::new("y", "ji")).unwrap();
+                sch.parallel(&LoopRef::new("y", "io")).unwrap();
+                check(&case, &sch, native.as_ref());
+            }
+        }
+    }
+}
+
+#[test]
+fn refuses_a_block_row_element_that_is_not_offset_by_the_row() {
+    // `y[io * 2 + ii * ii]` is not `base + ii`: the rows do not map one to one.
     let case = spmv_bsr(4, 8, (2, 4), Rows::Random, 1);
     let mut sch = Schedule::new(&case.program);
-    let err = sch
-        .rfactor(&LoopRef::new("y", "jo_p"), &LoopRef::new("y", "ji"))
-        .unwrap_err();
+    let func = sch.func_or_lower().unwrap().to_string();
+    let text = func.replace("y[io * 2 + ii]", "y[io * 2 + ii * ii]");
+    assert_ne!(text, func, "the test edits the update");
+    let func: sparsile_ir::loops::Func = text.parse().unwrap();
+    let err = rfactor(&func, &LoopRef::new("y", "jo_p"), &LoopRef::new("y", "ji")).unwrap_err();
     assert!(matches!(err, ScheduleError::NotAReduction { .. }), "{err}");
 }

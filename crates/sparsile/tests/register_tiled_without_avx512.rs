@@ -1,4 +1,4 @@
-//! The 32-byte version of a `register_tiled` loop: BSR and CSR SpMM through `rowwise` compiled
+//! The 32-byte version of a `register_tiled` loop: BSR and CSR SpMM and BSR SpMV through `rowwise` compiled
 //! with `-mno-avx512f` (as for a target without AVX-512, where the 64-byte version's
 //! preprocessor condition is false) matches the reference interpreter, with sizes off
 //! the block and widths off the tile's vectors. One test in its own binary: it sets the
@@ -56,6 +56,31 @@ fn register_tiles_compile_and_match_without_avx512() {
                 &inputs,
                 dtype,
                 &format!("{format} {dtype} K={k} without AVX-512"),
+            );
+        }
+        // SpMV over blocks of several rows: a block row's partial sums in registers.
+        for (format, (m, n)) in [("bsr:8x8", (37, 29)), ("bsr:4x16", (18, 40))] {
+            let program = format!(
+                "tensor A: {t}[m, n] {format}\ntensor x: {t}[n]\ntensor y: {t}[m]\ny[i] = A[i,j] * x[j]\n"
+            );
+            let mut g = rng(12);
+            let coo = matrix("random", m, n, &mut g);
+            let parsed: Format = format.parse().unwrap();
+            let inputs = HashMap::from([
+                (
+                    "A".to_string(),
+                    SparseTensor::from_coo_with(&coo, &parsed, dtype).unwrap(),
+                ),
+                ("x".to_string(), dense(&[n], dtype, &mut g)),
+            ]);
+            let kernel = compile_recipe(&program, &inputs, "rowwise").unwrap();
+            assert!(kernel.ir(Stage::C).contains("tile_lane"));
+            check_kernel(
+                &kernel,
+                &program,
+                &inputs,
+                dtype,
+                &format!("spmv {format} {dtype} without AVX-512"),
             );
         }
     }

@@ -132,3 +132,65 @@ fn spmm_and_sddmm_on_one_row_blocks_match_the_interpreter() {
         }
     }
 }
+
+#[test]
+fn spmv_on_blocks_of_several_rows_holds_the_block_row_in_registers() {
+    // `y[io * R + ii] += A[io, jo_p, ii, ji] * x[jo * C + ji]`: one row of partial sums
+    // per block row (`rfactor` over the row's blocks, `R × C` sums), held in vector
+    // registers across the blocks (`register_tile`); the matrix's last block row and
+    // block column are padded where `m` and `n` are not multiples of the block.
+    if !have_compiler() {
+        return;
+    }
+    for dtype in [DType::F32, DType::F64] {
+        for format in ["bsr:2x8", "bsr:8x8", "bsr:4x4", "bsr:3x16", "dbsr:4x8"] {
+            let program = format!(
+                "tensor A: {t}[m, n] {format}\ntensor x: {t}[n]\ntensor y: {t}[m]\ny[i] = A[i,j] * x[j]\n",
+                t = ty(dtype)
+            );
+            for (s, (kind, m, n)) in SHAPES.into_iter().enumerate() {
+                let (a, mut g) = sparse_input(kind, m, n, format, dtype, 90 + s as u64);
+                let inputs = HashMap::from([
+                    ("A".to_string(), a),
+                    ("x".to_string(), dense(&[n], dtype, &mut g)),
+                ]);
+                let what = format!("rowwise spmv {dtype} {format} {kind} {m}x{n}");
+                let kernel = compile_recipe(&program, &inputs, "rowwise")
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let stage2 = kernel.ir(Stage::Stage2);
+                assert!(
+                    stage2.contains("y_partial[ii * "),
+                    "{what}: partial sums per row and column\n{stage2}"
+                );
+                assert!(stage2.contains(" register_tiled {"), "{what}:\n{stage2}");
+                check_kernel(&kernel, &program, &inputs, dtype, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn spmv_block_row_tile_is_vector_code_with_a_lane_path_for_the_edge() {
+    // `bsr:8x8` in f32, in 32-byte vectors (both versions: a 64-byte vector is wider
+    // than the block): one vector per row of the block, eight rows at a time, and the
+    // block on the right edge lane by lane.
+    if !have_compiler() {
+        return;
+    }
+    let program =
+        "tensor A: f32[m, n] bsr:8x8\ntensor x: f32[n]\ntensor y: f32[m]\ny[i] = A[i,j] * x[j]\n";
+    let (a, mut g) = sparse_input("random", 21, 30, "bsr:8x8", DType::F32, 7);
+    let inputs = HashMap::from([
+        ("A".to_string(), a),
+        ("x".to_string(), dense(&[30], DType::F32, &mut g)),
+    ]);
+    let kernel = compile_recipe(program, &inputs, "rowwise").unwrap();
+    let narrow = kernel.ir(Stage::C);
+    assert!(narrow.contains("sparsile_vf32 tile_7_0;"), "{narrow}");
+    assert!(
+        narrow.contains("tile_0_0 = tile_0_0 + sparsile_vload_f32(&A["),
+        "{narrow}"
+    );
+    assert!(narrow.contains("tile_0_0[tile_lane] += "), "{narrow}");
+    check_kernel(&kernel, program, &inputs, DType::F32, "bsr:8x8 21x30");
+}

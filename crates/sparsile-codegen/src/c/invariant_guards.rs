@@ -30,11 +30,21 @@
 //! declares, assigns or stores, and holds no load, search, division or remainder (it is
 //! evaluated once before the loop, even when the loop runs no iteration, so it must not
 //! read memory or fault).
+//!
+//! A *range guard* ([`range_guards`]) reads the loop's variable, linearly, in ordering
+//! comparisons (or their conjunction): a block on the matrix's right edge reads
+//! `select(jo * 8 + ji < n, x[jo * 8 + ji], 0.0)` over `for ji in 0..8`. Such a
+//! condition holds for every iteration of a range when it holds at its first and last,
+//! so the loop is unswitched on that check: the `select`s stripped where it holds, the
+//! loop as it stands elsewhere (some iterations may hold there, so no store is dropped).
+//! A vectorized loop whose whole body is one `if` without `else` on a qualifying
+//! condition (a padded block row's `io * 8 + ii < m`) tests it once, around the loop
+//! ([`invariant_condition`]).
 
 use std::collections::HashSet;
 
 use sparsile_ir::coord::BinaryOp;
-use sparsile_ir::loops::{reduction_addend, Expr, For, Stmt};
+use sparsile_ir::loops::{reduction_addend, CmpOp, Expr, For, LogicOp, Stmt};
 use sparsile_ir::VarId;
 
 /// The distinct conditions of `select`s in `f`'s body that qualify as loop-invariant
@@ -59,6 +69,103 @@ pub(crate) fn invariant_guards(f: &For) -> Vec<Expr> {
         }
     });
     guards
+}
+
+/// The distinct conditions of `select`s in `f`'s body that read `f`'s variable but hold
+/// for every iteration where they hold for the first and the last (see the module docs),
+/// each with that check: `(condition, check)`, in order of first appearance. Only for a
+/// loop with constant bounds.
+pub(crate) fn range_guards(f: &For) -> Vec<(Expr, Expr)> {
+    let (Expr::Int(lo), Expr::Int(hi)) = (&f.lo, &f.hi) else {
+        return Vec::new();
+    };
+    if hi <= lo {
+        return Vec::new();
+    }
+    let mut inner: HashSet<VarId> = Stmt::declared_vars(&f.body).into_iter().collect();
+    inner.extend(Stmt::assigned_vars(&f.body));
+    let at = |cond: &Expr, value: i64| {
+        cond.substitute(&mut |v| (v == f.var).then_some(Expr::Int(value)))
+    };
+    let mut guards: Vec<(Expr, Expr)> = Vec::new();
+    let mut consider = |e: &Expr| {
+        e.visit(&mut |x| {
+            if let Expr::Select { cond, .. } = x {
+                let fresh = !guards.iter().any(|(c, _)| *c == **cond);
+                if fresh
+                    && mentions(cond, f.var)
+                    && qualifies(cond, &inner)
+                    && monotone(cond, f.var)
+                {
+                    let check = Expr::Logic {
+                        op: LogicOp::And,
+                        lhs: Box::new(at(cond, *lo)),
+                        rhs: Box::new(at(cond, hi - 1)),
+                    };
+                    guards.push(((**cond).clone(), check));
+                }
+            }
+        })
+    };
+    Stmt::visit_all(&f.body, &mut |s| {
+        for e in s.own_exprs() {
+            consider(e);
+        }
+    });
+    guards
+}
+
+/// Whether `cond` is an ordering comparison of two sides linear in `var`, or a
+/// conjunction of such: true over a range of `var` when true at both of its ends.
+fn monotone(cond: &Expr, var: VarId) -> bool {
+    match cond {
+        Expr::Cmp { op, lhs, rhs } => {
+            matches!(op, CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge)
+                && linear(lhs, var)
+                && linear(rhs, var)
+        }
+        Expr::Logic {
+            op: LogicOp::And,
+            lhs,
+            rhs,
+        } => monotone(lhs, var) && monotone(rhs, var),
+        _ => false,
+    }
+}
+
+/// Whether `e` is linear in `var` (sums, differences and products by factors free of
+/// it; anything else must not read it).
+fn linear(e: &Expr, var: VarId) -> bool {
+    match e {
+        Expr::Binary {
+            op: BinaryOp::Add | BinaryOp::Sub,
+            lhs,
+            rhs,
+        } => linear(lhs, var) && linear(rhs, var),
+        Expr::Binary {
+            op: BinaryOp::Mul,
+            lhs,
+            rhs,
+        } => (!mentions(lhs, var) && linear(rhs, var)) || (!mentions(rhs, var) && linear(lhs, var)),
+        Expr::Var(_) | Expr::Int(_) | Expr::Param(_) => true,
+        other => !mentions(other, var),
+    }
+}
+
+/// Whether `e` reads the variable `var`.
+fn mentions(e: &Expr, var: VarId) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| found |= matches!(x, Expr::Var(v) if *v == var));
+    found
+}
+
+/// Whether `cond`, the condition of an `if` around the whole body of `f`, can be tested
+/// once before the loop instead (it qualifies as a guard of `f`, see the module docs).
+pub(crate) fn invariant_condition(f: &For, cond: &Expr) -> bool {
+    let mut inner: HashSet<VarId> = Stmt::declared_vars(&f.body).into_iter().collect();
+    inner.extend(Stmt::assigned_vars(&f.body));
+    inner.insert(f.var);
+    qualifies(cond, &inner)
 }
 
 /// `stmts` (the body of a loop with `guards`) where the guards do not all hold: without
@@ -124,7 +231,7 @@ fn qualifies(cond: &Expr, inner: &HashSet<VarId>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sparsile_ir::loops::Func;
+    use sparsile_ir::loops::{ExprDisplay, Func};
 
     fn the_loop(f: &Func) -> &For {
         let mut found = None;
@@ -184,6 +291,61 @@ mod tests {
             where_guards_fail(&l.body, &guards).map(|b| b.len()),
             Some(1)
         );
+    }
+
+    const EDGE: &str = "flat func f(n, m, w) {
+  buffer S: f32[16] output values
+  buffer A: f32[w * 16] input values
+  buffer x: f32[n] input values
+  for p in 0..w {
+    for ii in 0..2 {
+      for ji in 0..8 vectorized {
+        if p * 2 + ii < m {
+          S[ii * 8 + ji] = S[ii * 8 + ji] + A[p * 16 + ii * 8 + ji] * select(p * 8 + ji < n, x[p * 8 + ji], 0.0)
+        }
+      }
+    }
+  }
+}
+";
+
+    #[test]
+    fn a_condition_linear_in_the_loop_is_a_range_guard_checked_at_both_ends() {
+        let f: Func = EDGE.parse().unwrap();
+        let l = the_loop(&f);
+        assert!(invariant_guards(l).is_empty());
+        let ranges = range_guards(l);
+        assert_eq!(ranges.len(), 1, "{ranges:?}");
+        let (cond, check) = &ranges[0];
+        let text = |e| ExprDisplay::new(&f, e).to_string();
+        assert_eq!(text(cond), "p * 8 + ji < n");
+        assert_eq!(text(check), "p * 8 + 0 < n && p * 8 + 7 < n");
+        // The `if` around the whole body does not change across the loop.
+        let [Stmt::If { cond, .. }] = l.body.as_slice() else {
+            panic!("one if")
+        };
+        assert!(invariant_condition(l, cond));
+    }
+
+    #[test]
+    fn a_condition_not_monotone_in_the_loop_is_no_range_guard() {
+        for edited in ["p * 8 + ji * ji < n", "p * 8 + ji != n", "x[ji] < 1.0"] {
+            let text = EDGE.replace("p * 8 + ji < n", edited);
+            let f: Func = text.parse().unwrap();
+            assert!(range_guards(the_loop(&f)).is_empty(), "{edited}");
+        }
+        // A loop whose bounds are not constants has no range guards.
+        let text = EDGE.replace("for ji in 0..8 vectorized", "for ji in 0..w vectorized");
+        let f: Func = text.parse().unwrap();
+        assert!(range_guards(the_loop(&f)).is_empty());
+        // An `if` that reads the loop's variable is not tested before it.
+        let text = EDGE.replace("if p * 2 + ii < m", "if p * 2 + ji < m");
+        let f: Func = text.parse().unwrap();
+        let l = the_loop(&f);
+        let [Stmt::If { cond, .. }] = l.body.as_slice() else {
+            panic!("one if")
+        };
+        assert!(!invariant_condition(l, cond));
     }
 
     #[test]

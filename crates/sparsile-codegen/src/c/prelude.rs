@@ -444,7 +444,30 @@ static inline sparsile_vf64 sparsile_tsum_f64(sparsile_vf64 v0, sparsile_vf64 v1
             }
             Helper::TileVectors => {
                 "/* Register tiles: vectors of 64 bytes where the target has AVX-512, loaded from
- * and stored to any alignment; stores of the 32-byte vectors. */
+ * and stored to any alignment; stores of the 32-byte vectors; vectors of 16 bytes for
+ * the width that wider ones leave (a block of 4 columns of f32). */
+typedef float sparsile_qf32 __attribute__((vector_size(16)));
+typedef double sparsile_qf64 __attribute__((vector_size(16)));
+static inline sparsile_qf32 sparsile_qload_f32(const float *p)
+{
+    sparsile_qf32 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline sparsile_qf64 sparsile_qload_f64(const double *p)
+{
+    sparsile_qf64 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void sparsile_qstore_f32(float *p, sparsile_qf32 v)
+{
+    __builtin_memcpy(p, &v, sizeof v);
+}
+static inline void sparsile_qstore_f64(double *p, sparsile_qf64 v)
+{
+    __builtin_memcpy(p, &v, sizeof v);
+}
 #if defined(__AVX512F__)
 typedef float sparsile_zf32 __attribute__((vector_size(64)));
 typedef double sparsile_zf64 __attribute__((vector_size(64)));

@@ -33,21 +33,33 @@
 //! loads and stores its output row for every non-zero (the row does not fit the 16
 //! registers): 1.5-2.4x faster on cage11, a DLMC FFN weight and PPI (`bench/README.md`).
 //!
+//! Without a column loop (a block row's partial sums of BSR SpMV after `rfactor`:
+//! `P[r * C + k] += A[jp, r, k] * x[j * C + k]`) both factors read the width: each step
+//! loads one vector of `x` for all the rows and one vector of `A` per row, so a group
+//! holds as many rows as the budget has registers (eight rows of `bsr:8x8` in f32 on
+//! AVX2, where the plain loop ran each row's eight products as a scalar chain: 3.7x
+//! faster on the BigBird mask, `bench/README.md`). A `select` on a condition that reads
+//! the width and holds over a chunk when it holds at the chunk's ends (the block column
+//! on the matrix's right edge: `jo * C + k < n`, see `invariant_guards::range_guards`)
+//! is checked at both ends for every block; where it fails the block updates the
+//! accumulators lane by lane, the `select`s kept.
+//!
 //! The code holds two versions: with AVX-512 (`#if defined(__AVX512F__)`), vectors of
 //! 64 bytes, groups of up to 8 rows and up to 24 accumulators (of 32 registers), then
 //! vectors of 32 bytes (same groups and budget) for the width that 64-byte chunks leave
 //! (`K = 8` in f32); without it, vectors of 32 bytes, groups of up to 4 rows and up to 12
-//! accumulators (of 16). In each, `U` is the largest power of two (at most 8) that keeps
+//! accumulators (of 16). Both end with vectors of 16 bytes (groups of up to 4 rows, 12
+//! accumulators) for the width the others leave (a `bsr:4x4` block of f32). In each, `U` is the largest power of two (at most 8) that keeps
 //! the registers live across a column within that budget (`g · U` accumulators, plus the
 //! `U` loaded vectors of `b` when `g > 1`; with one row each load folds into its
 //! multiply-add) and whose `U` vectors the width fills. Measured on BSR SpMM of the BigBird mask (4,096², 8×8 blocks, K = 128,
 //! two threads): see `bench/README.md`.
 //!
 //! Written only when the accumulated buffer is f32 or f64 (not f16/bf16 bits) with one
-//! flat index, consecutive in `k`, and `b` is built from loads consecutive in `k` of that
-//! type, values that do not vary with `k`, `+ - * /`, negation and `select`s whose
-//! condition does not read `k`; otherwise the loop is written as a plain loop (its serial
-//! meaning).
+//! flat index, consecutive in `k`, and `b` (and `a` where it reads `k`) is built from
+//! loads consecutive in `k` of that type, values that do not vary with `k`, `+ - * /`,
+//! negation and `select`s whose condition does not read `k` (once the range guards are
+//! stripped); otherwise the loop is written as a plain loop (its serial meaning).
 
 use sparsile_ir::coord::{BinaryOp, UnaryOp};
 use sparsile_ir::loops::{
@@ -59,7 +71,7 @@ use std::ops::Range;
 
 use super::ctx::Ctx;
 use super::expr::{emit_as, emit_offset, emit_truth};
-use super::invariant_guards::{invariant_guards, strip, where_guards_fail};
+use super::invariant_guards::{invariant_guards, range_guards, strip, where_guards_fail};
 use super::prelude::Helper;
 use super::stmt::{emit_stmts, loop_comment, Writer};
 use super::types::Ty;
@@ -105,10 +117,19 @@ const AVX512_HALF: Isa = Isa {
     prefix: "v",
 };
 
+/// Vectors of 16 bytes for the width that 32-byte chunks leave (a `bsr:4x4` block of
+/// f32 in SpMV, `K = 4` of SpMM), on either target.
+const QUARTER: Isa = Isa {
+    bytes: 16,
+    group: 4,
+    budget: 12,
+    prefix: "q",
+};
+
 /// The versions of each target, in order: each covers in chunks what the one before
 /// left of the width; the plain loop covers the rest.
-const WIDE_VERSIONS: [&Isa; 2] = [&AVX512, &AVX512_HALF];
-const NARROW_VERSIONS: [&Isa; 1] = [&AVX2];
+const WIDE_VERSIONS: [&Isa; 3] = [&AVX512, &AVX512_HALF, &QUARTER];
+const NARROW_VERSIONS: [&Isa; 2] = [&AVX2, &QUARTER];
 
 fn reads_var(e: &Expr, v: VarId) -> bool {
     let mut found = false;
@@ -223,15 +244,16 @@ fn plain_from(f: &For, from: Option<i64>) -> Stmt {
     g.kind = ForKind::Serial;
     if let Some(from) = from {
         if let Some(Stmt::For(outer)) = g.body.last_mut() {
-            match outer.body.first_mut() {
-                Some(Stmt::For(mid)) => {
-                    if let Some(Stmt::For(width)) = mid.body.first_mut() {
-                        width.lo = Expr::Int(from);
-                    }
-                }
-                // A row of scalars: the nest is the width loop itself.
-                _ => outer.lo = Expr::Int(from),
+            // The width loop is the innermost of the nest's chain of single loops (the
+            // nest itself for a row of scalars).
+            let mut l = outer;
+            while let [Stmt::For(_)] = l.body.as_slice() {
+                let Some(Stmt::For(inner)) = l.body.first_mut() else {
+                    unreachable!("matched one loop")
+                };
+                l = inner;
             }
+            l.lo = Expr::Int(from);
         }
     }
     Stmt::For(g)
@@ -253,9 +275,14 @@ pub(crate) fn emit_register_tiled_loop(
         return Ok(false);
     }
     let k = shape.width.0;
+    // The factors as the tile computes them where its guards hold (`unswitched`).
+    let ranges: Vec<Expr> = width_loop(f)
+        .map(|l| range_guards(l).into_iter().map(|(c, _)| c).collect())
+        .unwrap_or_default();
     if shape.indices.len() != 1
         || vector_coefficient(&shape.indices[0], k) != Some(1)
-        || !vector_ok(ctx, &shape.b, k, ty)
+        || !vector_ok(ctx, &strip(&shape.b, &ranges), k, ty)
+        || !vector_ok(ctx, &strip(&shape.a, &ranges), k, ty)
     {
         return Ok(false);
     }
@@ -345,38 +372,90 @@ fn width_loop(f: &For) -> Option<&For> {
     Some(l)
 }
 
-/// The factors `a` and `b` of a column of the tile, and the C condition it runs under:
-/// where the width loop's update adds only zero unless its invariant guards hold (an
-/// ELL or `hyb` padding slot, see `invariant_guards`), the factors with the `select`s on
-/// those guards stripped and the guards' conjunction; otherwise the factors as they are
-/// and no condition. Guards that read the tile's rows are not used (the rows are not
-/// declared where the condition stands).
+/// How a column of the tile runs: its factors `a` and `b`, the C condition they hold
+/// under, and whether the column must run lane by lane where it fails.
+struct Column {
+    a: Expr,
+    b: Expr,
+    cond: Option<String>,
+    lanes_otherwise: bool,
+}
+
+/// How a column of the tile runs. Where the width loop's update adds only zero unless
+/// its invariant guards hold (an ELL or `hyb` padding slot, see `invariant_guards`):
+/// the factors with the `select`s on those guards stripped, under the guards'
+/// conjunction, and nothing otherwise. Where a `select` on a condition that reads the
+/// width holds over the whole chunk when it holds at its ends (a block on the matrix's
+/// right edge, `jo * 8 + ji < n`, see `range_guards`): the factors stripped of those
+/// and of the invariant guards, under all the checks, and otherwise the factors as they
+/// are, lane by lane. Else the factors as they are and no condition. Guards that read
+/// the tile's rows are not used (the rows are not declared where the condition stands).
 fn unswitched(
     ctx: &mut Ctx,
     f: &For,
     shape: &RegisterTiledShape,
-) -> Result<(Expr, Expr, Option<String>), CodegenError> {
-    let plain = (shape.a.clone(), shape.b.clone(), None);
+    (from, to): (&str, &str),
+) -> Result<Column, CodegenError> {
+    let plain = Column {
+        a: shape.a.clone(),
+        b: shape.b.clone(),
+        cond: None,
+        lanes_otherwise: false,
+    };
     let Some(width) = width_loop(f) else {
         return Ok(plain);
     };
-    let guards = invariant_guards(width);
-    let row_free = shape
-        .tile
-        .as_ref()
-        .is_none_or(|t| guards.iter().all(|g| !reads_var(g, t.rows.0)));
-    if guards.is_empty() || !row_free || where_guards_fail(&width.body, &guards).is_some() {
+    let mut guards = invariant_guards(width);
+    let mut checks: Vec<String> = Vec::new();
+    let ranges = range_guards(width);
+    let row_free = |g: &Expr| shape.tile.as_ref().is_none_or(|t| !reads_var(g, t.rows.0));
+    if !ranges.is_empty() {
+        if !guards
+            .iter()
+            .chain(ranges.iter().map(|(c, _)| c))
+            .all(row_free)
+        {
+            return Ok(plain);
+        }
+        let k = shape.width.0;
+        for (cond, _) in &ranges {
+            // The condition at the chunk's first and last width.
+            let mut at = |value: &str| -> Result<String, CodegenError> {
+                let text = emit_truth(ctx, cond)?.text;
+                let kname = ctx.var_name(k)?.to_string();
+                Ok(format!(
+                    "({{ const int64_t {kname} = {value}; ({text}); }})"
+                ))
+            };
+            checks.push(format!("({} && {})", at(from)?, at(to)?));
+            guards.push(cond.clone());
+        }
+        for g in &guards[..guards.len() - ranges.len()] {
+            checks.push(format!("({})", emit_truth(ctx, g)?.text));
+        }
+        return Ok(Column {
+            a: strip(&shape.a, &guards),
+            b: strip(&shape.b, &guards),
+            cond: Some(checks.join(" && ")),
+            lanes_otherwise: true,
+        });
+    }
+    if guards.is_empty()
+        || !guards.iter().all(row_free)
+        || where_guards_fail(&width.body, &guards).is_some()
+    {
         return Ok(plain);
     }
     let conds: Vec<String> = guards
         .iter()
         .map(|g| emit_truth(ctx, g).map(|t| format!("({})", t.text)))
         .collect::<Result<_, _>>()?;
-    Ok((
-        strip(&shape.a, &guards),
-        strip(&shape.b, &guards),
-        Some(conds.join(" && ")),
-    ))
+    Ok(Column {
+        a: strip(&shape.a, &guards),
+        b: strip(&shape.b, &guards),
+        cond: Some(conds.join(" && ")),
+        lanes_otherwise: false,
+    })
 }
 
 /// The rows of the tile (one, numbered 0, for a row of scalars).
@@ -468,7 +547,14 @@ fn emit_chunks(
     let lanes = isa.bytes / if ty == Ty::F32 { 4 } else { 8 };
     let (vty, sfx) = vector_names(ty, isa);
     let rows = rows_of(shape);
-    let group = isa.group.min(rows.end - rows.start);
+    // When both factors read the width (a block row's element products) a row needs no
+    // broadcast register: as many rows as the budget holds at one vector each.
+    let most_rows = if reads_var(&shape.a, shape.width.0) {
+        isa.budget - 1
+    } else {
+        isa.group
+    };
+    let group = most_rows.min(rows.end - rows.start);
     let width = from..shape.width.1.end;
     // The most vectors per row that the budget allows and the width fills. With several
     // rows each loaded vector of `b` lives in a register of its own across the rows;
@@ -515,17 +601,22 @@ fn emit_chunks(
             ));
             w.indent += 1;
             emit_stmts(ctx, w, &f.body[..shape.pre], block)?;
-            if let Some(t) = &shape.tile {
-                let c = ctx.var_name(t.cols.0)?;
+            let cols = shape.tile.as_ref().and_then(|t| t.cols.as_ref());
+            if let Some((c, range)) = cols {
+                let c = ctx.var_name(*c)?;
                 w.line(&format!(
                     "for (int64_t {c} = {}; {c} < {}; ++{c}) {{",
-                    t.cols.1.start, t.cols.1.end
+                    range.start, range.end
                 ));
                 w.indent += 1;
             }
             // A padding slot (ELL, `hyb`) adds only zeros: the column runs under its
-            // invariant guards, its `select`s on them stripped (see `invariant_guards`).
-            let (a_expr, b_expr, guarded) = unswitched(ctx, f, shape)?;
+            // invariant guards, its `select`s on them stripped (see `invariant_guards`);
+            // a block on the right edge runs lane by lane.
+            let chunk_end = format!("{kc} + {}", chunk - 1);
+            let column = unswitched(ctx, f, shape, (&kc, &chunk_end))?;
+            let (a_expr, b_expr) = (column.a.clone(), column.b.clone());
+            let guarded = column.cond.clone();
             if let Some(cond) = &guarded {
                 w.line(&format!("if ({cond}) {{"));
                 w.indent += 1;
@@ -547,20 +638,65 @@ fn emit_chunks(
                 w.line("{");
                 w.indent += 1;
                 declare_row(ctx, w, shape, row)?;
-                let a = emit_as(ctx, &a_expr, ty)?.text;
-                w.line(&format!("const {} tile_a = {a};", ty.c_name()));
-                for (u, name) in bv.iter().enumerate() {
-                    let t = acc(row, u as i64);
-                    w.line(&format!("{t} = {t} + tile_a * {name};"));
+                if reads_var(&a_expr, shape.width.0) {
+                    // Both factors read the width (a block row's element products): `a`
+                    // is a vector of its own per row.
+                    for (u, name) in bv.iter().enumerate() {
+                        let t = acc(row, u as i64);
+                        w.line("{");
+                        w.indent += 1;
+                        w.line(&format!("const int64_t {k} = {kc} + {};", u as i64 * lanes));
+                        let (a, _) = vector_text(ctx, &a_expr, shape.width.0, ty, isa)?;
+                        w.line(&format!("{t} = {t} + {a} * {name};"));
+                        w.indent -= 1;
+                        w.line("}");
+                    }
+                } else {
+                    let a = emit_as(ctx, &a_expr, ty)?.text;
+                    w.line(&format!("const {} tile_a = {a};", ty.c_name()));
+                    for (u, name) in bv.iter().enumerate() {
+                        let t = acc(row, u as i64);
+                        w.line(&format!("{t} = {t} + tile_a * {name};"));
+                    }
                 }
                 w.indent -= 1;
                 w.line("}");
             }
             if guarded.is_some() {
                 w.indent -= 1;
+                if column.lanes_otherwise {
+                    // Some widths of the chunk fail a range guard: every lane as the
+                    // plain loop computes it, the `select`s kept.
+                    w.line("} else {");
+                    w.indent += 1;
+                    for row in first..last {
+                        w.line("{");
+                        w.indent += 1;
+                        declare_row(ctx, w, shape, row)?;
+                        for u in 0..unroll {
+                            let t = acc(row, u);
+                            w.line(&format!(
+                                "for (int64_t tile_lane = 0; tile_lane < {lanes}; ++tile_lane) {{"
+                            ));
+                            w.indent += 1;
+                            w.line(&format!(
+                                "const int64_t {k} = {kc} + {} + tile_lane;",
+                                u * lanes
+                            ));
+                            let a = emit_as(ctx, &shape.a, ty)?.text;
+                            let b = emit_as(ctx, &shape.b, ty)?.text;
+                            w.line(&format!("{t}[tile_lane] += ({a}) * ({b});"));
+                            w.indent -= 1;
+                            w.line("}");
+                        }
+                        w.indent -= 1;
+                        w.line("}");
+                    }
+                    w.indent -= 1;
+                }
                 w.line("}");
             }
-            if shape.tile.is_some() {
+            if cols.is_some() {
                 w.indent -= 1;
                 w.line("}");
             }

@@ -19,15 +19,19 @@
 //!   the one above: two of them, in either order, are the tile's rows `r` and columns `c`
 //!   (at least one iteration each), the innermost is the dense width `k`; the innermost's
 //!   body is one update `C[idx] = C[idx] + a * b` (either order of the sum and of the
-//!   product), alone or under one `if G` without `else`. Or `N` is the width loop alone
-//!   (a row of scalars, e.g. a CSR row of SpMM: one row, one column, no `r` or `c`);
+//!   product), alone or under one `if G` without `else`. Or `N` is the row loop `r`
+//!   holding the width loop directly, without a column loop (a block row's partial sums
+//!   of element products, BSR SpMV after `rfactor`: `P[ii * 8 + ji] += A[jo_p, ii, ji] *
+//!   x[jo * 8 + ji]`), where `a` may read `k` too. Or `N` is the width loop alone (a row
+//!   of scalars, e.g. a CSR row of SpMM: one row, one column, no `r` or `c`);
 //! - `idx` reads `r` (unless `r` runs once: a one-row block whose output row is cached)
 //!   and `k` and none of `c`, `L`'s variable or `pre`'s `let`s, and gives distinct
 //!   elements for distinct `(r, k)`: every index is `α·r + β·k + rest` (`rest` free of
 //!   both); either one index has `β = 1`, `α = 0` and another `α ≠ 0`, `β = 0`, or a
 //!   single index has `β = 1` and `|α|` at least `k`'s extent, or `r` runs once and one
 //!   index has `β = 1`, the others `β = 0`;
-//! - `b` reads `k` and not `r`; `a` does not read `k`; `G` reads none of `k`, `c`,
+//! - `b` reads `k` and not `r`; `a` does not read `k` (without a column loop it may, and
+//!   `b` is then the factor that does not read `r`); `G` reads none of `k`, `c`,
 //!   `L`'s variable and `pre`'s `let`s;
 //! - `C` is read by nothing in `L` but the update's own load (not by `pre`, `a`, `b` or
 //!   `G`), and no statement in `L` assigns a local.
@@ -51,7 +55,25 @@
 //! let Stmt::For(l) = &f.body[0] else { unreachable!() };
 //! let shape = register_tiled_shape(&f, l).unwrap();
 //! let tile = shape.tile.unwrap();
-//! assert_eq!((tile.rows.1, tile.cols.1, shape.width.1), (0..2, 0..2, 0..32));
+//! assert_eq!((tile.rows.1, tile.cols.unwrap().1, shape.width.1), (0..2, 0..2, 0..32));
+//! ```
+//!
+//! A block row's partial sums of SpMV over `bsr:2x8` (rows × width, both factors read
+//! the width):
+//! ```
+//! use sparsile_ir::loops::{register_tiled_shape, ExprDisplay, Func, Stmt};
+//! let f: Func = "flat func f(n, m) {\n  buffer P: i32[2] input values\n  \
+//!     buffer J: i32[n] input values\n  buffer A: f32[n * 16] input values\n  \
+//!     buffer x: f32[m * 8] input values\n  buffer S: f32[16] temp local\n  \
+//!     for jp in P[0]..P[1] {\n    let j: idx = J[jp]\n    \
+//!     for r in 0..2 {\n      for k in 0..8 vectorized {\n        \
+//!     S[r * 8 + k] = S[r * 8 + k] + A[jp * 16 + r * 8 + k] * x[j * 8 + k]\n      }\n    \
+//!     }\n  }\n}\n".parse().unwrap();
+//! let Stmt::For(l) = &f.body[0] else { unreachable!() };
+//! let shape = register_tiled_shape(&f, l).unwrap();
+//! let tile = shape.tile.unwrap();
+//! assert_eq!((tile.rows.1, tile.cols, shape.width.1), (0..2, None, 0..8));
+//! assert_eq!(ExprDisplay::new(&f, &shape.b).to_string(), "x[j * 8 + k]");
 //! ```
 //!
 //! A CSR row of SpMM, its output row cached in `L`:
@@ -105,8 +127,9 @@ pub struct RegisterTiledShape {
 pub struct TileLoops {
     /// The row loop's variable and range.
     pub rows: (VarId, Range<i64>),
-    /// The column loop's variable and range.
-    pub cols: (VarId, Range<i64>),
+    /// The column loop's variable and range (`None`: no column loop, the rows hold the
+    /// width loop directly and both factors may read the width).
+    pub cols: Option<(VarId, Range<i64>)>,
 }
 
 /// Whether `e` loads `buffer`.
@@ -168,18 +191,14 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
             }
         }
     }
-    // Either rows × columns × width (a block's tile) or the width loop alone (a row of
-    // scalars: one row, one column).
+    // Rows × columns × width (a block's tile), rows × width (a block row's partial sums
+    // of element products, no column loop) or the width loop alone (a row of scalars:
+    // one row, one column).
     let (loops, width) = match outer.body.as_slice() {
-        [Stmt::For(mid)] => {
-            let [Stmt::For(width)] = mid.body.as_slice() else {
-                return err(
-                    mid.span,
-                    "the tile's middle loop must hold exactly one loop",
-                );
-            };
-            (Some((outer, mid)), width)
-        }
+        [Stmt::For(mid)] => match mid.body.as_slice() {
+            [Stmt::For(width)] => (Some((outer, Some(mid))), width),
+            _ => (Some((outer, None)), mid),
+        },
         _ => (None, outer),
     };
     let literal = |l: &For| {
@@ -190,13 +209,13 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
     };
     let width_range = literal(width)?;
     let ranges = match loops {
-        Some((o, m)) => Some((literal(o)?, literal(m)?)),
+        Some((o, m)) => Some((literal(o)?, m.map(literal).transpose()?)),
         None => None,
     };
     let empty = width_range.is_empty()
         || ranges
             .as_ref()
-            .is_some_and(|(o, m)| o.is_empty() || m.is_empty());
+            .is_some_and(|(o, m)| o.is_empty() || m.as_ref().is_some_and(|m| m.is_empty()));
     if empty {
         return err(
             outer.span,
@@ -256,9 +275,19 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
         return not_update();
     };
     let k = width.var;
+    // Without a column loop both factors may read the width (`A[jo_p, ii, ji] *
+    // x[jo * 8 + ji]`): `b` is then the one that does not read the rows.
+    let rows_only = matches!(loops, Some((_, None)));
     let (a, b) = match (reads_var(lhs, k), reads_var(rhs, k)) {
         (false, true) => ((**lhs).clone(), (**rhs).clone()),
         (true, false) => ((**rhs).clone(), (**lhs).clone()),
+        (true, true) if rows_only => {
+            if reads_var(rhs, outer.var) {
+                ((**rhs).clone(), (**lhs).clone())
+            } else {
+                ((**lhs).clone(), (**rhs).clone())
+            }
+        }
         _ => {
             return err(
                 *span,
@@ -269,7 +298,16 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
     // Which of the two outer loops is the row loop: the one the index reads.
     let idx_reads = |v: VarId| indices.iter().any(|e| reads_var(e, v));
     let tile = match (loops, ranges) {
-        (Some((outer, mid)), Some((outer_range, mid_range))) => {
+        (Some((outer, None)), Some((outer_range, None))) => {
+            if !idx_reads(outer.var) && outer_range.end - outer_range.start != 1 {
+                return err(*span, "the accumulated element must read the tile's rows");
+            }
+            Some(TileLoops {
+                rows: (outer.var, outer_range),
+                cols: None,
+            })
+        }
+        (Some((outer, Some(mid))), Some((outer_range, Some(mid_range)))) => {
             let (r, cl) = match (idx_reads(outer.var), idx_reads(mid.var)) {
                 (true, false) => ((outer, outer_range), (mid, mid_range)),
                 (false, true) => ((mid, mid_range), (outer, outer_range)),
@@ -289,14 +327,14 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
             };
             Some(TileLoops {
                 rows: (r.0.var, r.1),
-                cols: (cl.0.var, cl.1),
+                cols: Some((cl.0.var, cl.1)),
             })
         }
         _ => None,
     };
     let mut fixed = inside.clone();
-    if let Some(t) = &tile {
-        fixed.insert(t.cols.0);
+    if let Some((cols, _)) = tile.as_ref().and_then(|t| t.cols.as_ref()) {
+        fixed.insert(*cols);
     }
     if indices.iter().any(|e| reads(e, &fixed)) {
         return err(
@@ -331,8 +369,8 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
     if let Some(g) = &guard {
         let mut moving = inside.clone();
         moving.insert(k);
-        if let Some(t) = &tile {
-            moving.insert(t.cols.0);
+        if let Some((cols, _)) = tile.as_ref().and_then(|t| t.cols.as_ref()) {
+            moving.insert(*cols);
         }
         if reads(g, &moving) {
             return err(

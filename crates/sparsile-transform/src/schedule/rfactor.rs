@@ -22,6 +22,16 @@
 //! buffer holds `W` sums per iteration of `inner` (`partial[(w - lo) * W + k]`) and the
 //! combine adds each row back (DA-SpMM's row-major parallel reduction).
 //!
+//! A *block row* of partial sums likewise: when one index of the updated element is
+//! `base + v`, `v` the variable of a loop `0..R` inside `target` (R ≥ 2) and `base` free
+//! of it (`y[io * 8 + ii]` of SpMV over `bsr:8x8`), the partial buffer holds `R` rows of
+//! `inner`'s trip count, each row's sums side by side when the row loop encloses
+//! `inner` (`partial[ii * 8 + ji]`, so a vectorised `inner` updates consecutive slots);
+//! the combine adds each row back into `X[base + c]`, under the conditions around the
+//! updates that read `v` (a padded block row's `io * 8 + ii < m`) with `v` replaced by
+//! `c`. `register_tile` then holds those rows in vector registers across the row's
+//! blocks.
+//!
 //! The variable of a loop inside `target` that runs exactly once (`c..c + 1`: the block
 //! row of a `bsr:1xC` block) stands for the constant `c` in the updated element, so
 //! `y[io * 1 + ii]` over `for ii in 0..1` is the element `y[io * 1 + 0]`, computable
@@ -146,16 +156,19 @@ pub fn rfactor(
     let declared_inside = Stmt::declared_vars(&f.body);
     // A *row* position: an index that is exactly the variable of a loop inside `target`
     // running over the whole of a parentless dense_fixed axis of constant length.
-    let row = row_position(func, f, x, e);
+    let row = row_position(func, f, x, e, g.var);
     // The variable of a loop inside `target` that runs once (`c..c + 1`, the block row
     // of a 1xC block format) is the constant `c` wherever the update happens.
     let once = single_iterations(&f.body);
     let e: &Vec<Expr> = &e.iter().map(|ix| fold(ix, &once)).collect();
     let mut computable = true;
     for (k, ix) in e.iter().enumerate() {
-        if row.as_ref().is_some_and(|r| r.position == k) {
-            continue;
-        }
+        // The row position reads the row variable; the rest of it (a block row's
+        // `io * 8` in `io * 8 + ii`) must be computable before the loop like any index.
+        let ix = &match &row {
+            Some(r) if r.position == k => at_column(ix, r.var, &Expr::Int(0)),
+            _ => ix.clone(),
+        };
         ix.visit(&mut |y| match y {
             Expr::Var(v) if *v == f.var || declared_inside.contains(v) => computable = false,
             Expr::Load { buffer, .. } | Expr::Search { buffer, .. } if stored.contains(buffer) => {
@@ -185,13 +198,24 @@ pub fn rfactor(
         });
         ok
     };
+    let mut out = func.clone();
     let mut guards = Vec::new();
     update_guards(&f.body, x, &mut Vec::new(), &mut guards);
-    let mut common: Option<Vec<Expr>> = None;
+    // A condition that reads the row variable and is otherwise computable before the
+    // loop (a padded block row's `io * 8 + ii < m`) guards each column of the combine,
+    // the variable replaced by the column (`row_guards`).
+    let (column, _) = fresh_index_var(&mut out, "c");
+    let mut common: Option<Vec<(Expr, bool)>> = None;
     for conds in &guards {
         let mut mine = Vec::new();
         for (cond, negated) in conds {
             let cond = fold(cond, &once);
+            let (cond, reads_row) = match &row {
+                Some(r) if mentions(&cond, r.var) => {
+                    (at_column(&cond, r.var, &Expr::Var(column)), true)
+                }
+                _ => (cond, false),
+            };
             if !computable_before(&cond) {
                 continue;
             }
@@ -202,21 +226,25 @@ pub fn rfactor(
                     span,
                 ));
             }
-            mine.push(cond);
+            mine.push((cond, reads_row));
         }
         common = Some(match common {
             None => mine,
             Some(c) => c.into_iter().filter(|x| mine.contains(x)).collect(),
         });
     }
-    let common = common.unwrap_or_default();
+    let (row_guards, common): (Vec<_>, Vec<_>) = common
+        .unwrap_or_default()
+        .into_iter()
+        .partition(|(_, r)| *r);
+    let common: Vec<Expr> = common.into_iter().map(|(c, _)| c).collect();
+    let row_guards = conjunction(row_guards.into_iter().map(|(c, _)| c));
     let width = row.as_ref().map_or(1, |r| r.width);
     if (hi - lo) * width > super::cache_write::MAX_LOCAL_ELEMENTS {
         return Err(inner_err(
             "the partial rows are too large for a local array",
         ));
     }
-    let mut out = func.clone();
     let pname = fresh_name(&out, &format!("{name}_partial"));
     let partial = out.buffers.push(Buffer {
         name: pname.clone(),
@@ -256,18 +284,29 @@ pub fn rfactor(
     let combine_body = match &row {
         None => add_into(e.clone(), Expr::Var(r1)),
         Some(r) => {
-            let (c, _) = fresh_index_var(&mut out, "c");
+            let c = column;
             let mut at = e.clone();
-            at[r.position] = Expr::Var(c);
+            at[r.position] = at_column(&e[r.position], r.var, &Expr::Var(c));
+            let slot = if r.row_outer {
+                add(mul(Expr::Var(c), Expr::Int(hi - lo)), Expr::Var(r1))
+            } else {
+                add(mul(Expr::Var(r1), Expr::Int(width)), Expr::Var(c))
+            };
+            let mut update = add_into(at, slot);
+            if let Some(cond) = row_guards {
+                update = Stmt::If {
+                    cond,
+                    then_body: vec![update],
+                    else_body: Vec::new(),
+                    span: f.span,
+                };
+            }
             Stmt::For(For {
                 var: c,
                 lo: Expr::Int(0),
                 hi: Expr::Int(width),
                 kind: ForKind::Serial,
-                body: vec![add_into(
-                    at,
-                    add(mul(Expr::Var(r1), Expr::Int(width)), Expr::Var(c)),
-                )],
+                body: vec![update],
                 span: f.span,
             })
         }
@@ -280,11 +319,7 @@ pub fn rfactor(
         body: vec![combine_body],
         span: f.span,
     });
-    if let Some(cond) = common.into_iter().reduce(|a, b| Expr::Logic {
-        op: LogicOp::And,
-        lhs: Box::new(a),
-        rhs: Box::new(b),
-    }) {
+    if let Some(cond) = conjunction(common) {
         combine = Stmt::If {
             cond,
             then_body: vec![combine],
@@ -294,6 +329,12 @@ pub fn rfactor(
     }
     let slot_index = match &row {
         None => sub(Expr::Var(g.var), Expr::Int(lo)),
+        // The row loop encloses `inner`: `inner`'s partial sums of one row side by side,
+        // so that a vectorised `inner` updates consecutive slots.
+        Some(r) if r.row_outer => add(
+            mul(Expr::Var(r.var), Expr::Int(hi - lo)),
+            sub(Expr::Var(g.var), Expr::Int(lo)),
+        ),
         Some(r) => add(
             mul(sub(Expr::Var(g.var), Expr::Int(lo)), Expr::Int(width)),
             Expr::Var(r.var),
@@ -423,34 +464,88 @@ fn redirect(stmts: &[Stmt], x: BufferId, partial: BufferId, slot: &Expr) -> Vec<
 }
 
 /// A row position of the updated element: index `position` is the variable `var` of a
-/// loop inside the reduction loop over `0..width`, and the buffer's axis there is a
-/// parentless `dense_fixed` axis of constant length `width`.
+/// loop inside the reduction loop over `0..width`, and either the buffer's axis there is
+/// a parentless `dense_fixed` axis of constant length `width` (SpMM's `k`), or the index
+/// is `base + var` with `base` free of `var` (a BSR block row's `io * 8 + ii`: the
+/// elements `base..base + width` are those the row loop updates in every iteration).
 struct RowPosition {
     position: usize,
     var: VarId,
     width: i64,
+    /// Whether the row loop encloses the `inner` loop of the partial sums.
+    row_outer: bool,
 }
 
-fn row_position(func: &Func, f: &For, x: BufferId, e: &[Expr]) -> Option<RowPosition> {
-    let BufferLayout::Axes(axes) = &func.buffers[x].layout else {
-        return None;
-    };
+fn row_position(
+    func: &Func,
+    f: &For,
+    x: BufferId,
+    e: &[Expr],
+    inner: VarId,
+) -> Option<RowPosition> {
     let loops = inner_loops(&f.body);
     e.iter().enumerate().find_map(|(position, ix)| {
-        let Expr::Var(v) = ix else { return None };
-        let l = loops.iter().find(|l| l.var == *v)?;
+        let (v, whole_axis) = match ix {
+            Expr::Var(v) => (*v, true),
+            Expr::Binary {
+                op: BinaryOp::Add,
+                lhs,
+                rhs,
+            } => match (&**lhs, &**rhs) {
+                (Expr::Var(v), other) | (other, Expr::Var(v)) if !mentions(other, *v) => {
+                    (*v, false)
+                }
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let l = loops.iter().find(|l| l.var == v)?;
         let (Expr::Int(0), Expr::Int(width)) = (&l.lo, &l.hi) else {
             return None;
         };
-        let axis = &func.axes[*axes.get(position)?];
-        let whole = axis.kind == AxisKind::DenseFixed
-            && axis.parent.is_none()
-            && axis.length == Extent::Const(*width);
-        whole.then_some(RowPosition {
+        // A row loop that runs once is the constant it takes (`single_iterations`).
+        if !whole_axis && *width < 2 {
+            return None;
+        }
+        if whole_axis {
+            let BufferLayout::Axes(axes) = &func.buffers[x].layout else {
+                return None;
+            };
+            let axis = &func.axes[*axes.get(position)?];
+            let whole = axis.kind == AxisKind::DenseFixed
+                && axis.parent.is_none()
+                && axis.length == Extent::Const(*width);
+            if !whole {
+                return None;
+            }
+        }
+        Some(RowPosition {
             position,
-            var: *v,
+            var: v,
             width: *width,
+            row_outer: contains_loop(&l.body, inner),
         })
+    })
+}
+
+/// `ix` with the row variable `var` replaced by `column`.
+fn at_column(ix: &Expr, var: VarId, column: &Expr) -> Expr {
+    ix.substitute(&mut |v| (v == var).then(|| column.clone()))
+}
+
+/// Whether `e` reads the variable `var`.
+fn mentions(e: &Expr, var: VarId) -> bool {
+    let mut found = false;
+    e.visit(&mut |y| found |= matches!(y, Expr::Var(v) if *v == var));
+    found
+}
+
+/// The conditions joined by `&&` (`None` when there are none).
+fn conjunction(conds: impl IntoIterator<Item = Expr>) -> Option<Expr> {
+    conds.into_iter().reduce(|a, b| Expr::Logic {
+        op: LogicOp::And,
+        lhs: Box::new(a),
+        rhs: Box::new(b),
     })
 }
 

@@ -28,7 +28,11 @@
 //! across all the blocks of a row (`rfactor` over the row's blocks), vectorised: with
 //! `C = 32` the index array shrinks 32-fold and the gathers of `x` become contiguous
 //! loads. The output row of a one-row block is cached like a CSR row (its block-row
-//! loop runs once, so `cache_write` sees one row).
+//! loop runs once, so `cache_write` sees one row). Over blocks of several rows
+//! (`bsr:RxC`, `dbsr:RxC`) each row of the block keeps its own `C` partial sums
+//! (`rfactor` with a block row of partial sums), held in vector registers across the
+//! row's blocks (`register_tile`, unless `tile=off`): a vector of `x` is loaded once
+//! per block for all its rows.
 
 use sparsile_ir::loops::{BufferKind, Expr, For, ForKind, Func, Stmt};
 use sparsile_transform::lower_iterations;
@@ -87,7 +91,7 @@ fn info() -> RecipeInfo {
             ParamInfo {
                 name: "tile",
                 default: "on",
-                doc: "`on`: a loop over the blocks of a block row whose body adds a dense tile product into the row's outputs (SpMM over `bsr`/`dbsr`) holds a tile of the output in vector registers across the row (register_tile): each vector of the dense operand is loaded once for all the tile's rows; `off`: every multiply-add loads and stores its output element",
+                doc: "`on`: a loop over the blocks of a block row whose body adds a dense tile product into the row's outputs (SpMM over `bsr`/`dbsr`), or a block's element products into the row's partial sums (SpMV over `bsr:RxC`), holds a tile of the output in vector registers across the row (register_tile): each vector of the dense operand is loaded once for all the tile's rows; `off`: every multiply-add loads and stores its output element",
             },
             ParamInfo {
                 name: "masked",
@@ -272,6 +276,20 @@ fn absorb_init(
 /// The widest block reduction kept in vector registers across a row (`bsr:1x64`).
 const MAX_BLOCK_LANES: i64 = 64;
 
+/// The narrowest vector of the C backend's register tiles, in bytes.
+const MIN_TILE_BYTES: i64 = 16;
+
+/// The element size of the buffer the first store in `f` writes (0 when none).
+fn updated_element_bytes(func: &Func, f: &For) -> i64 {
+    let mut bytes = 0;
+    Stmt::visit_all(&f.body, &mut |s| {
+        if let (0, Stmt::Store { buffer, .. }) = (bytes, s) {
+            bytes = func.buffers[*buffer].dtype.size_bytes() as i64;
+        }
+    });
+    bytes
+}
+
 /// When the innermost loop of the main iteration is a reduction over a constant dense
 /// range (the columns of a `bsr:1xC` block in SpMV: `y[io] += A[.., ji] * x[jo * C + ji]`)
 /// into an element that is the same for every block of a row, keeps one partial sum per
@@ -296,11 +314,21 @@ fn block_row_reduction(sch: &mut Schedule, recipe: &str) -> Result<bool, RecipeE
     }
     // The loop over the row's blocks: the nearest enclosing serial loop whose bounds
     // are not constants.
-    let Some((blocks_loop, _)) = loops[..loops.len() - 1].iter().rev().find(|(_, g)| {
+    let Some(at) = loops[..loops.len() - 1].iter().rposition(|(_, g)| {
         g.kind == ForKind::Serial && !matches!((&g.lo, &g.hi), (Expr::Int(_), Expr::Int(_)))
     }) else {
         return Ok(false);
     };
+    let blocks_loop = &loops[at].0;
+    // Blocks of several rows keep a row of partial sums per row of the block, held in
+    // registers by `register_tile` in vectors of at least 16 bytes: narrower blocks
+    // (`bsr:4x2`) keep the plain row loop and its reassociated sums.
+    let several_rows = loops[at + 1..loops.len() - 1]
+        .iter()
+        .any(|(_, g)| matches!((&g.lo, &g.hi), (Expr::Int(lo), Expr::Int(hi)) if hi - lo >= 2));
+    if several_rows && (hi - lo) * updated_element_bytes(&func, f) < MIN_TILE_BYTES {
+        return Ok(false);
+    }
     let mut trial = sch.clone();
     if trial.rfactor(blocks_loop, inner).is_ok() && trial.vectorize(inner).is_ok() {
         *sch = trial;
