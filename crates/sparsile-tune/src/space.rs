@@ -42,8 +42,10 @@ pub const SPACE_VERSION: u32 = 5;
 /// tuning records measured on older kernels are not reused (selector models, which rank
 /// candidates by name, stay valid). 1: `rowwise` SpMM over CSR holds each output row in
 /// vector registers across the row's non-zeros (`register_tile` on a row of scalars), in
-/// passes of up to eight vectors.
-pub const KERNEL_VERSION: u32 = 1;
+/// passes of up to eight vectors. 2: `rowwise` SpMV over blocks of several rows (`bsr:RxC`,
+/// `dbsr:RxC`) keeps a block row's partial sums (`R × C`) in vector registers across its
+/// blocks (`rfactor` with a row of partial sums, then `register_tile`).
+pub const KERNEL_VERSION: u32 = 2;
 
 /// The smallest block fill at which a block format is a candidate.
 pub const MIN_BLOCK_FILL: f64 = 0.35;
