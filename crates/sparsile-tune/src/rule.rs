@@ -7,7 +7,8 @@
 //! are runs of 32 columns run SpMV fastest from one-row blocks of 32 (when formats may
 //! change). An SpMM operand whose aligned 8 × 8 (or 4 × 4) blocks are at least 75 % full
 //! is stored in blocks when it may change format, and so is an SpMV operand whose 8 × 8
-//! blocks are at least 30 % full, and an SDDMM operand whose
+//! blocks are at least 30 % full (`bsr:4x4` where 4 × 4 blocks are much fuller), and an
+//! SDDMM operand whose
 //! 16 × 16 (or, from a width of 64, 8 × 8) blocks are ([`block_format`], consulted before
 //! the selector). Programs the selector does not
 //! classify ([`Operator::Other`]) run `rowwise` too, which schedules every statement row by
@@ -40,6 +41,14 @@ pub const BLOCK_RULE_FILL: f64 = 0.75;
 /// blocks.
 pub const SPMV_BLOCK_RULE_FILL: f64 = 0.3;
 
+/// The smallest aligned 4 × 4 fill at which [`block_format`] stores an SpMV operand as
+/// `bsr:4x4`, where that fill is also [`SPMV_SMALL_BLOCK_GAIN`] times the 8 × 8 fill.
+pub const SPMV_BLOCK_RULE_FILL_4X4: f64 = 0.35;
+
+/// How much fuller 4 × 4 blocks must be than 8 × 8 ones for SpMV to take the smaller
+/// block: its 16-byte vectors cost more instructions per value than 8 × 8's 32-byte ones.
+pub const SPMV_SMALL_BLOCK_GAIN: f64 = 1.25;
+
 /// A block format for the sparse operand of an SpMM whose aligned blocks are nearly full
 /// (attention masks of bands, windows and global blocks; block-pruned weights), when the
 /// operand may change format: `bsr:8x8` where 8 × 8 blocks are at least
@@ -53,16 +62,21 @@ pub const SPMV_BLOCK_RULE_FILL: f64 = 0.3;
 /// the strided sparse transformer (4 × 4 fill 50 %) 0.58 / 0.89, 50 %-pruned DLMC
 /// weights 0.64–1.11, 70 %-pruned 1.08–1.44, 80 %-pruned 1.39–2.0 (`bench/README.md`).
 ///
-/// An SpMV operand is stored as `bsr:8x8` where its aligned 8 × 8 blocks are at least
-/// [`SPMV_BLOCK_RULE_FILL`] full: `rowwise` keeps a block row's partial sums in vector
+/// An SpMV operand of f32 or f64 values is stored as `bsr:8x8` where its aligned 8 × 8
+/// blocks are at least [`SPMV_BLOCK_RULE_FILL`] full: `rowwise` keeps a block row's partial sums in vector
 /// registers across its blocks (one vector of 8 f32 per row of the block, read with
 /// contiguous loads of the values and of `x`), so a padded zero costs 4 bytes against
 /// CSR's 8 bytes and scalar gather per non-zero. Measured with `rowwise`, two threads,
-/// f32, time against CSR's (medians of 50 runs, one sitting): a causal window 0.17, the
-/// fixed sparse transformer 0.23, Longformer 0.44, BigBird 0.49 (8 × 8 fill 96-100 %);
-/// 50 %-pruned DLMC weights 0.37-0.45; the strided sparse transformer (30 %) 0.59, 70 %-
-/// and variationally 70 %-pruned weights (30-35 %) 0.58; at a fill of 20 % 0.83-1.89
-/// (80 %-pruned weights), at 10 % 1.3-2.1.
+/// f32, time against CSR's (medians of 50 runs, two passes, `bench/README.md`): a causal
+/// window 0.16-0.17, the fixed sparse transformer 0.13-0.21, Longformer 0.29-0.30, BigBird
+/// 0.42 (8 × 8 fill 96-100 %); 50 %-pruned DLMC weights 0.31-0.40; the strided sparse
+/// transformer (30 %) 0.85, a 70 %-pruned weight (30 %) 0.63-0.74, a variationally pruned
+/// one (35 %) 0.59-0.62; at a fill of 20 % 0.83-0.95 on two 80 %-pruned weights but 2.9-3.1
+/// on the ResNet-50 classifier, at 10 % 1.5-1.6. Where 4 × 4 blocks are at least
+/// [`SPMV_BLOCK_RULE_FILL_4X4`] full and 1.25 times fuller than 8 × 8 ones, `bsr:4x4`
+/// moves fewer padded zeros: the strided sparse transformer (4 × 4 fill 50 %, 8 × 8 30 %)
+/// ran `bsr:4x4` in 0.42-0.51 of CSR's time and `bsr:8x8` in 0.85; where both fills are
+/// alike (the masks, the pruned weights) `bsr:8x8` was the faster by 1.1-1.3×.
 ///
 /// An SDDMM operand is stored in blocks on the same condition on hosts of the `avx512`
 /// vector class (`isa`, [`crate::target::isa_class`]), at widths that are
@@ -93,9 +107,19 @@ pub fn block_format(
     let get = |name: &str| features.get(name).unwrap_or(0.0);
     let blocks: &[(&str, &str)] = match op {
         Operator::Spmm => &[("fill_8x8", "bsr:8x8"), ("fill_4x4", "bsr:4x4")],
+        // f16/bf16 values: `rowwise` refuses blocks of several rows in SpMV.
+        Operator::Spmv if get("dtype_bytes") < 4.0 => return None,
         Operator::Spmv => {
-            return (get("fill_8x8") >= SPMV_BLOCK_RULE_FILL)
-                .then(|| Candidate::new("bsr:8x8", "rowwise"));
+            let (fill4, fill8) = (get("fill_4x4"), get("fill_8x8"));
+            let format =
+                if fill4 >= SPMV_BLOCK_RULE_FILL_4X4 && fill4 >= SPMV_SMALL_BLOCK_GAIN * fill8 {
+                    "bsr:4x4"
+                } else if fill8 >= SPMV_BLOCK_RULE_FILL {
+                    "bsr:8x8"
+                } else {
+                    return None;
+                };
+            return Some(Candidate::new(format, "rowwise"));
         }
         Operator::Sddmm if isa != "avx512" => return None,
         Operator::Sddmm => {
@@ -142,7 +166,7 @@ pub fn rule(op: Operator, features: &Features, format: &str, other_formats: bool
 
 #[cfg(test)]
 mod tests {
-    use super::{block_format, BLOCK_RULE_FILL, SPMV_BLOCK_RULE_FILL};
+    use super::{block_format, BLOCK_RULE_FILL, SPMV_BLOCK_RULE_FILL, SPMV_SMALL_BLOCK_GAIN};
     use crate::features::{Csr, Features};
     use crate::op::Operator;
 
@@ -245,23 +269,54 @@ mod tests {
 
     #[test]
     fn spmv_takes_blocks_from_a_lower_fill_than_spmm() {
-        // 4 x 4 blocks on the diagonal: 8 x 8 blocks half full.
-        let (p, j) = blocks(256, 4, 0);
+        // 8 x 8 diagonal blocks whose even rows are full: 8 x 8 and 4 x 4 fills of 50 %.
+        let (mut p, mut j) = (vec![0i64], Vec::new());
+        for i in 0..256usize {
+            if i % 2 == 0 {
+                j.extend((i / 8 * 8..i / 8 * 8 + 8).map(|c| c as i64));
+            }
+            p.push(j.len() as i64);
+        }
         let f = features(Operator::Spmv, &p, &j, 256);
         let fill = f.get("fill_8x8").unwrap();
         assert!(
             (SPMV_BLOCK_RULE_FILL..BLOCK_RULE_FILL).contains(&fill),
             "{fill}"
         );
+        assert!(f.get("fill_4x4").unwrap() < SPMV_SMALL_BLOCK_GAIN * fill);
         assert_eq!(
             block_format(Operator::Spmv, &f, "csr", true, "avx2").map(|c| c.id()),
             Some("bsr:8x8/rowwise".to_string())
         );
         assert!(block_format(Operator::Spmv, &f, "csr", false, "avx2").is_none());
-        // Diagonal 2 x 2 blocks: 8 x 8 blocks a quarter full, below the threshold.
+        // f16 values: `rowwise` keeps no partial sums of block rows for them.
+        let csr = Csr {
+            rows: 256,
+            cols: 256,
+            indptr: &p,
+            indices: &j,
+        };
+        let half = Features::of(&csr, Operator::Spmv, 1, 2, 2);
+        assert!(block_format(Operator::Spmv, &half, "csr", true, "avx2").is_none());
+        // Diagonal 4 x 4 blocks: full, and twice as full as 8 x 8 blocks: the smaller.
+        let (p, j) = blocks(256, 4, 0);
+        let f = features(Operator::Spmv, &p, &j, 256);
+        assert_eq!(
+            block_format(Operator::Spmv, &f, "csr", true, "avx2").map(|c| c.id()),
+            Some("bsr:4x4/rowwise".to_string())
+        );
+        // Diagonal 2 x 2 blocks: 4 x 4 blocks half full, 8 x 8 ones a quarter (below
+        // their threshold): the smaller block.
         let (p, j) = blocks(256, 2, 0);
         let f = features(Operator::Spmv, &p, &j, 256);
         assert!(f.get("fill_8x8").unwrap() < SPMV_BLOCK_RULE_FILL);
+        assert_eq!(
+            block_format(Operator::Spmv, &f, "csr", true, "avx2").map(|c| c.format),
+            Some("bsr:4x4".to_string())
+        );
+        // Diagonal 1 x 1 blocks (the identity): no block pays.
+        let (p, j) = blocks(256, 1, 0);
+        let f = features(Operator::Spmv, &p, &j, 256);
         assert!(block_format(Operator::Spmv, &f, "csr", true, "avx2").is_none());
     }
 }

@@ -257,7 +257,7 @@ pub fn select(
             source: Source::Rule,
             features: Some(features),
             key,
-            note: Some("aligned blocks nearly full: a block format".into()),
+            note: Some("aligned blocks full enough to pay: a block format".into()),
             width,
         };
     }

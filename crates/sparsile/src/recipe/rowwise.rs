@@ -326,7 +326,10 @@ fn block_row_reduction(sch: &mut Schedule, recipe: &str) -> Result<bool, RecipeE
     let several_rows = loops[at + 1..loops.len() - 1]
         .iter()
         .any(|(_, g)| matches!((&g.lo, &g.hi), (Expr::Int(lo), Expr::Int(hi)) if hi - lo >= 2));
-    if several_rows && (hi - lo) * updated_element_bytes(&func, f) < MIN_TILE_BYTES {
+    // Half outputs (f16/bf16) too: the combine adds each row's partial sums into the
+    // output in place, rounding every one of them (the verifier refuses it by name).
+    let bytes = updated_element_bytes(&func, f);
+    if several_rows && (bytes < 4 || (hi - lo) * bytes < MIN_TILE_BYTES) {
         return Ok(false);
     }
     let mut trial = sch.clone();
