@@ -49,6 +49,28 @@ fn sparse_input(
     )
 }
 
+/// SpMV over `format` in `dtype`.
+fn spmv_program(dtype: DType, format: &str) -> String {
+    format!(
+        "tensor A: {t}[m, n] {format}\ntensor x: {t}[n]\ntensor y: {t}[m]\ny[i] = A[i,j] * x[j]\n",
+        t = ty(dtype)
+    )
+}
+
+/// SpMV's operands: a seeded `kind` matrix in `format` and a random `x`.
+fn spmv_inputs(
+    (kind, m, n): (&str, usize, usize),
+    format: &str,
+    dtype: DType,
+    seed: u64,
+) -> HashMap<String, SparseTensor<'static>> {
+    let (a, mut g) = sparse_input(kind, m, n, format, dtype, seed);
+    HashMap::from([
+        ("A".to_string(), a),
+        ("x".to_string(), dense(&[n], dtype, &mut g)),
+    ])
+}
+
 #[test]
 fn spmv_sums_each_block_column_across_the_row() {
     if !have_compiler() {
@@ -57,16 +79,9 @@ fn spmv_sums_each_block_column_across_the_row() {
     for dtype in [DType::F32, DType::F64] {
         for c in [4, 16, 32] {
             let format = format!("bsr:1x{c}");
-            let program = format!(
-                "tensor A: {t}[m, n] {format}\ntensor x: {t}[n]\ntensor y: {t}[m]\ny[i] = A[i,j] * x[j]\n",
-                t = ty(dtype)
-            );
+            let program = spmv_program(dtype, &format);
             for (s, (kind, m, n)) in SHAPES.into_iter().enumerate() {
-                let (a, mut g) = sparse_input(kind, m, n, &format, dtype, 60 + s as u64);
-                let inputs = HashMap::from([
-                    ("A".to_string(), a),
-                    ("x".to_string(), dense(&[n], dtype, &mut g)),
-                ]);
+                let inputs = spmv_inputs((kind, m, n), &format, dtype, 60 + s as u64);
                 let what = format!("rowwise spmv {dtype} {format} {kind} {m}x{n}");
                 let kernel = compile_recipe(&program, &inputs, "rowwise")
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -144,16 +159,9 @@ fn spmv_on_blocks_of_several_rows_holds_the_block_row_in_registers() {
     }
     for dtype in [DType::F32, DType::F64] {
         for format in ["bsr:2x8", "bsr:8x8", "bsr:4x4", "bsr:3x16", "dbsr:4x8"] {
-            let program = format!(
-                "tensor A: {t}[m, n] {format}\ntensor x: {t}[n]\ntensor y: {t}[m]\ny[i] = A[i,j] * x[j]\n",
-                t = ty(dtype)
-            );
+            let program = spmv_program(dtype, format);
             for (s, (kind, m, n)) in SHAPES.into_iter().enumerate() {
-                let (a, mut g) = sparse_input(kind, m, n, format, dtype, 90 + s as u64);
-                let inputs = HashMap::from([
-                    ("A".to_string(), a),
-                    ("x".to_string(), dense(&[n], dtype, &mut g)),
-                ]);
+                let inputs = spmv_inputs((kind, m, n), format, dtype, 90 + s as u64);
                 let what = format!("rowwise spmv {dtype} {format} {kind} {m}x{n}");
                 let kernel = compile_recipe(&program, &inputs, "rowwise")
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -177,14 +185,9 @@ fn spmv_block_row_tile_is_vector_code_with_a_lane_path_for_the_edge() {
     if !have_compiler() {
         return;
     }
-    let program =
-        "tensor A: f32[m, n] bsr:8x8\ntensor x: f32[n]\ntensor y: f32[m]\ny[i] = A[i,j] * x[j]\n";
-    let (a, mut g) = sparse_input("random", 21, 30, "bsr:8x8", DType::F32, 7);
-    let inputs = HashMap::from([
-        ("A".to_string(), a),
-        ("x".to_string(), dense(&[30], DType::F32, &mut g)),
-    ]);
-    let kernel = compile_recipe(program, &inputs, "rowwise").unwrap();
+    let program = spmv_program(DType::F32, "bsr:8x8");
+    let inputs = spmv_inputs(("random", 21, 30), "bsr:8x8", DType::F32, 7);
+    let kernel = compile_recipe(&program, &inputs, "rowwise").unwrap();
     let narrow = kernel.ir(Stage::C);
     assert!(narrow.contains("sparsile_vf32 tile_7_0;"), "{narrow}");
     assert!(
@@ -192,5 +195,5 @@ fn spmv_block_row_tile_is_vector_code_with_a_lane_path_for_the_edge() {
         "{narrow}"
     );
     assert!(narrow.contains("tile_0_0[tile_lane] += "), "{narrow}");
-    check_kernel(&kernel, program, &inputs, DType::F32, "bsr:8x8 21x30");
+    check_kernel(&kernel, &program, &inputs, DType::F32, "bsr:8x8 21x30");
 }

@@ -499,6 +499,25 @@ fn tile_access(
     Ok(())
 }
 
+/// Writes, in a C block that declares the width variable `k` as the C expression `at`,
+/// the line `line` makes.
+fn at_width(
+    ctx: &mut Ctx,
+    w: &mut Writer,
+    k: &str,
+    at: &str,
+    line: impl FnOnce(&mut Ctx) -> Result<String, CodegenError>,
+) -> Result<(), CodegenError> {
+    w.line("{");
+    w.indent += 1;
+    w.line(&format!("const int64_t {k} = {at};"));
+    let text = line(ctx)?;
+    w.line(&text);
+    w.indent -= 1;
+    w.line("}");
+    Ok(())
+}
+
 /// The tiles of one target: the chunks of each of its versions in turn, then the plain
 /// loop over the width they leave.
 #[allow(clippy::too_many_arguments)]
@@ -626,13 +645,11 @@ fn emit_chunks(
                 .collect();
             for (u, name) in bv.iter().enumerate() {
                 w.line(&format!("{vty} {name};"));
-                w.line("{");
-                w.indent += 1;
-                w.line(&format!("const int64_t {k} = {kc} + {};", u as i64 * lanes));
-                let (text, _) = vector_text(ctx, &b_expr, shape.width.0, ty, isa)?;
-                w.line(&format!("{name} = {text};"));
-                w.indent -= 1;
-                w.line("}");
+                let at = format!("{kc} + {}", u as i64 * lanes);
+                at_width(ctx, w, &k, &at, |ctx| {
+                    let (text, _) = vector_text(ctx, &b_expr, shape.width.0, ty, isa)?;
+                    Ok(format!("{name} = {text};"))
+                })?;
             }
             for row in first..last {
                 w.line("{");
@@ -643,13 +660,11 @@ fn emit_chunks(
                     // is a vector of its own per row.
                     for (u, name) in bv.iter().enumerate() {
                         let t = acc(row, u as i64);
-                        w.line("{");
-                        w.indent += 1;
-                        w.line(&format!("const int64_t {k} = {kc} + {};", u as i64 * lanes));
-                        let (a, _) = vector_text(ctx, &a_expr, shape.width.0, ty, isa)?;
-                        w.line(&format!("{t} = {t} + {a} * {name};"));
-                        w.indent -= 1;
-                        w.line("}");
+                        let at = format!("{kc} + {}", u as i64 * lanes);
+                        at_width(ctx, w, &k, &at, |ctx| {
+                            let (a, _) = vector_text(ctx, &a_expr, shape.width.0, ty, isa)?;
+                            Ok(format!("{t} = {t} + {a} * {name};"))
+                        })?;
                     }
                 } else {
                     let a = emit_as(ctx, &a_expr, ty)?.text;
