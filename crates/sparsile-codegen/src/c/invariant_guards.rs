@@ -50,8 +50,7 @@ use sparsile_ir::VarId;
 /// The distinct conditions of `select`s in `f`'s body that qualify as loop-invariant
 /// guards (see the module docs), in order of first appearance.
 pub(crate) fn invariant_guards(f: &For) -> Vec<Expr> {
-    let mut inner: HashSet<VarId> = Stmt::declared_vars(&f.body).into_iter().collect();
-    inner.extend(Stmt::assigned_vars(&f.body));
+    let mut inner = body_vars(f);
     inner.insert(f.var);
     let mut guards: Vec<Expr> = Vec::new();
     let mut consider = |e: &Expr| {
@@ -82,8 +81,7 @@ pub(crate) fn range_guards(f: &For) -> Vec<(Expr, Expr)> {
     if hi <= lo {
         return Vec::new();
     }
-    let mut inner: HashSet<VarId> = Stmt::declared_vars(&f.body).into_iter().collect();
-    inner.extend(Stmt::assigned_vars(&f.body));
+    let inner = body_vars(f);
     let at = |cond: &Expr, value: i64| {
         cond.substitute(&mut |v| (v == f.var).then_some(Expr::Int(value)))
     };
@@ -152,8 +150,15 @@ fn linear(e: &Expr, var: VarId) -> bool {
     }
 }
 
+/// The variables `f`'s body declares or assigns.
+fn body_vars(f: &For) -> HashSet<VarId> {
+    let mut vars: HashSet<VarId> = Stmt::declared_vars(&f.body).into_iter().collect();
+    vars.extend(Stmt::assigned_vars(&f.body));
+    vars
+}
+
 /// Whether `e` reads the variable `var`.
-fn mentions(e: &Expr, var: VarId) -> bool {
+pub(crate) fn mentions(e: &Expr, var: VarId) -> bool {
     let mut found = false;
     e.visit(&mut |x| found |= matches!(x, Expr::Var(v) if *v == var));
     found
@@ -162,8 +167,7 @@ fn mentions(e: &Expr, var: VarId) -> bool {
 /// Whether `cond`, the condition of an `if` around the whole body of `f`, can be tested
 /// once before the loop instead (it qualifies as a guard of `f`, see the module docs).
 pub(crate) fn invariant_condition(f: &For, cond: &Expr) -> bool {
-    let mut inner: HashSet<VarId> = Stmt::declared_vars(&f.body).into_iter().collect();
-    inner.extend(Stmt::assigned_vars(&f.body));
+    let mut inner = body_vars(f);
     inner.insert(f.var);
     qualifies(cond, &inner)
 }

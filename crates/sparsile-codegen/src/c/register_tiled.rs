@@ -71,7 +71,9 @@ use std::ops::Range;
 
 use super::ctx::Ctx;
 use super::expr::{emit_as, emit_offset, emit_truth};
-use super::invariant_guards::{invariant_guards, range_guards, strip, where_guards_fail};
+use super::invariant_guards::{
+    invariant_guards, mentions as reads_var, range_guards, strip, where_guards_fail,
+};
 use super::prelude::Helper;
 use super::stmt::{emit_stmts, loop_comment, Writer};
 use super::types::Ty;
@@ -130,12 +132,6 @@ const QUARTER: Isa = Isa {
 /// left of the width; the plain loop covers the rest.
 const WIDE_VERSIONS: [&Isa; 3] = [&AVX512, &AVX512_HALF, &QUARTER];
 const NARROW_VERSIONS: [&Isa; 2] = [&AVX2, &QUARTER];
-
-fn reads_var(e: &Expr, v: VarId) -> bool {
-    let mut found = false;
-    e.visit(&mut |x| found |= *x == Expr::Var(v));
-    found
-}
 
 /// Whether `e` (the factor `b`) can be written as a vector over `k` (see the module docs).
 fn vector_ok(ctx: &Ctx, e: &Expr, k: VarId, ty: Ty) -> bool {

@@ -62,7 +62,7 @@ use sparsile_ir::loops::{
 use sparsile_ir::{AxisKind, Span};
 
 use super::cache_write::{accesses, Body};
-use super::loop_ref::{contains_loop, fresh_index_var, fresh_name, parent_list_mut};
+use super::loop_ref::{contains_loop, fresh_index_var, fresh_name, parent_list_mut, uses_var};
 use super::parallel::find_loop;
 use super::single_iteration::{fold, single_iterations};
 use super::{LoopRef, ScheduleError};
@@ -211,7 +211,7 @@ pub fn rfactor(
         for (cond, negated) in conds {
             let cond = fold(cond, &once);
             let (cond, reads_row) = match &row {
-                Some(r) if mentions(&cond, r.var) => {
+                Some(r) if uses_var(&cond, r.var) => {
                     (at_column(&cond, r.var, &Expr::Var(column)), true)
                 }
                 _ => (cond, false),
@@ -492,7 +492,7 @@ fn row_position(
                 lhs,
                 rhs,
             } => match (&**lhs, &**rhs) {
-                (Expr::Var(v), other) | (other, Expr::Var(v)) if !mentions(other, *v) => {
+                (Expr::Var(v), other) | (other, Expr::Var(v)) if !uses_var(other, *v) => {
                     (*v, false)
                 }
                 _ => return None,
@@ -531,13 +531,6 @@ fn row_position(
 /// `ix` with the row variable `var` replaced by `column`.
 fn at_column(ix: &Expr, var: VarId, column: &Expr) -> Expr {
     ix.substitute(&mut |v| (v == var).then(|| column.clone()))
-}
-
-/// Whether `e` reads the variable `var`.
-fn mentions(e: &Expr, var: VarId) -> bool {
-    let mut found = false;
-    e.visit(&mut |y| found |= matches!(y, Expr::Var(v) if *v == var));
-    found
 }
 
 /// The conditions joined by `&&` (`None` when there are none).
