@@ -85,6 +85,15 @@ fn detects_the_compiler_and_its_identity() {
     ] {
         assert!(flags.iter().any(|x| x == f), "flag {f} in {flags:?}");
     }
+    let gcc =
+        c.target().contains("#define __GNUC__ ") && !c.target().contains("#define __clang__ ");
+    for f in sparsile_runtime::jit::GCC_FLAGS {
+        assert_eq!(
+            flags.iter().any(|x| x == f),
+            gcc,
+            "GCC's flag {f} is used exactly when the compiler is GCC: {flags:?}"
+        );
+    }
 }
 
 #[test]

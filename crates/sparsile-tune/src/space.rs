@@ -44,8 +44,10 @@ pub const SPACE_VERSION: u32 = 5;
 /// vector registers across the row's non-zeros (`register_tile` on a row of scalars), in
 /// passes of up to eight vectors. 2: `rowwise` SpMV over blocks of several rows (`bsr:RxC`,
 /// `dbsr:RxC`) keeps a block row's partial sums (`R × C`) in vector registers across its
-/// blocks (`rfactor` with a row of partial sums, then `register_tile`).
-pub const KERNEL_VERSION: u32 = 2;
+/// blocks (`rfactor` with a row of partial sums, then `register_tile`). 3: with GCC,
+/// kernels keep their short zeroing and copy loops as vector loops
+/// (`-fno-tree-loop-distribute-patterns`), which makes `rowwise` SpMM faster on short rows.
+pub const KERNEL_VERSION: u32 = 3;
 
 /// The smallest block fill at which a block format is a candidate.
 pub const MIN_BLOCK_FILL: f64 = 0.35;

@@ -51,7 +51,7 @@ pub use cache::{Cache, CacheOutcome};
 pub use cache_contents::{cache_info, clear_cache, CacheInfo, ClearReport};
 pub use cache_dir::{cache_dir_location, private_cache_dir};
 pub use calibration::{PhaseCalibration, DEFAULT_PS_PER_UNIT};
-pub use compiler::{Compiler, FLAGS, LIBS};
+pub use compiler::{Compiler, FLAGS, GCC_FLAGS, LIBS};
 pub use error::JitError;
 pub use host_target::host_cpu_features;
 pub use launcher::{
