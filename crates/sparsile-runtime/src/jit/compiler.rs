@@ -15,7 +15,7 @@
 //! short loops the backend writes (zeroing a row's local accumulator, copying it out)
 //! as the vector loops they are, instead of calls or `rep stos` sequences, which GCC's
 //! tuning for some CPUs picks even for 128 bytes: on SpMM K = 32 over rows of a few
-//! non-zeros, that per-row start-up cost made the kernel a quarter to a third slower.
+//! non-zeros, that per-row start-up cost made the kernel take 1.2-1.3 times as long.
 //!
 //! When the compiler cannot be run the error says so and how to fix it:
 //!
