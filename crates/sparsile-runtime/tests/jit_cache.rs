@@ -85,12 +85,17 @@ fn detects_the_compiler_and_its_identity() {
     ] {
         assert!(flags.iter().any(|x| x == f), "flag {f} in {flags:?}");
     }
-    let gcc =
-        c.target().contains("#define __GNUC__ ") && !c.target().contains("#define __clang__ ");
+    // Which compiler it is, by its resolved path and version line (`cc` is often a link).
+    let who = format!("{} {}", c.path().display(), c.version()).to_lowercase();
+    if who.contains("clang") {
+        assert!(!c.is_gcc(), "clang is not taken for GCC: {who}");
+    } else if who.contains("gcc") {
+        assert!(c.is_gcc(), "GCC is recognised: {who}");
+    }
     for f in sparsile_runtime::jit::GCC_FLAGS {
         assert_eq!(
             flags.iter().any(|x| x == f),
-            gcc,
+            c.is_gcc(),
             "GCC's flag {f} is used exactly when the compiler is GCC: {flags:?}"
         );
     }

@@ -69,8 +69,6 @@ pub struct Compiler {
     version: String,
     /// What `-march=native` resolves to here (see [`super::host_target`]).
     target: String,
-    /// Whether the compiler is GCC (then [`GCC_FLAGS`] are added).
-    gcc: bool,
 }
 
 impl Compiler {
@@ -101,16 +99,17 @@ impl Compiler {
         }
         let text = String::from_utf8_lossy(&output.stdout);
         let version = text.lines().next().unwrap_or("").trim().to_string();
-        let macros = native_macros(&command, &extra_args);
-        let gcc = macros.contains("#define __GNUC__ ") && !macros.contains("#define __clang__ ");
-        let target = format!("cpu: {}\nnative: {}", host_cpu_features(), macros);
+        let target = format!(
+            "cpu: {}\nnative: {}",
+            host_cpu_features(),
+            native_macros(&command, &extra_args)
+        );
         Ok(Compiler {
             command,
             path,
             extra_args,
             version,
             target,
-            gcc,
         })
     }
 
@@ -154,9 +153,15 @@ impl Compiler {
             .collect()
     }
 
+    /// Whether the compiler is GCC: its `-march=native` macros (in [`target`](Self::target))
+    /// define `__GNUC__` and not `__clang__` (which defines it too).
+    pub fn is_gcc(&self) -> bool {
+        self.target.contains("#define __GNUC__ ") && !self.target.contains("#define __clang__ ")
+    }
+
     /// The flags that depend on which compiler this is: [`GCC_FLAGS`] with GCC.
     fn compiler_flags(&self) -> &'static [&'static str] {
-        if self.gcc {
+        if self.is_gcc() {
             GCC_FLAGS
         } else {
             &[]
