@@ -91,7 +91,7 @@ pub(crate) fn range_guards(f: &For) -> Vec<(Expr, Expr)> {
             if let Expr::Select { cond, .. } = x {
                 let fresh = !guards.iter().any(|(c, _)| *c == **cond);
                 if fresh
-                    && mentions(cond, f.var)
+                    && cond.reads_var(f.var)
                     && qualifies(cond, &inner)
                     && monotone(cond, f.var)
                 {
@@ -144,9 +144,9 @@ fn linear(e: &Expr, var: VarId) -> bool {
             op: BinaryOp::Mul,
             lhs,
             rhs,
-        } => (!mentions(lhs, var) && linear(rhs, var)) || (!mentions(rhs, var) && linear(lhs, var)),
+        } => (!lhs.reads_var(var) && linear(rhs, var)) || (!rhs.reads_var(var) && linear(lhs, var)),
         Expr::Var(_) | Expr::Int(_) | Expr::Param(_) => true,
-        other => !mentions(other, var),
+        other => !other.reads_var(var),
     }
 }
 
@@ -155,13 +155,6 @@ fn body_vars(f: &For) -> HashSet<VarId> {
     let mut vars: HashSet<VarId> = Stmt::declared_vars(&f.body).into_iter().collect();
     vars.extend(Stmt::assigned_vars(&f.body));
     vars
-}
-
-/// Whether `e` reads the variable `var`.
-pub(crate) fn mentions(e: &Expr, var: VarId) -> bool {
-    let mut found = false;
-    e.visit(&mut |x| found |= matches!(x, Expr::Var(v) if *v == var));
-    found
 }
 
 /// Whether `cond`, the condition of an `if` around the whole body of `f`, can be tested

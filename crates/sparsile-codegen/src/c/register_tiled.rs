@@ -71,9 +71,7 @@ use std::ops::Range;
 
 use super::ctx::Ctx;
 use super::expr::{emit_as, emit_offset, emit_truth};
-use super::invariant_guards::{
-    invariant_guards, mentions as reads_var, range_guards, strip, where_guards_fail,
-};
+use super::invariant_guards::{invariant_guards, range_guards, strip, where_guards_fail};
 use super::prelude::Helper;
 use super::stmt::{emit_stmts, loop_comment, Writer};
 use super::types::Ty;
@@ -135,7 +133,7 @@ const NARROW_VERSIONS: [&Isa; 2] = [&AVX2, &QUARTER];
 
 /// Whether `e` (the factor `b`) can be written as a vector over `k` (see the module docs).
 fn vector_ok(ctx: &Ctx, e: &Expr, k: VarId, ty: Ty) -> bool {
-    if !reads_var(e, k) {
+    if !e.reads_var(k) {
         return true;
     }
     match e {
@@ -160,7 +158,7 @@ fn vector_ok(ctx: &Ctx, e: &Expr, k: VarId, ty: Ty) -> bool {
             cond,
             then,
             otherwise,
-        } => !reads_var(cond, k) && vector_ok(ctx, then, k, ty) && vector_ok(ctx, otherwise, k, ty),
+        } => !cond.reads_var(k) && vector_ok(ctx, then, k, ty) && vector_ok(ctx, otherwise, k, ty),
         _ => false,
     }
 }
@@ -175,7 +173,7 @@ fn vector_text(
     isa: &Isa,
 ) -> Result<(String, bool), CodegenError> {
     let (vty, sfx) = vector_names(ty, isa);
-    if !reads_var(e, k) {
+    if !e.reads_var(k) {
         return Ok((format!("({})", emit_as(ctx, e, ty)?.text), false));
     }
     let as_vector = |(text, vector): (String, bool)| {
@@ -404,7 +402,7 @@ fn unswitched(
     let mut guards = invariant_guards(width);
     let mut checks: Vec<String> = Vec::new();
     let ranges = range_guards(width);
-    let row_free = |g: &Expr| shape.tile.as_ref().is_none_or(|t| !reads_var(g, t.rows.0));
+    let row_free = |g: &Expr| shape.tile.as_ref().is_none_or(|t| !g.reads_var(t.rows.0));
     if !ranges.is_empty() {
         if !guards
             .iter()
@@ -564,7 +562,7 @@ fn emit_chunks(
     let rows = rows_of(shape);
     // When both factors read the width (a block row's element products) a row needs no
     // broadcast register: as many rows as the budget holds at one vector each.
-    let most_rows = if reads_var(&shape.a, shape.width.0) {
+    let most_rows = if shape.a.reads_var(shape.width.0) {
         isa.budget - 1
     } else {
         isa.group
@@ -651,7 +649,7 @@ fn emit_chunks(
                 w.line("{");
                 w.indent += 1;
                 declare_row(ctx, w, shape, row)?;
-                if reads_var(&a_expr, shape.width.0) {
+                if a_expr.reads_var(shape.width.0) {
                     // Both factors read the width (a block row's element products): `a`
                     // is a vector of its own per row.
                     for (u, name) in bv.iter().enumerate() {

@@ -79,12 +79,6 @@ fn coordinate(weights: (u32, u32), offset: u32, g: &str, t: &str) -> String {
     terms.join(" + ")
 }
 
-fn uses(e: &Expr, v: VarId) -> bool {
-    let mut hit = false;
-    e.visit(&mut |x| hit |= *x == Expr::Var(v));
-    hit
-}
-
 /// The element type whose raw bits an operand of `ty` is made of (f16, bf16), if any.
 fn half_dtype(ty: MmaType) -> Option<DType> {
     match ty {
@@ -187,7 +181,7 @@ fn element_scope(
     let (r, c) = layout.offsets[i];
     let mut lines = Vec::new();
     for (v, weights, offset) in [(vars.0, layout.row, r), (vars.1, layout.col, c)] {
-        if used.iter().any(|e| uses(e, v)) {
+        if used.iter().any(|e| e.reads_var(v)) {
             lines.push(format!(
                 "const int64_t {} = {};",
                 ctx.var_name(v)?,
@@ -468,7 +462,7 @@ pub(super) fn carried_mma(f: &For, block: [i64; 3]) -> Option<&Mma> {
             _ => return None,
         }
     };
-    let reads_defined = |e: &Expr| defined.iter().any(|&v| uses(e, v));
+    let reads_defined = |e: &Expr| defined.iter().any(|&v| e.reads_var(v));
     let reads_c = |e: &Expr| {
         let mut hit = false;
         e.visit(&mut |x| hit |= matches!(x, Expr::Load { buffer, .. } if *buffer == m.c));

@@ -55,7 +55,7 @@ use super::expr::Expr;
 use super::func::{BufferKind, Func};
 use super::local_reduction::{local_reductions, reduction_addend, LocalReduction, ReductionError};
 use super::stmt::{For, ForKind, Stmt};
-use super::vector_load::{coefficient, mentions};
+use super::vector_load::coefficient;
 use crate::id::{BufferId, VarId};
 
 /// Where the parts of a `batched` loop's body are.
@@ -288,7 +288,7 @@ fn own_element_buffers(f: &For, r: usize) -> HashSet<BufferId> {
             let mut loaded = HashSet::new();
             e.loaded_buffers(&mut loaded);
             coefficient(e, f.var).is_some()
-                && !declared.iter().any(|v| mentions(e, *v))
+                && !declared.iter().any(|v| e.reads_var(*v))
                 && loaded.is_disjoint(&body_stored)
         });
         if !affine || idx.iter().all(|e| coefficient(e, f.var) == Some(0)) {

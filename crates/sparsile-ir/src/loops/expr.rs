@@ -181,6 +181,23 @@ impl Expr {
         });
     }
 
+    /// Whether this expression reads the variable `var` (anywhere in it, indices of its
+    /// loads included).
+    ///
+    /// ```
+    /// use sparsile_ir::loops::Expr;
+    /// use sparsile_ir::VarId;
+    /// let (i, j) = (VarId(0), VarId(1));
+    /// let e = Expr::Var(i) + Expr::Int(1);
+    /// assert!(e.reads_var(i));
+    /// assert!(!e.reads_var(j));
+    /// ```
+    pub fn reads_var(&self, var: VarId) -> bool {
+        let mut found = false;
+        self.visit(&mut |x| found |= matches!(x, Expr::Var(v) if *v == var));
+        found
+    }
+
     /// Calls `f` on this expression and every sub-expression, parents first.
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);

@@ -98,7 +98,7 @@ use super::expr::Expr;
 use super::func::Func;
 use super::local_reduction::{update_addend, ReductionError};
 use super::stmt::{For, Stmt};
-use super::vector_load::{coefficient, loads_any, mentions as reads_var, reads_any as reads};
+use super::vector_load::{coefficient, loads_any, reads_any as reads};
 use crate::coord::BinaryOp;
 use crate::id::{BufferId, VarId};
 
@@ -278,11 +278,11 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
     // Without a column loop both factors may read the width (`A[jo_p, ii, ji] *
     // x[jo * 8 + ji]`): `b` is then the one that does not read the rows.
     let rows_only = matches!(loops, Some((_, None)));
-    let (a, b) = match (reads_var(lhs, k), reads_var(rhs, k)) {
+    let (a, b) = match (lhs.reads_var(k), rhs.reads_var(k)) {
         (false, true) => ((**lhs).clone(), (**rhs).clone()),
         (true, false) => ((**rhs).clone(), (**lhs).clone()),
         (true, true) if rows_only => {
-            if reads_var(rhs, outer.var) {
+            if rhs.reads_var(outer.var) {
                 ((**rhs).clone(), (**lhs).clone())
             } else {
                 ((**lhs).clone(), (**rhs).clone())
@@ -296,7 +296,7 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
         }
     };
     // Which of the two outer loops is the row loop: the one the index reads.
-    let idx_reads = |v: VarId| indices.iter().any(|e| reads_var(e, v));
+    let idx_reads = |v: VarId| indices.iter().any(|e| e.reads_var(v));
     let tile = match (loops, ranges) {
         (Some((outer, None)), Some((outer_range, None))) => {
             if !idx_reads(outer.var) && outer_range.end - outer_range.start != 1 {
@@ -359,7 +359,7 @@ pub fn register_tiled_shape(func: &Func, f: &For) -> Result<RegisterTiledShape, 
         );
     }
     if let Some(t) = &tile {
-        if reads_var(&b, t.rows.0) {
+        if b.reads_var(t.rows.0) {
             return err(
                 *span,
                 "the factor that reads the width must not read the tile's rows",

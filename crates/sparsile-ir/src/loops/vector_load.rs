@@ -201,16 +201,9 @@ pub(super) fn loads_any(e: &Expr, buffers: &HashSet<BufferId>) -> bool {
     found
 }
 
-/// Whether `e` reads `var`.
-pub(super) fn mentions(e: &Expr, var: VarId) -> bool {
-    let mut found = false;
-    e.visit(&mut |x| found |= *x == Expr::Var(var));
-    found
-}
-
 /// The coefficient of `var` in `e` when `e` is `c · var + (terms without var)`.
 pub fn coefficient(e: &Expr, var: VarId) -> Option<i64> {
-    if !mentions(e, var) {
+    if !e.reads_var(var) {
         return Some(0);
     }
     match e {

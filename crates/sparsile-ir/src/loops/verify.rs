@@ -737,24 +737,19 @@ impl<'a> Verifier<'a> {
         if let Some(g) = &m.guard {
             self.expect_int(g, scope, span, &format!("{ctx}: the guard"));
         }
-        let uses = |e: &Expr, v: VarId| {
-            let mut hit = false;
-            e.visit(&mut |x| hit |= *x == Expr::Var(v));
-            hit
-        };
         let mut misuse = Vec::new();
         for e in &m.c_indices {
-            if uses(e, m.depth) {
+            if e.reads_var(m.depth) {
                 misuse.push(("the accumulator's indices", m.depth));
             }
         }
-        if m.guard.as_ref().is_some_and(|g| uses(g, m.depth)) {
+        if m.guard.as_ref().is_some_and(|g| g.reads_var(m.depth)) {
             misuse.push(("the guard", m.depth));
         }
-        if uses(&m.a, m.col) {
+        if m.a.reads_var(m.col) {
             misuse.push(("the left operand", m.col));
         }
-        if uses(&m.b, m.row) {
+        if m.b.reads_var(m.row) {
             misuse.push(("the right operand", m.row));
         }
         misuse.dedup();

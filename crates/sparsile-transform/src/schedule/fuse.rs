@@ -23,7 +23,7 @@
 use sparsile_ir::coord::BinaryOp;
 use sparsile_ir::loops::{Expr, For, ForKind, Func, Stmt};
 
-use super::loop_ref::{bounds_invariant, fresh_index_var, loop_stmt_mut, uses_var, LoopRef};
+use super::loop_ref::{bounds_invariant, fresh_index_var, loop_stmt_mut, LoopRef};
 use super::ScheduleError;
 use crate::index_expr::{add, mul, sub};
 
@@ -83,7 +83,7 @@ pub fn fuse(
             });
         }
     }
-    if uses_var(&i.lo, o.var) || uses_var(&i.hi, o.var) {
+    if i.lo.reads_var(o.var) || i.hi.reads_var(o.var) {
         return Err(ScheduleError::DependentBounds {
             primitive: PRIMITIVE,
             block: outer.block.clone(),

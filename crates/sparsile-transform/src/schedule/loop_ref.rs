@@ -181,13 +181,6 @@ pub fn fresh_index_var(func: &mut Func, base: &str) -> (VarId, String) {
     (id, name)
 }
 
-/// Whether `expr` reads variable `var`.
-pub fn uses_var(expr: &Expr, var: VarId) -> bool {
-    let mut found = false;
-    expr.visit(&mut |e| found |= matches!(e, Expr::Var(v) if *v == var));
-    found
-}
-
 /// The name of variable `var`.
 pub fn var_name(func: &Func, var: VarId) -> String {
     func.vars[var].name.clone()

@@ -35,7 +35,7 @@ use std::collections::HashSet;
 use sparsile_ir::loops::{Expr, For, ForKind, Func, Stmt};
 use sparsile_ir::VarId;
 
-use super::loop_ref::{contains_loop, loop_stmt_mut, uses_var, var_name, LoopRef};
+use super::loop_ref::{contains_loop, loop_stmt_mut, var_name, LoopRef};
 use super::ScheduleError;
 
 const PRIMITIVE: &str = "reorder";
@@ -179,7 +179,7 @@ pub fn reorder(func: &Func, order: &[LoopRef]) -> Result<Func, ScheduleError> {
     // A loop's bounds may only read variables of loops outside it.
     for (p, f) in new_chain.iter().enumerate() {
         for inside in &new_chain[p + 1..] {
-            if uses_var(&f.lo, inside.var) || uses_var(&f.hi, inside.var) {
+            if f.lo.reads_var(inside.var) || f.hi.reads_var(inside.var) {
                 return Err(ScheduleError::DependentBounds {
                     primitive: PRIMITIVE,
                     block: block.clone(),
@@ -213,7 +213,7 @@ pub fn reorder(func: &Func, order: &[LoopRef]) -> Result<Func, ScheduleError> {
         // A loop's bounds may read only lets placed outside it.
         if let Some(f) = new_chain[..=level]
             .iter()
-            .find(|f| uses_var(&f.lo, *var) || uses_var(&f.hi, *var))
+            .find(|f| f.lo.reads_var(*var) || f.hi.reads_var(*var))
         {
             return Err(ScheduleError::DependentBounds {
                 primitive: PRIMITIVE,

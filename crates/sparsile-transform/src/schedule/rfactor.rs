@@ -62,7 +62,7 @@ use sparsile_ir::loops::{
 use sparsile_ir::{AxisKind, Span};
 
 use super::cache_write::{accesses, Body};
-use super::loop_ref::{contains_loop, fresh_index_var, fresh_name, parent_list_mut, uses_var};
+use super::loop_ref::{contains_loop, fresh_index_var, fresh_name, parent_list_mut};
 use super::parallel::find_loop;
 use super::single_iteration::{fold, single_iterations};
 use super::{LoopRef, ScheduleError};
@@ -211,7 +211,7 @@ pub fn rfactor(
         for (cond, negated) in conds {
             let cond = fold(cond, &once);
             let (cond, reads_row) = match &row {
-                Some(r) if uses_var(&cond, r.var) => {
+                Some(r) if cond.reads_var(r.var) => {
                     (at_column(&cond, r.var, &Expr::Var(column)), true)
                 }
                 _ => (cond, false),
@@ -492,7 +492,7 @@ fn row_position(
                 lhs,
                 rhs,
             } => match (&**lhs, &**rhs) {
-                (Expr::Var(v), other) | (other, Expr::Var(v)) if !uses_var(other, *v) => {
+                (Expr::Var(v), other) | (other, Expr::Var(v)) if !other.reads_var(*v) => {
                     (*v, false)
                 }
                 _ => return None,

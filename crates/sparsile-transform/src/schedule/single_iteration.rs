@@ -40,7 +40,7 @@ pub(crate) fn single_iterations(stmts: &[Stmt]) -> Vec<(VarId, i64)> {
 fn guarded_by_itself(l: &sparsile_ir::loops::For) -> bool {
     let mut reads = false;
     if let [Stmt::If { cond, .. }] = l.body.as_slice() {
-        cond.visit(&mut |e| reads |= *e == Expr::Var(l.var));
+        reads = cond.reads_var(l.var);
     }
     reads
 }

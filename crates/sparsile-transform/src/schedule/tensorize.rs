@@ -72,7 +72,7 @@ use sparsile_ir::loops::{
 use sparsile_ir::{DType, Span, VarId};
 
 use super::bind::{locate, threads_cover_stores, PathItem};
-use super::loop_ref::{fresh_index_var, parent_list_mut, uses_var, var_name};
+use super::loop_ref::{fresh_index_var, parent_list_mut, var_name};
 use super::parallel::find_loop;
 use super::{LoopRef, ScheduleError};
 
@@ -211,7 +211,7 @@ fn read_nest<'f>(func: &Func, f: &'f For) -> Result<Nest<'f>, String> {
 /// The constant coefficient of `v` in `e` when `e` is affine in `v` (0 when `e` does not
 /// read it), or `None`.
 fn coefficient(e: &Expr, v: VarId) -> Option<i64> {
-    if !uses_var(e, v) {
+    if !e.reads_var(v) {
         return Some(0);
     }
     match e {
@@ -398,7 +398,7 @@ pub fn tensorize(
     let in_c: Vec<VarId> = vars
         .iter()
         .copied()
-        .filter(|&v| nest.indices.iter().any(|e| uses_var(e, v)))
+        .filter(|&v| nest.indices.iter().any(|e| e.reads_var(v)))
         .collect();
     if in_c.len() != 2 {
         return Err(ScheduleError::TensorizeNest {
@@ -427,7 +427,7 @@ pub fn tensorize(
     // A loop that starts elsewhere than 0 (`g_p * 8..g_p * 8 + 8`, a sparse_fixed axis's
     // positions) runs from its start, which must not read the other loops of the tile.
     for l in &nest.loops {
-        if l.lo != Expr::Int(0) && vars.iter().any(|&v| uses_var(&l.lo, v)) {
+        if l.lo != Expr::Int(0) && vars.iter().any(|&v| l.lo.reads_var(v)) {
             return Err(ScheduleError::TensorizeNest {
                 block: target.block.clone(),
                 var: target.var.clone(),
@@ -447,7 +447,7 @@ pub fn tensorize(
     let mut roles = Vec::new();
     for (row, col) in [(in_c[0], in_c[1]), (in_c[1], in_c[0])] {
         for (a, b) in [(f1, f2), (f2, f1)] {
-            if !uses_var(a, col) && !uses_var(b, row) {
+            if !a.reads_var(col) && !b.reads_var(row) {
                 roles.push((row, col, a.clone(), b.clone()));
             }
         }
@@ -455,7 +455,7 @@ pub fn tensorize(
     roles.sort_by_key(|(row, col, a, b)| {
         (
             !(fits(*row, shape.m()) && fits(*col, shape.n())),
-            !(uses_var(a, *row) && uses_var(b, *col)),
+            !(a.reads_var(*row) && b.reads_var(*col)),
         )
     });
     let Some((row, col, a, b)) = roles.into_iter().next() else {
@@ -523,7 +523,7 @@ pub fn tensorize(
             reason,
             span: f.span,
         };
-        match (uses_var(&c, row), uses_var(&c, col), uses_var(&c, depth)) {
+        match (c.reads_var(row), c.reads_var(col), c.reads_var(depth)) {
             (_, _, true) => {
                 return Err(guard(format!(
                     "reads the depth loop `{}` (an mma sums every product of its tile)",

@@ -83,7 +83,7 @@ use sparsile_ir::loops::{
 use sparsile_ir::Span;
 
 use super::cache_write::accesses;
-use super::loop_ref::{fresh_name, uses_var};
+use super::loop_ref::fresh_name;
 use super::parallel::find_loop;
 use super::{LoopRef, ScheduleError};
 
@@ -128,7 +128,7 @@ pub fn warp_segment_reduce(func: &Func, target: &LoopRef) -> Result<Func, Schedu
             then_body,
             else_body,
             ..
-        }] if else_body.is_empty() && uses_var(cond, lane) => (Some(cond), then_body),
+        }] if else_body.is_empty() && cond.reads_var(lane) => (Some(cond), then_body),
         body => (None, body),
     };
     if let Some(g) = guard {
@@ -397,7 +397,7 @@ fn steps_by_one(e: &Expr, lane: VarId) -> bool {
             op: BinaryOp::Add,
             lhs,
             rhs,
-        } => match (uses_var(lhs, lane), uses_var(rhs, lane)) {
+        } => match (lhs.reads_var(lane), rhs.reads_var(lane)) {
             (true, false) => steps_by_one(lhs, lane),
             (false, true) => steps_by_one(rhs, lane),
             _ => false,
@@ -406,7 +406,7 @@ fn steps_by_one(e: &Expr, lane: VarId) -> bool {
             op: BinaryOp::Sub,
             lhs,
             rhs,
-        } => !uses_var(rhs, lane) && steps_by_one(lhs, lane),
+        } => !rhs.reads_var(lane) && steps_by_one(lhs, lane),
         _ => false,
     }
 }
@@ -422,7 +422,7 @@ fn leading_run(g: &Expr, lane: VarId) -> bool {
         CmpOp::Gt | CmpOp::Ge => (rhs, lhs),
         _ => return false,
     };
-    steps_by_one(a, lane) && !uses_var(b, lane)
+    steps_by_one(a, lane) && !b.reads_var(lane)
 }
 
 /// The `indptr` buffer and the position expression `q` that prove `key` does not

@@ -143,11 +143,7 @@ pub(super) fn shape_of(func: &Func, loops: &[(LoopRef, &For)]) -> Shape {
         } = s
         {
             if func.buffers[*buffer].kind == BufferKind::Values {
-                for e in indices {
-                    e.visit(&mut |x| {
-                        indexes_output |= matches!(x, Expr::Var(v) if *v == inner.var)
-                    });
-                }
+                indexes_output |= indices.iter().any(|e| e.reads_var(inner.var));
             }
         }
     });
