@@ -8,7 +8,10 @@ arrays stay equal), timed after
 warm-up calls (the first call compiles or finds its kernel in the cache; its time is
 reported apart). Each system gets the same operands and the same thread count; results
 are checked against SciPy's. Rounds alternate the systems, and the medians pool every
-round's calls.
+round's calls. ``native`` calls the same automatic kernel as ``sparsile`` through
+``sparsile._native.AutoKernel.run`` with its arguments prepared once: the difference
+between the two is what the Python operator layer costs per call (argument checks, the
+program text, the thread count, wrapping the result).
 
     bench/.venv/bin/python bench/python_ops.py                          # ogbn_arxiv, SpMM K=32
     bench/.venv/bin/python bench/python_ops.py --matrix data/cora.mtx --ops spmm:32,spmv,sddmm:32
@@ -42,9 +45,21 @@ def timed(fn, calls):
     return times
 
 
+def native_call(template, sparse, dense, output, threads, values=False):
+    """The automatic kernel of ``template`` called directly, its arguments prepared once."""
+    from sparsile import _ops
+
+    program, args, _ = _ops._args(template, sparse, dense, None)
+    kernel = _ops.auto_kernel(program, "auto", "cpu")
+    if values:
+        return lambda: kernel.run(args, threads)[output].values()
+    return lambda: kernel.run(args, threads)[output]
+
+
 def systems_for(op, A, k, rng, threads):
     """(name, callable returning a NumPy result) per system, and the reference."""
     import sparsile
+    from sparsile import _ops
 
     S = sparsile.from_scipy(A)
     m, n = A.shape
@@ -63,6 +78,7 @@ def systems_for(op, A, k, rng, threads):
     if op == "spmm":
         X = rng.random((n, k), dtype=np.float32)
         out = [("sparsile", lambda: np.asarray(sparsile.spmm(S, X, threads=threads))),
+               ("native", native_call(_ops.SPMM, {"A": S}, {"X": X}, "Y", threads)),
                ("sparsile(A)", lambda: np.asarray(sparsile.spmm(A, X, threads=threads))),
                ("scipy", lambda: A @ X)]
         if torch is not None:
@@ -72,6 +88,7 @@ def systems_for(op, A, k, rng, threads):
     if op == "spmv":
         x = rng.random(n, dtype=np.float32)
         out = [("sparsile", lambda: np.asarray(sparsile.spmv(S, x, threads=threads))),
+               ("native", native_call(_ops.SPMV, {"A": S}, {"x": x}, "y", threads)),
                ("sparsile(A)", lambda: np.asarray(sparsile.spmv(A, x, threads=threads))),
                ("scipy", lambda: A @ x)]
         if torch is not None:
@@ -89,6 +106,7 @@ def systems_for(op, A, k, rng, threads):
             return A.data * np.einsum("ij,ij->i", X[rows], Y[cols])
 
         out = [("sparsile", lambda: sparsile.sddmm(S, X, Y, threads=threads)),
+               ("native", native_call(_ops.SDDMM, {"A": S}, {"X": X, "Y": Y}, "C", threads, values=True)),
                ("sparsile(A)", lambda: sparsile.sddmm(A, X, Y, threads=threads)),
                ("scipy", scipy_sddmm)]
         if torch is not None:

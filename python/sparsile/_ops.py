@@ -57,7 +57,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 
 from . import _cuda, _log, _native
-from ._dense import SPARSILE_DTYPE, as_array, device_of, is_torch_tensor, value_dtype, wrap_output
+from ._dense import (NUMPY_DTYPE, SPARSILE_DTYPE, as_array, device_of, is_torch_tensor, value_dtype,
+                     wrap_output)
 from ._tensor import Tensor, as_tensor
 from ._threads import call_threads
 from ._types import DenseLike, DenseResult, SparseLike
@@ -82,6 +83,71 @@ def auto_kernel(program: str, recipe: str = "auto", target: str = "cpu") -> "_na
             k = _native.AutoKernel(program, recipe, target)
             _KERNELS[(program, recipe, target)] = k
         return k
+
+
+# The kernels of the plain path (see `_plain_args`), by (template, value type, format,
+# recipe): found without formatting the program text again.
+_PLAIN_KERNELS: Dict[Tuple[str, str, str, str], "_native.AutoKernel"] = {}
+
+
+def _plain_args(sparse: Dict[str, Tensor], dense: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], bool]]:
+    """The native arguments of the most common calls, and whether the result goes back
+    as a torch tensor; ``None`` for any other call. Common: every dense operand a
+    C-contiguous NumPy array (not a subclass), or a contiguous torch CPU tensor that
+    requires no gradient, of the sparse operand's value type (not bfloat16), which needs
+    no conversion and no other check. A call on small operands costs about as much in
+    such checks as in its kernel, so they are made here with as few Python operations as
+    will do; every other call takes the general path, which checks and converts all."""
+    args: Dict[str, Any] = {}
+    want = None
+    for name, t in sparse.items():
+        if type(t) is not Tensor:
+            return None
+        native = t._native
+        if want is None:
+            want = NUMPY_DTYPE[native.dtype]
+            if type(want) is str:  # bfloat16: NumPy holds its bits only
+                return None
+        args[name] = native
+    to_torch = False
+    torch = None
+    for name, x in dense.items():
+        if type(x) is np.ndarray:
+            if x.dtype != want or not x.flags.c_contiguous:
+                return None
+            args[name] = x
+            continue
+        if torch is None:
+            torch = sys.modules.get("torch")
+            if torch is None:
+                return None
+        if (type(x) is not torch.Tensor or x.dtype is not _torch_dtype(torch, want) or not x.is_cpu
+                or x.requires_grad or x.layout is not torch.strided or x.is_neg() or not x.is_contiguous()):
+            return None
+        args[name] = x.numpy()
+        to_torch = True
+    return args, to_torch
+
+
+_TORCH_DTYPES: Dict[Any, Any] = {}
+
+
+def _torch_dtype(torch: Any, dtype: np.dtype) -> Any:
+    """The torch dtype of NumPy ``dtype`` (float16, float32 or float64), looked up once."""
+    if not _TORCH_DTYPES:
+        _TORCH_DTYPES.update({np.dtype(np.float16): torch.float16, np.dtype(np.float32): torch.float32,
+                              np.dtype(np.float64): torch.float64})
+    return _TORCH_DTYPES[dtype]
+
+
+def _plain_kernel(template: str, native: "_native.Tensor", recipe: str) -> "_native.AutoKernel":
+    """:func:`auto_kernel` of ``template`` for an operand like ``native``, found by key."""
+    key = (template, native.dtype, native.format, recipe)
+    kernel = _PLAIN_KERNELS.get(key)
+    if kernel is None:
+        kernel = auto_kernel(template.format(d=key[1], f=key[2]), recipe, "cpu")
+        _PLAIN_KERNELS[key] = kernel
+    return kernel
 
 
 def _target(target: Optional[str], *xs: Any) -> Tuple[str, str]:
@@ -162,6 +228,17 @@ def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output
     """Runs the operator; a sparse output is a :class:`Tensor`, or with ``raw`` its
     values only (a CUDA array on the GPU path, a NumPy array otherwise). With ``out``
     (of ``out_shape``), the result is written there and ``out`` returned."""
+    if values is None and out is None and target is None and type(recipe) is str:
+        plain = _plain_args(sparse, dense)
+        if plain is not None:
+            args, to_torch = plain
+            A = sparse[next(iter(sparse))]
+            kernel = _plain_kernel(template, A._native, recipe)
+            result = kernel.run(args, call_threads(threads))[output]
+            _log.chose(_OP_NAMES.get(template, "op"), kernel, A.shape)
+            if isinstance(result, _native.Tensor):
+                return result.values() if raw else Tensor(result)
+            return wrap_output(result, to_torch)
     target, device = _target(target, values, *dense.values())
     A = sparse[next(iter(sparse))]
     if out is not None and (device == "cuda" or target != "cpu"):
@@ -200,16 +277,18 @@ def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output
 def _wants_grad(*xs: Any) -> bool:
     """Whether a torch tensor among ``xs`` requires a gradient with grad mode on, or is
     being traced by ``torch.compile`` (which runs the ``torch.library`` operators of
-    :mod:`sparsile.torch`)."""
+    :mod:`sparsile.torch`). Asked on every call, so it asks torch as little as it can."""
     torch = sys.modules.get("torch")
     if torch is None:
         return False
-    tensors = [x for x in xs if isinstance(x, torch.Tensor)]
-    if not tensors:
-        return False
-    if torch.compiler.is_compiling():
-        return True
-    return torch.is_grad_enabled() and any(x.requires_grad for x in tensors)
+    tensor = torch.Tensor
+    found = False
+    for x in xs:
+        if isinstance(x, tensor):
+            if x.requires_grad and torch.is_grad_enabled():
+                return True
+            found = True
+    return found and torch.compiler.is_compiling()
 
 
 def _autograd(op: str, A: Any, dense: Any, values: Any, threads: Optional[int], recipe: str,
