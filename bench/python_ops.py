@@ -4,14 +4,14 @@ against ``torch`` and SciPy, in one process.
 Every call is what a user writes (no format, no recipe: Sparsile chooses), with ``A``
 converted once (``sparsile``) or passed as the SciPy matrix on every call
 (``sparsile(A)``: the conversion of the previous call is reused while ``A``'s index
-arrays stay equal), timed after
-warm-up calls (the first call compiles or finds its kernel in the cache; its time is
-reported apart). Each system gets the same operands and the same thread count; results
-are checked against SciPy's. Rounds alternate the systems, and the medians pool every
-round's calls. ``native`` calls the same automatic kernel as ``sparsile`` through
+arrays stay equal), timed after warm-up calls (the first call compiles or finds its
+kernel in the cache; its time is reported apart). Each system gets the same operands and
+the same thread count; results are checked against SciPy's. Rounds alternate the systems
+(each round starts one system later), and the medians pool every round's calls.
+``native`` calls the same automatic kernel as ``sparsile`` through
 ``sparsile._native.AutoKernel.run`` with its arguments prepared once: the difference
-between the two is what the Python operator layer costs per call (argument checks, the
-program text, the thread count, wrapping the result).
+between the two is what the Python operator layer costs per call (argument checks,
+finding the kernel, the thread count, wrapping the result).
 
     bench/.venv/bin/python bench/python_ops.py                          # ogbn_arxiv, SpMM K=32
     bench/.venv/bin/python bench/python_ops.py --matrix data/cora.mtx --ops spmm:32,spmv,sddmm:32
@@ -150,8 +150,10 @@ def main():
                 first[s, "ok"] = err <= 1e-3 * (np.max(np.abs(ref)) + 1) if np.size(ref) else True
                 for _ in range(args.warmup):
                     fn()
-            for _ in range(args.rounds):
-                for s, fn in systems:
+            # Each round starts one system later, so that no system always runs right
+            # after the same other one (torch's threads spin for a while after its calls).
+            for r in range(args.rounds):
+                for s, fn in systems[r % len(systems):] + systems[:r % len(systems)]:
                     times[s] += timed(fn, args.calls)
             base = statistics.median(times["sparsile"])
             case = f"{name} {op}" + (f" K={k}" if op != "spmv" else "")
