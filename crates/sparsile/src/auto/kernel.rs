@@ -11,6 +11,7 @@ use sparsile_runtime::Outputs;
 use sparsile_tune::op::{classify, OpInfo};
 use sparsile_tune::space::Candidate;
 
+use super::call_key::CallKey;
 use super::select::{select, Context, Selection, Source};
 use crate::compile::{CompileError, Kernel, RunOptions, Target};
 use crate::notation;
@@ -23,6 +24,9 @@ type ChoiceKey = (String, usize, usize);
 /// A compiled kernel, with what ran instead of the chosen candidate when it did not
 /// apply: (recipe, note).
 type Compiled = (Arc<Kernel>, Option<(String, String)>);
+
+/// A call's key with the kernel it ran and the selection behind it.
+type LastCall = (CallKey, Arc<Kernel>, Arc<Selection>);
 
 /// An index-notation program whose format-preserving schedule is chosen per input
 /// (database, selector, rule), or named once for every input.
@@ -54,7 +58,12 @@ pub struct AutoKernel {
     /// made in: a tuning in this process makes them stale.
     choices: Mutex<(u64, HashMap<ChoiceKey, Selection>)>,
     kernels: Mutex<HashMap<String, Compiled>>,
-    last: Mutex<Option<Selection>>,
+    /// What the last call ran (shared with `last_call`, so that a repeated call sets it
+    /// without copying the selection).
+    last: Mutex<Option<Arc<Selection>>>,
+    /// The last call's key, kernel and selection: a call with the same key runs them
+    /// without choosing or looking the kernel up again.
+    last_call: Mutex<Option<LastCall>>,
 }
 
 impl AutoKernel {
@@ -77,6 +86,7 @@ impl AutoKernel {
             choices: Mutex::new((0, HashMap::new())),
             kernels: Mutex::new(HashMap::new()),
             last: Mutex::new(None),
+            last_call: Mutex::new(None),
         })
     }
 
@@ -343,9 +353,30 @@ impl AutoKernel {
         let threads = options
             .threads
             .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&settings));
-        let selection = self.select_with(inputs, threads, &settings);
-        let (kernel, used) = self.kernel(inputs, &selection)?;
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(used);
+        let generation = super::tune::generation();
+        let repeated = {
+            let last = self.last_call.lock().unwrap_or_else(|e| e.into_inner());
+            last.as_ref()
+                .filter(|(key, _, _)| key.matches(inputs, threads, generation))
+                .map(|(_, kernel, used)| (Arc::clone(kernel), Arc::clone(used)))
+        };
+        let kernel = match repeated {
+            Some((kernel, used)) => {
+                *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(used);
+                kernel
+            }
+            None => {
+                let selection = self.select_with(inputs, threads, &settings);
+                let (kernel, used) = self.kernel(inputs, &selection)?;
+                let used = Arc::new(used);
+                if let Some(key) = CallKey::of(inputs, threads, generation) {
+                    *self.last_call.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some((key, Arc::clone(&kernel), Arc::clone(&used)));
+                }
+                *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(used);
+                kernel
+            }
+        };
         super::widened::run_into(&kernel, inputs, outputs, options, &self.half_outputs)
     }
 
@@ -379,12 +410,16 @@ impl AutoKernel {
         let selection = self.select_with(&views, threads, &settings);
         let (kernel, used) = self.kernel(&views, &selection)?;
         drop(views);
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(used);
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(used));
         kernel.run_device(inputs, alloc, stream, options)
     }
 
     /// The choice the last call ran.
     pub fn last_selection(&self) -> Option<Selection> {
-        self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.last
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_deref()
+            .cloned()
     }
 }

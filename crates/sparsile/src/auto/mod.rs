@@ -5,11 +5,13 @@
 //! by `sparsile tune`), else the learned selector's prediction from the input's
 //! features, else the static rule (`sparsile_tune::rule`). The choice costs a hash-map
 //! look-up once a structure was seen: the pattern, its features and fingerprint are
-//! remembered per structure ([`pattern`]). [`AutoKernel`] compiles each chosen
-//! candidate once and keeps the input's format; callers that may convert the operand
+//! remembered per structure ([`pattern`]); a call like the one before it (same structure,
+//! dense shapes and threads: [`call_key`]) skips even that. [`AutoKernel`] compiles each
+//! chosen candidate once and keeps the input's format; callers that may convert the operand
 //! (the command line, which reads it from a file) ask [`select`] with other formats
 //! allowed.
 
+pub mod call_key;
 pub mod evaluate;
 mod gpu_rule;
 mod kernel;

@@ -62,7 +62,7 @@ fn owned(a: &Option<IndexArray<'_>>) -> bool {
 }
 
 /// `s` as a structure of any lifetime when it owns every array (it borrows nothing).
-fn as_owned(s: &Arc<Structure<'_>>) -> Option<Arc<Structure<'static>>> {
+pub(super) fn as_owned(s: &Arc<Structure<'_>>) -> Option<Arc<Structure<'static>>> {
     if !s.axes.iter().all(|a| owned(&a.indptr) && owned(&a.indices)) {
         return None;
     }
