@@ -22,6 +22,12 @@
 //! whole rounds of a benchmark on the caller alone, at half speed. A process that keeps a
 //! core busy is still given way to, after its first [`PERSIST`].
 //!
+//! Once the machine counts as busy, the caller's verdict holds for [`BUSY_HOLD`] before
+//! its question reads the file again: on a machine kept busy, each job had paid two
+//! readings to be told the same (Cora SpMV, a 40 µs call, took 44-46 µs at two threads
+//! beside a busy process). A look during a call ([`SystemLoad::core_idle_now`]) still
+//! reads afresh, and one that finds a core idle ends the verdict at once.
+//!
 //! Where the file is missing (not Linux) or unreadable, every core counts as spare, and
 //! the pool behaves as if the machine were quiet.
 //!
@@ -40,6 +46,9 @@ pub const REFRESH: Duration = Duration::from_millis(2);
 
 /// How long other threads must stay runnable before the machine counts as busy.
 pub const PERSIST: Duration = Duration::from_millis(200);
+
+/// How long the caller's busy verdict holds before its question reads the load again.
+pub const BUSY_HOLD: Duration = Duration::from_millis(1);
 
 /// The runnable-thread count in the text of `/proc/loadavg`.
 pub fn parse_running(text: &str) -> Option<u64> {
@@ -60,6 +69,10 @@ pub struct SystemLoad {
     busy_since: AtomicU64,
     /// [`PERSIST`] in µs (shorter in tests).
     persist_us: u64,
+    /// Until when (µs since epoch + 1) the caller's busy verdict holds; 0 when none does.
+    busy_until: AtomicU64,
+    /// [`BUSY_HOLD`] in µs (0, none, unless a test asks for one).
+    hold_us: u64,
     /// Reads the runnable-thread count (`/proc/loadavg`; replaced in tests).
     read: fn() -> Option<u64>,
 }
@@ -90,6 +103,8 @@ impl SystemLoad {
             },
             busy_since: AtomicU64::new(0),
             persist_us: PERSIST.as_micros() as u64,
+            busy_until: AtomicU64::new(0),
+            hold_us: BUSY_HOLD.as_micros() as u64,
             read: read_loadavg,
         }
     }
@@ -108,8 +123,17 @@ impl SystemLoad {
             cores: cores.max(1),
             busy_since: AtomicU64::new(0),
             persist_us: persist.as_micros() as u64,
+            busy_until: AtomicU64::new(0),
+            hold_us: 0,
             read,
         }
+    }
+
+    /// This load with a busy verdict that holds for `hold` (for tests).
+    #[cfg(test)]
+    pub(crate) fn holding(mut self, hold: Duration) -> SystemLoad {
+        self.hold_us = hold.as_micros() as u64;
+        self
     }
 
     /// The runnable threads now (a reading at most [`REFRESH`] old unless `fresh`),
@@ -129,10 +153,15 @@ impl SystemLoad {
     }
 
     /// Whether fewer threads are runnable than there are online cores, besides the
-    /// calling thread (which is runnable itself and counts in the reading). Always
-    /// fresh readings (see the module docs): busy when two in a row say so, and readings
-    /// have said so for [`PERSIST`].
+    /// calling thread (which is runnable itself and counts in the reading). Fresh
+    /// readings (see the module docs): busy when two in a row say so, and readings have
+    /// said so for [`PERSIST`]; that verdict then holds for [`BUSY_HOLD`] without
+    /// reading.
     pub fn core_to_spare(&self) -> bool {
+        let now = self.epoch.elapsed().as_micros() as u64 + 1;
+        if now < self.busy_until.load(Ordering::Relaxed) {
+            return false;
+        }
         // A thread that runs for a few microseconds (a kernel worker, a short process)
         // is not a reason to leave a core idle for a whole call: busy means two readings
         // in a row say so...
@@ -140,7 +169,6 @@ impl SystemLoad {
             return true;
         }
         // ...and that readings have said so for a while.
-        let now = self.epoch.elapsed().as_micros() as u64 + 1;
         let since =
             match self
                 .busy_since
@@ -149,7 +177,11 @@ impl SystemLoad {
                 Ok(_) => now,
                 Err(since) => since,
             };
-        now - since < self.persist_us
+        let busy = now.saturating_sub(since) >= self.persist_us;
+        if busy && self.hold_us > 0 {
+            self.busy_until.store(now + self.hold_us, Ordering::Relaxed);
+        }
+        !busy
     }
 
     /// Whether one fresh reading finds fewer threads runnable than there are online
@@ -162,6 +194,7 @@ impl SystemLoad {
             .is_none_or(|running| running < self.cores);
         if spare {
             self.busy_since.store(0, Ordering::Relaxed);
+            self.busy_until.store(0, Ordering::Relaxed);
         }
         spare
     }
@@ -270,5 +303,40 @@ mod tests {
         assert!(load.core_to_spare(), "idle again");
         BUSY.store(2, Ordering::SeqCst);
         assert!(load.core_to_spare(), "a new burst");
+    }
+
+    /// Once the machine is busy, the caller's verdict holds for the hold time without
+    /// reading; a look that finds a core idle ends it at once.
+    #[test]
+    fn a_busy_verdict_holds_without_reading() {
+        static BUSY: AtomicU64 = AtomicU64::new(3);
+        static READS: AtomicU64 = AtomicU64::new(0);
+        fn reader() -> Option<u64> {
+            READS.fetch_add(1, Ordering::SeqCst);
+            Some(BUSY.load(Ordering::SeqCst))
+        }
+        let load =
+            SystemLoad::with_reader(2, reader, Duration::ZERO).holding(Duration::from_secs(60));
+        assert!(!load.core_to_spare(), "busy, no persistence time");
+        let reads = READS.load(Ordering::SeqCst);
+        assert_eq!(reads, 2, "two readings say busy");
+        for _ in 0..10 {
+            assert!(!load.core_to_spare());
+        }
+        assert_eq!(READS.load(Ordering::SeqCst), reads, "the verdict holds");
+        BUSY.store(1, Ordering::SeqCst);
+        assert!(
+            !load.core_to_spare(),
+            "held even though the other thread is gone"
+        );
+        assert!(load.core_idle_now(), "a look during a call reads afresh");
+        assert!(load.core_to_spare(), "and ended the verdict");
+        // Without a hold every question reads.
+        let load = SystemLoad::with_reader(2, reader, Duration::ZERO);
+        BUSY.store(3, Ordering::SeqCst);
+        let before = READS.load(Ordering::SeqCst);
+        assert!(!load.core_to_spare());
+        assert!(!load.core_to_spare());
+        assert_eq!(READS.load(Ordering::SeqCst), before + 4);
     }
 }
