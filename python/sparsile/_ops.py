@@ -228,50 +228,45 @@ def _run(template: str, sparse: Dict[str, Tensor], dense: Dict[str, Any], output
     """Runs the operator; a sparse output is a :class:`Tensor`, or with ``raw`` its
     values only (a CUDA array on the GPU path, a NumPy array otherwise). With ``out``
     (of ``out_shape``), the result is written there and ``out`` returned."""
-    if values is None and out is None and target is None and type(recipe) is str:
-        plain = _plain_args(sparse, dense)
-        if plain is not None:
-            args, to_torch = plain
-            A = sparse[next(iter(sparse))]
-            kernel = _plain_kernel(template, A._native, recipe)
-            result = kernel.run(args, call_threads(threads))[output]
-            _log.chose(_OP_NAMES.get(template, "op"), kernel, A.shape)
-            if isinstance(result, _native.Tensor):
-                return result.values() if raw else Tensor(result)
-            return wrap_output(result, to_torch)
-    target, device = _target(target, values, *dense.values())
+    plain = (_plain_args(sparse, dense)
+             if values is None and out is None and target is None and type(recipe) is str else None)
     A = sparse[next(iter(sparse))]
-    if out is not None and (device == "cuda" or target != "cpu"):
-        raise ValueError(f"out= is taken by the cpu target, not {target}")
-    if device == "cuda":
-        kernel = auto_kernel(_program(template, A), recipe, target)
-        outputs, _ = _cuda.run(kernel, sparse, dense, None if values is None else {next(iter(sparse)): values})
-        out = outputs[output]
-        if raw or template != SDDMM:
-            return out
-        # A Tensor lives in host memory: its values come back from the device.
-        if is_torch_tensor(out):
-            import torch
+    if plain is not None:
+        args, to_torch = plain
+        kernel = _plain_kernel(template, A._native, recipe)
+    else:
+        target, device = _target(target, values, *dense.values())
+        if out is not None and (device == "cuda" or target != "cpu"):
+            raise ValueError(f"out= is taken by the cpu target, not {target}")
+        if device == "cuda":
+            kernel = auto_kernel(_program(template, A), recipe, target)
+            outputs, _ = _cuda.run(kernel, sparse, dense, None if values is None else {next(iter(sparse)): values})
+            out = outputs[output]
+            if raw or template != SDDMM:
+                return out
+            # A Tensor lives in host memory: its values come back from the device.
+            if is_torch_tensor(out):
+                import torch
 
-            # NumPy has no bfloat16: its bits, as a Tensor holds them.
-            bf16 = out.dtype == torch.bfloat16
-            host = out.view(torch.int16).cpu().numpy().view(np.uint16) if bf16 else out.cpu().numpy()
-        else:
-            host = out.get()
-        return Tensor(A._native.with_values(host))
-    program, args, to_torch = _args(template, sparse, dense, values)
-    kernel = auto_kernel(program, recipe, target)
-    if out is not None:
-        inputs = {n: (v[1] if isinstance(v, tuple) else v) for n, v in args.items()}
-        array = _out_array(out, out_shape, A.dtype, inputs)
-        kernel.run(args, call_threads(threads), {output: array})
-        _log.chose(_OP_NAMES.get(template, "op"), kernel, A.shape)
-        return out
-    out = kernel.run(args, call_threads(threads))[output]
+                # NumPy has no bfloat16: its bits, as a Tensor holds them.
+                bf16 = out.dtype == torch.bfloat16
+                host = out.view(torch.int16).cpu().numpy().view(np.uint16) if bf16 else out.cpu().numpy()
+            else:
+                host = out.get()
+            return Tensor(A._native.with_values(host))
+        program, args, to_torch = _args(template, sparse, dense, values)
+        kernel = auto_kernel(program, recipe, target)
+        if out is not None:
+            inputs = {n: (v[1] if isinstance(v, tuple) else v) for n, v in args.items()}
+            array = _out_array(out, out_shape, A.dtype, inputs)
+            kernel.run(args, call_threads(threads), {output: array})
+            _log.chose(_OP_NAMES.get(template, "op"), kernel, A.shape)
+            return out
+    result = kernel.run(args, call_threads(threads))[output]
     _log.chose(_OP_NAMES.get(template, "op"), kernel, A.shape)
-    if isinstance(out, _native.Tensor):
-        return out.values() if raw else Tensor(out)
-    return wrap_output(out, to_torch)
+    if isinstance(result, _native.Tensor):
+        return result.values() if raw else Tensor(result)
+    return wrap_output(result, to_torch)
 
 
 def _wants_grad(*xs: Any) -> bool:

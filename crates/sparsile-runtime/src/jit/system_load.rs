@@ -178,7 +178,7 @@ impl SystemLoad {
                 Err(since) => since,
             };
         let busy = now.saturating_sub(since) >= self.persist_us;
-        if busy && self.hold_us > 0 {
+        if busy {
             self.busy_until.store(now + self.hold_us, Ordering::Relaxed);
         }
         !busy
