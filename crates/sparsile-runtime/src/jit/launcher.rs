@@ -374,25 +374,38 @@ impl Launcher {
             let failed = AtomicBool::new(false);
             let first_error: Mutex<Option<JitError>> = Mutex::new(None);
             let busy_ns = AtomicU64::new(0);
-            let job = || loop {
-                if failed.load(Ordering::Relaxed) {
-                    return;
-                }
-                let c = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&chunk) = chunks.get(c) else {
-                    return;
-                };
+            let look_every = look_every(serial_ns, chunks.len());
+            // Each thread times its whole claim loop (two clock reads per thread, not per
+            // chunk: on a call of tens of microseconds the reads cost as much as a chunk).
+            let job = || {
                 let start = Instant::now();
-                let result = call(chunk);
-                busy_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                self.pool.late_wake();
-                if let Err(e) = result {
-                    failed.store(true, Ordering::Relaxed);
-                    first_error
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .get_or_insert(e);
-                    return;
+                let (mut claimed, mut until_look) = (0usize, look_every);
+                loop {
+                    if failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let c = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&chunk) = chunks.get(c) else {
+                        break;
+                    };
+                    let result = call(chunk);
+                    claimed += 1;
+                    until_look -= 1;
+                    if until_look == 0 {
+                        self.pool.late_wake();
+                        until_look = look_every;
+                    }
+                    if let Err(e) = result {
+                        failed.store(true, Ordering::Relaxed);
+                        first_error
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get_or_insert(e);
+                        break;
+                    }
+                }
+                if claimed > 0 {
+                    busy_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 }
             };
             self.pool.run_with(&job, help);
@@ -404,6 +417,23 @@ impl Launcher {
         Ok(())
     }
 }
+
+/// How many chunks a thread runs between two calls of [`WorkerPool::late_wake`]: one
+/// look per [`LOOK_SPACING_NS`] of estimated work, at least every chunk. A look reads the
+/// clock while the pool's workers were left asleep, and the first one is due
+/// [`super::pool::FIRST_LOOK_US`] after the job's start, so on a short phase (Cora's SpMV:
+/// about 1 µs per chunk) a look after every chunk only read the clock.
+fn look_every(serial_ns: f64, chunks: usize) -> usize {
+    let per_chunk = serial_ns / chunks.max(1) as f64;
+    if per_chunk.is_finite() && per_chunk > 0.0 {
+        (LOOK_SPACING_NS / per_chunk).clamp(1.0, chunks.max(1) as f64) as usize
+    } else {
+        1
+    }
+}
+
+/// Estimated work (nanoseconds on one thread) between two late looks of a claim loop.
+const LOOK_SPACING_NS: f64 = 10_000.0;
 
 /// Records a run of a phase in its calibration, when the work is known.
 fn record(calibration: Option<&PhaseCalibration>, work: i64, busy_ns: u64) {
@@ -432,4 +462,23 @@ fn check_bounds(phase: usize, bounds: &[i64], extent: i64) -> Result<(), JitErro
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn late_looks_are_spaced_by_estimated_work() {
+        // Cora's SpMV: about 16 µs on one thread in 16 chunks, a look every 10 chunks.
+        assert_eq!(look_every(16_000.0, 16), 10);
+        // Chunks longer than the spacing: a look after each.
+        assert_eq!(look_every(16_000_000.0, 16), 1);
+        // Tiny phases look once, after the last chunk at most.
+        assert_eq!(look_every(100.0, 16), 16);
+        // Unknown work (no calibration, or parallelism forced): every chunk.
+        assert_eq!(look_every(f64::INFINITY, 16), 1);
+        assert_eq!(look_every(0.0, 16), 1);
+        assert_eq!(look_every(16_000.0, 0), 1);
+    }
 }

@@ -349,10 +349,12 @@ impl AutoKernel {
         outputs: &mut Outputs,
         options: &RunOptions,
     ) -> Result<(), CompileError> {
-        let settings = Settings::from_env();
+        // The environment is read only when something needs it: reading the dozen
+        // variables of the settings costs about a microsecond, and a repeated call with
+        // its thread count given (as Python's calls are) needs none of them.
         let threads = options
             .threads
-            .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&settings));
+            .unwrap_or_else(|| sparsile_runtime::jit::default_threads(&Settings::from_env()));
         let generation = super::tune::generation();
         let repeated = {
             let last = self.last_call.lock().unwrap_or_else(|e| e.into_inner());
@@ -366,7 +368,7 @@ impl AutoKernel {
                 kernel
             }
             None => {
-                let selection = self.select_with(inputs, threads, &settings);
+                let selection = self.select_with(inputs, threads, &Settings::from_env());
                 let (kernel, used) = self.kernel(inputs, &selection)?;
                 let used = Arc::new(used);
                 if let Some(key) = CallKey::of(inputs, threads, generation) {
