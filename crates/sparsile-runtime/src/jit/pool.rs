@@ -62,7 +62,8 @@
 //! not run there, and whole benchmark rounds then ran at one-thread speed.
 //!
 //! A job that finds no idle core at its start leaves the sleeping workers asleep, and
-//! its claim loop calls [`WorkerPool::late_wake`] between pieces: the caller looks again
+//! its claim loop calls [`WorkerPool::late_wake`] between pieces (the launcher's does so
+//! once per 10 µs of estimated work, not after every piece): the caller looks again
 //! at doubling gaps and wakes them once a core is idle, so a thread that happened to be
 //! runnable at the start does not make a long call run on one thread.
 //!
