@@ -419,14 +419,16 @@ impl Launcher {
 }
 
 /// How many chunks a thread runs between two calls of [`WorkerPool::late_wake`]: one
-/// look per [`LOOK_SPACING_NS`] of estimated work, at least every chunk. A look reads the
-/// clock while the pool's workers were left asleep, and the first one is due
-/// [`super::pool::FIRST_LOOK_US`] after the job's start, so on a short phase (Cora's SpMV:
-/// about 1 µs per chunk) a look after every chunk only read the clock.
+/// look per [`LOOK_SPACING_NS`] of estimated work, at least every chunk and at most every
+/// [`MAX_LOOK_EVERY`] chunks (an estimate far below the truth must not leave a long call
+/// without looks). A look reads the clock while the pool's workers were left asleep, and
+/// the first one is due [`super::pool::FIRST_LOOK_US`] after the job's start, so on a
+/// short phase (Cora's SpMV: about 1 µs per chunk) a look after every chunk only read the
+/// clock.
 fn look_every(serial_ns: f64, chunks: usize) -> usize {
     let per_chunk = serial_ns / chunks.max(1) as f64;
     if per_chunk.is_finite() && per_chunk > 0.0 {
-        (LOOK_SPACING_NS / per_chunk).clamp(1.0, chunks.max(1) as f64) as usize
+        (LOOK_SPACING_NS / per_chunk).clamp(1.0, MAX_LOOK_EVERY as f64) as usize
     } else {
         1
     }
@@ -434,6 +436,9 @@ fn look_every(serial_ns: f64, chunks: usize) -> usize {
 
 /// Estimated work (nanoseconds on one thread) between two late looks of a claim loop.
 const LOOK_SPACING_NS: f64 = 10_000.0;
+
+/// The most chunks a thread runs between two late looks.
+const MAX_LOOK_EVERY: usize = 4;
 
 /// Records a run of a phase in its calibration, when the work is known.
 fn record(calibration: Option<&PhaseCalibration>, work: i64, busy_ns: u64) {
@@ -470,12 +475,16 @@ mod tests {
 
     #[test]
     fn late_looks_are_spaced_by_estimated_work() {
-        // Cora's SpMV: about 16 µs on one thread in 16 chunks, a look every 10 chunks.
-        assert_eq!(look_every(16_000.0, 16), 10);
+        // Chunks of 2.5 µs: a look every 4 chunks.
+        assert_eq!(look_every(40_000.0, 16), 4);
+        // Chunks of 4 µs: every 2.
+        assert_eq!(look_every(64_000.0, 16), 2);
         // Chunks longer than the spacing: a look after each.
         assert_eq!(look_every(16_000_000.0, 16), 1);
-        // Tiny phases look once, after the last chunk at most.
-        assert_eq!(look_every(100.0, 16), 16);
+        // Shorter chunks (Cora's SpMV, about 1 µs each), or an estimate far too low: never
+        // fewer looks than one per 4 chunks.
+        assert_eq!(look_every(16_000.0, 16), MAX_LOOK_EVERY);
+        assert_eq!(look_every(100.0, 16), MAX_LOOK_EVERY);
         // Unknown work (no calibration, or parallelism forced): every chunk.
         assert_eq!(look_every(f64::INFINITY, 16), 1);
         assert_eq!(look_every(0.0, 16), 1);

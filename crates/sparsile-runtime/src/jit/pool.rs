@@ -63,9 +63,10 @@
 //!
 //! A job that finds no idle core at its start leaves the sleeping workers asleep, and
 //! its claim loop calls [`WorkerPool::late_wake`] between pieces (the launcher's does so
-//! once per 10 µs of estimated work, not after every piece): the caller looks again
-//! at doubling gaps and wakes them once a core is idle, so a thread that happened to be
-//! runnable at the start does not make a long call run on one thread.
+//! once per 10 µs of estimated work and at least every 4 pieces, not after every
+//! piece): the caller looks again at doubling gaps and wakes them once a core is idle,
+//! so a thread that happened to be runnable at the start does not make a long call run
+//! on one thread.
 //!
 //! Why this shape: the earlier pool made every call wait until every worker had run the
 //! job, and idle workers spun with a pause loop for 2 ms. The scheduler often put a woken
