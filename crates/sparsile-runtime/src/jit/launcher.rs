@@ -376,10 +376,11 @@ impl Launcher {
             let busy_ns = AtomicU64::new(0);
             let look_every = look_every(serial_ns, chunks.len());
             // Each thread times its whole claim loop (two clock reads per thread, not per
-            // chunk: on a call of tens of microseconds the reads cost as much as a chunk).
+            // chunk: on a call of tens of microseconds the reads cost as much as a chunk);
+            // a thread that finds nothing left adds nanoseconds.
             let job = || {
                 let start = Instant::now();
-                let (mut claimed, mut until_look) = (0usize, look_every);
+                let mut until_look = look_every;
                 loop {
                     if failed.load(Ordering::Relaxed) {
                         break;
@@ -389,7 +390,6 @@ impl Launcher {
                         break;
                     };
                     let result = call(chunk);
-                    claimed += 1;
                     until_look -= 1;
                     if until_look == 0 {
                         self.pool.late_wake();
@@ -404,9 +404,7 @@ impl Launcher {
                         break;
                     }
                 }
-                if claimed > 0 {
-                    busy_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                }
+                busy_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
             };
             self.pool.run_with(&job, help);
             record(calibration, work, busy_ns.load(Ordering::Relaxed));
