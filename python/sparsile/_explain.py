@@ -5,7 +5,7 @@ Example::
     >>> import numpy as np, scipy.sparse as sp, sparsile
     >>> A = sparsile.from_scipy(sp.random(50, 40, density=0.1, format="csr", dtype=np.float32))
     >>> info = sparsile.explain(A, op="spmm", k=32)
-    >>> sorted(info) == ['features', 'format', 'note', 'op', 'recipe', 'source', 'width']
+    >>> sorted(info) == ['features', 'format', 'note', 'op', 'recipe', 'source', 'trial', 'width']
     True
     >>> any(r["name"] == "rowwise" for r in sparsile.recipes())
     True
@@ -38,8 +38,11 @@ def recipes() -> List[Dict[str, Any]]:
 def explain(A: Any, op: str = "spmm", k: int = 32, threads: Optional[int] = None) -> Dict[str, Any]:
     """What ``recipe="auto"`` runs for ``op`` (``spmm``, ``spmv`` or ``sddmm``) on ``A``
     with dense width ``k``: ``op``, ``format``, ``recipe``, ``source`` (``tuning
-    database``, ``selector`` or ``rule``), ``note`` (why a better source was not used),
-    ``width`` and the input's ``features``. Nothing is compiled or run."""
+    database``, ``selector`` or ``rule``), ``note`` (why a better source was not used,
+    or what a first call's trial timed), ``width``, ``trial`` (the candidates a first call
+    on this structure times before settling on the fastest, the selector's pick first;
+    empty once a call has settled, or when the selector predicts nothing close to its
+    pick) and the input's ``features``. Nothing is compiled or run."""
     if op not in _TEMPLATES:
         raise ValueError(f"op must be one of {', '.join(_TEMPLATES)}, got {op!r}")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:

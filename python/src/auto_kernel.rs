@@ -125,6 +125,7 @@ fn explain_json(s: &sparsile::auto::Selection) -> String {
         "source": s.source.name(),
         "note": s.note,
         "width": s.width,
+        "trial": s.trial.iter().map(|c| c.id()).collect::<Vec<_>>(),
         "features": features,
     })
     .to_string()

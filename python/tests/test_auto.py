@@ -63,6 +63,21 @@ def test_nearly_full_blocks_are_named_and_run_tiled_from_bsr(rng, own_db):
     np.testing.assert_allclose(sparsile.spmm(B, X), A @ X, rtol=1e-4, atol=1e-4)
 
 
+def test_a_first_call_settles_the_short_list_and_explain_says_so(rng, own_db):
+    A = sparsile.from_scipy(random_csr(rng, 300, 200, 0.02, empty_rows=(0, 7)))
+    before = sparsile.explain(A, op="spmm", k=32, threads=2)
+    assert before["trial"] == [] or len(before["trial"]) > 1
+    X = rng.standard_normal((200, 32)).astype(np.float32)
+    Y = sparsile.spmm(A, X, threads=2)
+    np.testing.assert_allclose(Y, A.to_scipy() @ X, rtol=1e-4, atol=1e-4)
+    after = sparsile.explain(A, op="spmm", k=32, threads=2)
+    assert after["trial"] == []
+    if before["trial"]:
+        assert before["trial"][0] == f"{before['format']}/{before['recipe']}"
+        assert f"{after['format']}/{after['recipe']}" in before["trial"]
+        assert "timed against" in after["note"]
+
+
 def test_explain_refuses_a_bad_op(rng):
     A = sparsile.from_scipy(random_csr(rng, 8, 8, 0.3))
     with pytest.raises(ValueError, match="op must be one of"):

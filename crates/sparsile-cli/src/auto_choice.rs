@@ -14,26 +14,49 @@ pub struct Resolved {
     pub prepared: Prepared,
     pub recipe: Option<String>,
     pub selection: Option<Selection>,
+    /// How the trial got the winner's kernel (compiled or found in the cache), when a
+    /// trial ran: compiling it again after is a cache hit that says nothing.
+    pub trial_compile: Option<sparsile_runtime::CompileInfo>,
 }
 
-/// Resolves `recipe` (`None` or `auto`: choose) for `prepared`.
+/// Resolves `recipe` (`None` or `auto`: choose) for `prepared`; with `trial`, a
+/// selection with a short list is settled by timing it on the inputs (`run`; `compile`
+/// runs nothing and takes the selector's pick).
 pub fn resolve(
     args: &EvalArgs,
     prepared: Prepared,
     recipe: Option<&str>,
     has_schedule: bool,
     threads: usize,
+    trial: bool,
 ) -> Result<Resolved> {
     if has_schedule || recipe.is_some_and(|r| r != "auto") {
         return Ok(Resolved {
             prepared,
             recipe: recipe.map(str::to_string),
             selection: None,
+            trial_compile: None,
         });
     }
     let other_formats = args.formats.is_empty();
-    let selection =
+    let mut selection =
         sparsile::auto::choose(&prepared.text, &prepared.inputs, threads, other_formats)?;
+    let t0 = std::time::Instant::now();
+    let mut trial_compile = None;
+    let list = if trial { &selection.trial[..] } else { &[] };
+    if let Some((winner, others, compiled)) = settle(args, &prepared, list, threads)? {
+        trial_compile = compiled;
+        let note = format!(
+            "timed against {others} close predictions in {:.0} ms, compiles included",
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+        selection.note = Some(match selection.note.take() {
+            Some(n) => format!("{n}; {note}"),
+            None => note,
+        });
+        selection.candidate = winner;
+    }
+    selection.trial.clear();
     let current = sparse_format(&prepared);
     let prepared = match (&current, sparse_name(&prepared)) {
         (Some(f), Some(name))
@@ -51,7 +74,72 @@ pub fn resolve(
         prepared,
         recipe: Some(selection.candidate.recipe.clone()),
         selection: Some(selection),
+        trial_compile,
     })
+}
+
+/// The automatic choice's trial of `list` (the selector's short list, its pick first:
+/// [`sparsile::tune::trial`]) on the inputs of `prepared`, re-read in a candidate's
+/// format where it names another: the winner, how many others it was timed against, and
+/// how its kernel was got. `None` without a trial.
+fn settle(
+    args: &EvalArgs,
+    prepared: &Prepared,
+    list: &[sparsile::tune::space::Candidate],
+    threads: usize,
+) -> Result<
+    Option<(
+        sparsile::tune::space::Candidate,
+        usize,
+        Option<sparsile_runtime::CompileInfo>,
+    )>,
+> {
+    if list.len() < 2 {
+        return Ok(None);
+    }
+    let (current, name) = (sparse_format(prepared), sparse_name(prepared));
+    let options = sparsile::RunOptions {
+        threads: Some(threads),
+        params: prepared.params.clone(),
+        ..sparsile::RunOptions::default()
+    };
+    let mut others: Vec<Prepared> = Vec::new();
+    let mut ready = Vec::new();
+    for c in list {
+        let mine = current.as_deref() == Some(c.format.as_str());
+        if !mine {
+            let Some(name) = &name else { continue };
+            let mut again = args.clone();
+            again.formats.push(format!("{name}={}", c.format));
+            let Ok(p) = cmd_eval::prepare(&again) else {
+                continue;
+            };
+            others.push(p);
+        }
+        let p = if mine {
+            prepared
+        } else {
+            &others[others.len() - 1]
+        };
+        let Ok(kernel) = sparsile::compile_recipe(&p.text, &p.inputs, &c.recipe) else {
+            continue;
+        };
+        let Ok(parts) = kernel.derive_parts(&p.inputs) else {
+            continue;
+        };
+        let mut inputs = p.inputs.clone();
+        inputs.extend(parts);
+        ready.push((c.clone(), kernel, inputs, sparsile::runtime::Outputs::new()));
+    }
+    let outcome = sparsile::tune::trial::settle(ready.len(), |i| {
+        let (_, kernel, inputs, outputs) = &mut ready[i];
+        let t = std::time::Instant::now();
+        kernel.run_into(inputs, outputs, &options).ok()?;
+        Some(t.elapsed().as_secs_f64())
+    });
+    Ok(ready
+        .get(outcome.winner)
+        .map(|r| (r.0.clone(), ready.len() - 1, r.1.compile_info().cloned())))
 }
 
 /// [`resolve`] for a GPU target: a named recipe or trace as given, else the GPU rule's
@@ -69,6 +157,7 @@ pub fn resolve_gpu(prepared: Prepared, recipe: Option<&str>, has_schedule: bool)
         prepared,
         recipe,
         selection: None,
+        trial_compile: None,
     }
 }
 

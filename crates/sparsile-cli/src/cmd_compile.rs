@@ -90,7 +90,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
                 &sparsile_ir::settings::Settings::from_env(),
             );
             let resolved =
-                crate::auto_choice::resolve(&args.program, prepared, None, false, threads)?;
+                crate::auto_choice::resolve(&args.program, prepared, None, false, threads, false)?;
             prepared = resolved.prepared;
             recipe = resolved.recipe;
         }

@@ -66,6 +66,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             args.recipe.as_deref(),
             args.schedule.is_some(),
             threads,
+            true,
         )?
     };
     let prepared = resolved.prepared;
@@ -91,7 +92,12 @@ pub fn run(args: &RunArgs) -> Result<()> {
     )?;
     crate::cmd_compile::save_trace(args.save_trace.as_deref(), trace.as_ref())?;
     let kernel = sparsile::compile_program_for(program, trace.as_ref(), target)?;
-    let info = kernel.compile_info().cloned();
+    // A cache hit after a trial found what the trial compiled (or found) first: its
+    // compile is the one to report.
+    let info = match (kernel.compile_info(), resolved.trial_compile.clone()) {
+        (Some(k), Some(t)) if k.outcome == CacheOutcome::Hit => Some(t),
+        (k, _) => k.cloned(),
+    };
     // Inputs are keyed by buffer name; the kernel from a stage-I program uses those.
     let options = RunOptions {
         threads: args.threads,

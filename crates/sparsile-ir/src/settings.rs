@@ -67,6 +67,11 @@ pub const VARIABLES: &[Variable] = &[
         doc: "a selector model file to use instead of the one built in (from `sparsile tune train`)",
     },
     Variable {
+        name: "SPARSILE_TRIAL",
+        kind: "flag",
+        doc: "whether the automatic choice times the selector's pick against the few candidates predicted close to it, on the first call for an input, and keeps the fastest (default: on; 0 or off takes the pick untimed)",
+    },
+    Variable {
         name: "SPARSILE_NVRTC",
         kind: "path",
         doc: "the NVRTC library that compiles CUDA kernels, e.g. the libnvrtc.so.12 of `pip install nvidia-cuda-nvrtc-cu12` (default: libnvrtc.so.12, libnvrtc.so.13, then libnvrtc.so, from the loader's search path)",
@@ -106,6 +111,8 @@ pub struct Settings {
     pub tuning_db: Option<PathBuf>,
     /// `SPARSILE_SELECTOR_MODEL`.
     pub selector_model: Option<PathBuf>,
+    /// `SPARSILE_TRIAL` set to 0, false, no or off: no timed trial.
+    pub no_trial: bool,
     /// `SPARSILE_NVRTC`: the NVRTC library to load; `None` when unset or empty.
     pub nvrtc: Option<PathBuf>,
     /// `SPARSILE_CUDA_ARCH`, trimmed; `None` when unset or empty.
@@ -148,6 +155,12 @@ impl Settings {
             selector_model: std::env::var_os("SPARSILE_SELECTOR_MODEL")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
+            no_trial: std::env::var("SPARSILE_TRIAL").is_ok_and(|v| {
+                matches!(
+                    v.trim().to_ascii_lowercase().as_str(),
+                    "0" | "false" | "no" | "off"
+                )
+            }),
             nvrtc: std::env::var_os("SPARSILE_NVRTC")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),

@@ -20,5 +20,6 @@ pub mod selector;
 pub mod space;
 pub mod stile;
 pub mod target;
+pub mod trial;
 
 pub use search::Evaluator;

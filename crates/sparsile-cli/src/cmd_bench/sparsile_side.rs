@@ -97,11 +97,11 @@ pub fn measure(
         let text = program_text(case.op, first, k);
         let s = sparsile::auto::choose(&text, &inputs, threads, case.format == "auto")
             .with_context(|| format!("cannot choose for {}", case.label()))?;
-        (
-            s.candidate.format,
-            s.candidate.recipe,
-            Some(s.source.name().to_string()),
-        )
+        let by = s.source.name().to_string();
+        match settle(case, coo, csr, operands, threads, &s.trial)? {
+            Some((c, n)) => (c.format, c.recipe, Some(format!("{by}, timed against {n}"))),
+            None => (s.candidate.format, s.candidate.recipe, Some(by)),
+        }
     } else {
         (first.to_string(), case.recipe.clone(), None)
     };
@@ -145,6 +145,57 @@ pub fn measure(
         compile_seconds,
         note: None,
     })
+}
+
+/// The automatic choice's trial of `list` (the selector's short list, its pick first:
+/// [`sparsile::tune::trial`]), run before the case's warm-up as a first call runs it:
+/// the winner and how many others it was timed against. `None` without a trial.
+fn settle(
+    case: &Case,
+    coo: &CooTensor,
+    csr: &Csr,
+    operands: &Dense,
+    threads: usize,
+    list: &[sparsile::tune::space::Candidate],
+) -> Result<Option<(sparsile::tune::space::Candidate, usize)>> {
+    if list.len() < 2 {
+        return Ok(None);
+    }
+    let k = case.k.unwrap_or(1);
+    let options = RunOptions {
+        threads: Some(threads),
+        ..RunOptions::default()
+    };
+    type Ready<'a> = (
+        sparsile::tune::space::Candidate,
+        sparsile::Kernel,
+        HashMap<String, SparseTensor<'a>>,
+        sparsile::runtime::Outputs,
+    );
+    let mut ready: Vec<Ready<'_>> = Vec::new();
+    for c in list {
+        let Ok(mut inputs) = operand_tensors(case, coo, csr, operands, &c.format, k) else {
+            continue;
+        };
+        let text = program_text(case.op, &c.format, k);
+        let Ok(kernel) = sparsile::compile_recipe(&text, &inputs, &c.recipe) else {
+            continue;
+        };
+        let Ok(parts) = kernel.derive_parts(&inputs) else {
+            continue;
+        };
+        inputs.extend(parts);
+        ready.push((c.clone(), kernel, inputs, sparsile::runtime::Outputs::new()));
+    }
+    let outcome = sparsile::tune::trial::settle(ready.len(), |i| {
+        let (_, kernel, inputs, outputs) = &mut ready[i];
+        let t = Instant::now();
+        kernel.run_into(inputs, outputs, &options).ok()?;
+        Some(t.elapsed().as_secs_f64())
+    });
+    Ok(ready
+        .get(outcome.winner)
+        .map(|r| (r.0.clone(), ready.len() - 1)))
 }
 
 /// The result of `op` among a kernel's `outputs`, laid out as the peers write it.

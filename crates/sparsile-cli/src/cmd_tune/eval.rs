@@ -3,9 +3,12 @@
 //!
 //! For every (matrix, operator): an exhaustive search (every candidate, rounds measured
 //! in turn, close calls measured again), then the picks of each way of choosing — the
-//! selector (as the automatic choice consults it: after the block rule, which stores an
-//! operand whose aligned blocks are nearly full in a block format), the static rule, `default` in the matrix's format, one static candidate
-//! for every input (`--static`), and the pruned search (which measures the candidates
+//! automatic choice (`selector`: the block rule, which stores an operand whose aligned
+//! blocks are nearly full in a block format, else the selector's pick settled by a
+//! fresh timed trial of its short list, as a first call runs it:
+//! [`sparsile::tune::trial`]), the selector's pick untimed (`model`), the static rule,
+//! `default` in the matrix's format, one static candidate for every input (`--static`),
+//! and the pruned search (which measures the candidates
 //! the selector predicts within 1.2 times its best prediction, at most a fifth of the
 //! space, and keeps the fastest: taken from the same measurements) — are measured again
 //! against the exhaustive search's best, in `--remeasure × --repeat` fresh turns (and in
@@ -75,7 +78,7 @@ pub struct EvalArgs {
 }
 
 /// The picks of one case that are measured again, by the name of the way of choosing.
-const CHOICES: [&str; 5] = ["selector", "rule", "default", "static", "pruned"];
+const CHOICES: [&str; 6] = ["selector", "model", "rule", "default", "static", "pruned"];
 
 /// The picks of one case prepared for measuring again: converted, compiled and checked
 /// once (a candidate that fails now is left out, and its pick scores 0).
@@ -215,15 +218,62 @@ fn pruned(r: &TuneReport) -> (Option<f64>, Option<String>, usize) {
     )
 }
 
-/// The candidate each way of choosing picks in `r` (see [`CHOICES`]).
-fn picks(r: &TuneReport, static_pick: &str) -> Vec<(&'static str, Option<String>)> {
+/// A trial's winner and each timed candidate's median in milliseconds.
+type Trialled = (String, BTreeMap<String, Option<f64>>);
+
+/// The automatic choice's trial of the selector's short list (`r.selector_trial`) on
+/// `a`, run as the choice runs it on a first call ([`sparsile::tune::trial::settle`]):
+/// the winner, with each candidate's median in milliseconds. `None` without a trial.
+fn trial(
+    a: &sparsile::formats::SparseTensor<'_>,
+    req: &sparsile::auto::tune::TuneRequest,
+    r: &TuneReport,
+) -> Result<Option<Trialled>> {
+    use sparsile::tune::search::Evaluator;
+    use sparsile::tune::space::Candidate;
+    if r.selector_trial.is_empty() {
+        return Ok(None);
+    }
+    let mut ev =
+        sparsile::auto::evaluate::OpEvaluator::new(req.op, a, req.width, req.threads, req.seed)
+            .context("the selector's trial")?;
+    let ready: Vec<Candidate> = r
+        .selector_trial
+        .iter()
+        .filter_map(|id| Candidate::from_id(id))
+        .filter(|c| ev.prepare(c).is_ok())
+        .collect();
+    let outcome = sparsile::tune::trial::settle(ready.len(), |i| {
+        let t = ev.time(&ready[i], 0, 1).ok()?;
+        t.first().map(|ms| ms / 1e3)
+    });
+    let medians = ready
+        .iter()
+        .zip(&outcome.medians)
+        .map(|(c, m)| (c.id(), m.map(|s| s * 1e3)))
+        .collect();
+    Ok(ready.get(outcome.winner).map(|c| (c.id(), medians)))
+}
+
+/// The candidate each way of choosing picks in `r` (see [`CHOICES`]): the automatic
+/// choice (`selector`: the trial's winner `settled`, else the selector's pick), the
+/// selector's pick untimed (`model`), and the baselines.
+fn picks(
+    r: &TuneReport,
+    static_pick: &str,
+    settled: Option<&str>,
+) -> Vec<(&'static str, Option<String>)> {
     let default = r
         .candidates
         .iter()
         .find(|c| c.candidate.ends_with("/default"))
         .map(|c| c.candidate.clone());
     vec![
-        ("selector", r.selector_pick.clone()),
+        (
+            "selector",
+            settled.map(str::to_string).or(r.selector_pick.clone()),
+        ),
+        ("model", r.selector_pick.clone()),
         ("rule", Some(r.rule_pick.clone())),
         ("default", default),
         ("static", Some(static_pick.to_string())),
@@ -258,6 +308,8 @@ struct Case {
     name: String,
     /// The exhaustive search.
     report: TuneReport,
+    /// The trial's winner and medians (ms), where the choice has a trial.
+    trial: Option<Trialled>,
     fresh: Fresh,
 }
 
@@ -304,8 +356,11 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             let req = request(&measure, spec, threads)?;
             let r =
                 tune(&a, &req, &mut |_| {}).with_context(|| format!("{name} {}", spec.label()))?;
+            let settled =
+                trial(&a, &req, &r).with_context(|| format!("{name} {}", spec.label()))?;
+            let winner = settled.as_ref().map(|t| t.0.as_str());
             let fresh = if args.remeasure > 0 {
-                let mut ids: Vec<String> = picks(&r, &args.static_pick)
+                let mut ids: Vec<String> = picks(&r, &args.static_pick, winner)
                     .into_iter()
                     .filter_map(|(_, id)| id)
                     .chain(r.best.clone())
@@ -342,6 +397,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             cases.push(Case {
                 name: format!("{name} {}", spec.label()),
                 report: r,
+                trial: settled,
                 fresh,
             });
             bar.inc(1);
@@ -381,13 +437,14 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             "best",
             "best ms",
             "selector",
+            "model",
             "rule",
             "default",
             "static",
             "pruned",
             "pruned measured",
         ],
-        &[false, false, true, true, true, true, true, true, true],
+        &[false, false, true, true, true, true, true, true, true, true],
     );
     // Scores in fresh rounds (`fresh`) and from the search's measurements (`search`).
     let mut fresh_cols: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
@@ -397,14 +454,25 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     for Case {
         name,
         report: r,
+        trial,
         fresh,
     } in &cases
     {
+        let settled = trial.as_ref().map(|t| t.0.as_str());
         let (pruned_ms, _, pn) = pruned(r);
         measured_fraction.push(pn as f64 / r.space_size.max(1) as f64);
         let search = [
             (
                 "selector".to_string(),
+                score(
+                    r,
+                    settled
+                        .or(r.selector_pick.as_deref())
+                        .and_then(|p| time_of(r, p)),
+                ),
+            ),
+            (
+                "model".to_string(),
                 score(r, r.selector_pick.as_deref().and_then(|p| time_of(r, p))),
             ),
             ("rule".to_string(), score(r, time_of(r, &r.rule_pick))),
@@ -420,7 +488,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         }
         // Scores from the fresh turns, or from the search's own medians.
         let best_fresh = r.best.as_deref().and_then(|b| fresh.ms.get(b).copied());
-        let case_picks = picks(r, &args.static_pick);
+        let case_picks = picks(r, &args.static_pick, settled);
         let mut scores = BTreeMap::new();
         for (choice, pick) in &case_picks {
             let s = match pick.as_deref() {
@@ -449,6 +517,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             "fresh_ms": fresh.ms,
             "fresh_ratios": fresh.ratios,
             "fresh_alone": fresh.alone,
+            "trial_ms": trial.as_ref().map(|t| &t.1),
             "picks": case_picks.into_iter().collect::<BTreeMap<_, _>>(),
             "pruned_measured": pn,
             "report": r,

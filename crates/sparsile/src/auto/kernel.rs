@@ -192,6 +192,7 @@ impl AutoKernel {
                     "the GPU rule: GPU kernels have no tuning database or selector yet".to_string()
                 }),
                 width,
+                trial: Vec::new(),
             };
         }
         // A cheap look-up first: the pattern memo makes the fingerprint free after the
@@ -368,7 +369,10 @@ impl AutoKernel {
                 kernel
             }
             None => {
-                let selection = self.select_with(inputs, threads, &Settings::from_env());
+                let mut selection = self.select_with(inputs, threads, &Settings::from_env());
+                if selection.trial.len() > 1 {
+                    selection = self.settle(inputs, outputs, options, selection, threads);
+                }
                 let (kernel, used) = self.kernel(inputs, &selection)?;
                 let used = Arc::new(used);
                 if let Some(key) = CallKey::of(inputs, threads, generation) {
@@ -380,6 +384,69 @@ impl AutoKernel {
             }
         };
         super::widened::run_into(&kernel, inputs, outputs, options, &self.half_outputs)
+    }
+
+    /// Times `selection`'s short list on `inputs` (each candidate's kernel compiled and
+    /// run into `outputs`, which the call's own run overwrites after), and remembers and
+    /// returns the selection of the fastest (see [`sparsile_tune::trial`]). A candidate
+    /// that does not compile, or falls back to another schedule, is left out.
+    fn settle(
+        &self,
+        inputs: &HashMap<String, SparseTensor<'_>>,
+        outputs: &mut Outputs,
+        options: &RunOptions,
+        mut selection: Selection,
+        threads: usize,
+    ) -> Selection {
+        let t0 = std::time::Instant::now();
+        let ready: Vec<(Candidate, Arc<Kernel>)> = selection
+            .trial
+            .iter()
+            .filter_map(|c| {
+                let mut s = selection.clone();
+                s.candidate = c.clone();
+                let (k, used) = self.kernel(inputs, &s).ok()?;
+                (used.candidate == *c).then(|| (c.clone(), k))
+            })
+            .collect();
+        let outcome = sparsile_tune::trial::settle(ready.len(), |i| {
+            let t = std::time::Instant::now();
+            super::widened::run_into(&ready[i].1, inputs, outputs, options, &self.half_outputs)
+                .ok()?;
+            Some(t.elapsed().as_secs_f64())
+        });
+        let timed: Vec<String> = ready
+            .iter()
+            .zip(&outcome.medians)
+            .map(|((c, _), m)| match m {
+                Some(m) => format!("{c} {:.3} ms", m * 1e3),
+                None => format!("{c} failed"),
+            })
+            .collect();
+        if let Some((winner, _)) = ready.get(outcome.winner) {
+            let note = format!(
+                "timed against the selector's close predictions in {:.0} ms, compiles included (medians of {} rounds: {})",
+                t0.elapsed().as_secs_f64() * 1e3,
+                outcome.rounds,
+                timed.join(", ")
+            );
+            selection.note = Some(match selection.note.take() {
+                Some(n) => format!("{n}; {note}"),
+                None => note,
+            });
+            selection.candidate = winner.clone();
+        }
+        selection.trial.clear();
+        if let Some(k) = &selection.key {
+            let mut m = self.choices.lock().unwrap_or_else(|e| e.into_inner());
+            if m.0 == super::tune::generation() {
+                m.1.insert(
+                    (k.pattern.clone(), selection.width, threads),
+                    selection.clone(),
+                );
+            }
+        }
+        selection
     }
 
     /// [`AutoKernel::run`] on operands in device memory, for the `cuda` target (see

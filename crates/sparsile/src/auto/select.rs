@@ -1,5 +1,7 @@
 //! The automatic choice of a candidate for one call: the tuning database's record for
-//! the exact input, else the learned selector's pick, else the static rule.
+//! the exact input, else the learned selector's pick, else the static rule. A selector's
+//! pick comes with the short list the caller times before settling on one
+//! ([`Selection::trial`], [`sparsile_tune::trial`]) unless `SPARSILE_TRIAL=0`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -14,6 +16,7 @@ use sparsile_tune::rule::{block_format, rule};
 use sparsile_tune::selector::Selector;
 use sparsile_tune::space::{space, Candidate, KERNEL_VERSION, SPACE_VERSION};
 use sparsile_tune::target::host_isa;
+use sparsile_tune::trial::shortlist;
 
 use super::pattern::{pattern, Pattern};
 use crate::evaluate::buffer_name;
@@ -58,6 +61,9 @@ pub struct Selection {
     pub note: Option<String>,
     /// The dense width `K` the choice is for (1 for SpMV).
     pub width: usize,
+    /// The candidates to time before settling, `candidate` first (see
+    /// [`sparsile_tune::trial`]); empty when the choice needs no trial or has had it.
+    pub trial: Vec<Candidate>,
 }
 
 /// What the choice depends on besides the inputs.
@@ -216,6 +222,7 @@ pub fn select(
         key: None,
         note,
         width,
+        trial: Vec::new(),
     };
     let Some(t) = sparse else {
         return plain("dense".into(), Some("no sparse operand".into()));
@@ -242,6 +249,7 @@ pub fn select(
                     key,
                     note: None,
                     width,
+                    trial: Vec::new(),
                 }
             }
             Ok(_) => {}
@@ -259,6 +267,7 @@ pub fn select(
             key,
             note: Some("aligned blocks full enough to pay: a block format".into()),
             width,
+            trial: Vec::new(),
         };
     }
     // The operand keeps its format, but blocks would pay: say how to get them.
@@ -278,6 +287,19 @@ pub fn select(
     match selector(settings) {
         Ok(s) => {
             if let Some(c) = s.choose(op, &features, &candidates) {
+                let trial = if settings.no_trial {
+                    Vec::new()
+                } else {
+                    shortlist(
+                        &s,
+                        op,
+                        &features,
+                        &candidates,
+                        &c,
+                        &p.format,
+                        ctx.other_formats,
+                    )
+                };
                 return Selection {
                     op,
                     candidate: c,
@@ -286,6 +308,7 @@ pub fn select(
                     key,
                     note,
                     width,
+                    trial: if trial.len() > 1 { trial } else { Vec::new() },
                 };
             }
         }
@@ -299,5 +322,6 @@ pub fn select(
         key,
         note,
         width,
+        trial: Vec::new(),
     }
 }

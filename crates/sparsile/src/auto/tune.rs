@@ -85,6 +85,9 @@ pub struct TuneReport {
     /// What the automatic choice picks without a database: the block rule's format where
     /// aligned blocks are nearly full, else the selector's prediction.
     pub selector_pick: Option<String>,
+    /// The selector's pick and the candidates timed against it before the automatic
+    /// choice settles ([`sparsile_tune::trial`]); empty when it needs no trial.
+    pub selector_trial: Vec<String>,
     pub rule_pick: String,
     /// Spearman correlation of the cost estimates with the measured medians.
     pub cost_rank_correlation: Option<f64>,
@@ -282,6 +285,14 @@ pub fn tune(
             candidates.push(b.clone());
         }
     }
+    // So is the block format a trial times beside the selector's pick.
+    if let Some(b) =
+        sparsile_tune::trial::block_alternative(req.op, &features, &p.format, req.other_formats)
+    {
+        if !candidates.contains(&b) {
+            candidates.push(b);
+        }
+    }
     let tile_model_ms = t_tiles.elapsed().as_secs_f64() * 1e3;
     let t1 = Instant::now();
     let cost = fitted_cost_model(&settings, &req.machine);
@@ -307,7 +318,27 @@ pub fn tune(
         }
     };
     // The automatic choice without a database: a nearly full block structure decides the
-    // format first (`block_format`, as `select` does), then the model.
+    // format first (`block_format`, as `select` does), then the model, whose pick is
+    // timed against its close predictions (as `select` lists them).
+    let trial: Vec<Candidate> = match (&sel, &selector_pick) {
+        (Ok(s), Some(pick)) if block_pick.is_none() && !settings.no_trial => {
+            let list = sparsile_tune::trial::shortlist(
+                s,
+                req.op,
+                &features,
+                &candidates,
+                pick,
+                &p.format,
+                req.other_formats,
+            );
+            if list.len() > 1 {
+                list
+            } else {
+                Vec::new()
+            }
+        }
+        _ => Vec::new(),
+    };
     let selector_pick = block_pick.or(selector_pick);
     let model_ms = t1.elapsed().as_secs_f64() * 1e3;
     let rule_pick = rule(req.op, &features, &p.format, req.other_formats);
@@ -349,6 +380,7 @@ pub fn tune(
     );
     let mut report = report;
     report.tile_model_ms = tile_model_ms;
+    report.selector_trial = trial.iter().map(Candidate::id).collect();
     if req.record {
         report.records_written = record(req, a, &p, &features, &result, &tiles, &shape, &settings)?;
         if report.records_written > 0 {
@@ -417,6 +449,7 @@ fn report(
             .find(|r| r.candidate.ends_with("/default"))
             .and_then(|r| r.median_ms),
         selector_pick: selector_pick.map(|c| c.id()),
+        selector_trial: Vec::new(),
         rule_pick: rule_pick.id(),
         cost_rank_correlation: rank_correlation(&est, &med),
         selector_rank_correlation: rank_correlation(

@@ -1,0 +1,374 @@
+//! A timed trial of the selector's shortlist: the automatic choice's last step.
+//!
+//! The selector ranks near-tied variants of one recipe (`rowwise` with prefetching on or
+//! off, with static or dynamic partitions) within a few percent of each other in its
+//! predictions, while on a given input their times can differ by 15-25 %: its errors
+//! there are not noise the model can learn away, they are input details its features
+//! do not see (which columns a row's neighbours share, how the caches of this host
+//! hold the gathered rows). So the choice does what a planner that measures (FFTW's
+//! `FFTW_MEASURE`, cuDNN's benchmark mode) does, on a short list only: the selector's
+//! pick and the candidates of the same format it predicts within [`TRIAL_WITHIN`] of
+//! it, at most [`TRIAL_SIZE`] in all ([`shortlist`]), plus a block format where the
+//! operand's aligned blocks are half full (the block rule decides alone from
+//! [`crate::rule::BLOCK_RULE_FILL`] up; between the two only a measurement tells:
+//! [`block_alternative`]). Each runs once to warm up and then in rounds, in an order
+//! that rotates from round to round, each turn a run that is not timed (it pays for the
+//! switch from the candidate before) and then timed ones (a kernel of a few
+//! microseconds several times), and the fastest median wins ([`settle`]); the pick keeps its place
+//! unless another is faster by more than [`KEEP_MARGIN`].
+//!
+//! The caller runs the candidates (the facade's `AutoKernel` on the caller's own
+//! operands, the first time it sees an input; `sparsile bench` and `tune eval` on
+//! theirs); this module decides which and when to stop.
+//!
+//! ```
+//! use sparsile_tune::trial::settle;
+//! // Three candidates whose runs take 10, 8 and 12 µs: the second wins.
+//! let outcome = settle(3, |i| Some([10e-6, 8e-6, 12e-6][i]));
+//! assert_eq!(outcome.winner, 1);
+//! assert!(outcome.rounds >= 3);
+//! ```
+
+use crate::features::Features;
+use crate::op::Operator;
+use crate::selector::Selector;
+use crate::space::Candidate;
+
+/// The most candidates of the pick's format in a trial, the pick included.
+pub const TRIAL_SIZE: usize = 3;
+
+/// The alternatives' predicted slowdowns are at most this many times the pick's.
+pub const TRIAL_WITHIN: f64 = 1.3;
+
+/// SpMM on a CSR operand whose aligned r×r blocks are at least this full (and below
+/// the block rule's threshold) has `bsr:r×r` timed beside the shortlist.
+pub const TRIAL_BLOCK_FILL: f64 = 0.45;
+
+/// Timed rounds at least and at most.
+pub const MIN_ROUNDS: usize = 3;
+pub const MAX_ROUNDS: usize = 9;
+
+/// After [`MIN_ROUNDS`], rounds stop once the timed runs took this long in all
+/// (seconds); a trial whose first round took [`LONG_ROUND_S`] stops after it.
+pub const BUDGET_S: f64 = 0.05;
+pub const LONG_ROUND_S: f64 = 1.0;
+
+/// An alternative replaces the pick only when its median is faster by more than this
+/// share of the pick's.
+pub const KEEP_MARGIN: f64 = 0.03;
+
+/// A candidate's turn in a round is this long at least (seconds, judged by the
+/// fastest warm-up): a short kernel runs several times in a row, at most
+/// [`MAX_RUNS_PER_TURN`], so that the medians of kernels of a few microseconds rest on
+/// enough runs.
+pub const TURN_S: f64 = 200e-6;
+pub const MAX_RUNS_PER_TURN: usize = 32;
+
+/// The candidates to time for `pick` (first), chosen by `selector` among `candidates`
+/// (the space for the input; `format` is the operand's, and `other_formats` whether it
+/// may be stored otherwise). Just `[pick]` when nothing is close to it.
+pub fn shortlist(
+    selector: &Selector,
+    op: Operator,
+    features: &Features,
+    candidates: &[Candidate],
+    pick: &Candidate,
+    format: &str,
+    other_formats: bool,
+) -> Vec<Candidate> {
+    let predicted = selector.predict(op, features, candidates);
+    let of_pick = candidates
+        .iter()
+        .zip(&predicted)
+        .find(|(c, _)| *c == pick)
+        .and_then(|(_, p)| *p);
+    let mut list = vec![pick.clone()];
+    if let Some(p0) = of_pick {
+        let mut close: Vec<(f64, &Candidate)> = candidates
+            .iter()
+            .zip(&predicted)
+            .filter_map(|(c, p)| p.map(|p| (p, c)))
+            .filter(|(p, c)| *c != pick && c.format == pick.format && *p <= p0 + TRIAL_WITHIN.ln())
+            .collect();
+        close.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.id().cmp(&b.1.id())));
+        list.extend(
+            close
+                .into_iter()
+                .take(TRIAL_SIZE - 1)
+                .map(|(_, c)| c.clone()),
+        );
+    }
+    if let Some(b) = block_alternative(op, features, format, other_formats) {
+        if !list.contains(&b) {
+            list.push(b);
+        }
+    }
+    list
+}
+
+/// The block format timed beside the shortlist (see the module docs), if any.
+pub fn block_alternative(
+    op: Operator,
+    features: &Features,
+    format: &str,
+    other_formats: bool,
+) -> Option<Candidate> {
+    if op != Operator::Spmm || !other_formats || format != "csr" {
+        return None;
+    }
+    let get = |name: &str| features.get(name).unwrap_or(0.0);
+    [("fill_8x8", "bsr:8x8"), ("fill_4x4", "bsr:4x4")]
+        .iter()
+        .find(|(f, _)| (TRIAL_BLOCK_FILL..crate::rule::BLOCK_RULE_FILL).contains(&get(f)))
+        .map(|(_, b)| Candidate::new(*b, "rowwise"))
+}
+
+/// What a trial measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The index of the chosen candidate (0, the pick, when none ran).
+    pub winner: usize,
+    /// Each candidate's median run time over its timed runs (`None`: it failed to run).
+    pub medians: Vec<Option<f64>>,
+    /// Timed rounds.
+    pub rounds: usize,
+}
+
+/// Times `n` candidates through `time` (one run of candidate `i`, its time in seconds;
+/// `None` when it cannot run, which drops it) and chooses one (see the module docs): one
+/// warm-up run each, then rounds in which each candidate in turn runs once untimed and
+/// then `⌈TURN_S / fastest warm-up⌉` times (1 to [`MAX_RUNS_PER_TURN`]); a candidate's
+/// median is over all its timed runs.
+pub fn settle(n: usize, mut time: impl FnMut(usize) -> Option<f64>) -> Outcome {
+    let warm: Vec<Option<f64>> = (0..n).map(&mut time).collect();
+    let mut alive: Vec<bool> = warm.iter().map(Option::is_some).collect();
+    let fastest_warm = warm.iter().flatten().copied().fold(f64::INFINITY, f64::min);
+    let runs = if fastest_warm > 0.0 && fastest_warm.is_finite() {
+        ((TURN_S / fastest_warm).ceil() as usize).clamp(1, MAX_RUNS_PER_TURN)
+    } else {
+        1
+    };
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut spent = 0.0;
+    let mut rounds = 0;
+    while rounds < MAX_ROUNDS && alive.iter().filter(|a| **a).count() > 1 {
+        for step in 0..n {
+            let i = (rounds + step) % n;
+            // The turn's first run is not timed: it pays for the switch from the
+            // candidate before (its own output rows out of the caches).
+            if alive[i] && time(i).is_none() {
+                alive[i] = false;
+            }
+            for _ in 0..runs {
+                if !alive[i] {
+                    break;
+                }
+                match time(i) {
+                    Some(t) => {
+                        times[i].push(t);
+                        spent += t;
+                    }
+                    None => alive[i] = false,
+                }
+            }
+        }
+        rounds += 1;
+        if (rounds >= MIN_ROUNDS && spent >= BUDGET_S) || (rounds == 1 && spent >= LONG_ROUND_S) {
+            break;
+        }
+    }
+    let medians: Vec<Option<f64>> = times
+        .iter()
+        .zip(&alive)
+        .map(|(t, a)| (*a && !t.is_empty()).then(|| median(t)))
+        .collect();
+    let fastest = medians
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.map(|m| (m, i)))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    let winner = match (fastest, medians.first().copied().flatten()) {
+        (Some((m, i)), Some(m0)) if m < m0 * (1.0 - KEEP_MARGIN) => i,
+        (Some(_), Some(_)) => 0,
+        (Some((_, i)), None) => i,
+        (None, _) => alive.iter().position(|a| *a).unwrap_or(0),
+    };
+    Outcome {
+        winner,
+        medians,
+        rounds,
+    }
+}
+
+fn median(t: &[f64]) -> f64 {
+    let mut t = t.to_vec();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pick_keeps_its_place_within_the_margin() {
+        let o = settle(2, |i| Some([10e-6, 9.8e-6][i]));
+        assert_eq!(o.winner, 0);
+        let o = settle(2, |i| Some([10e-6, 9e-6][i]));
+        assert_eq!(o.winner, 1);
+    }
+
+    #[test]
+    fn medians_ignore_a_slow_outlier() {
+        // Candidate 1 is faster but its first timed run is slowed 10×.
+        let mut calls = [0usize; 2];
+        let o = settle(2, |i| {
+            calls[i] += 1;
+            Some(match (i, calls[i]) {
+                (1, 3) => 80e-6,
+                (1, _) => 8e-6,
+                _ => 10e-6,
+            })
+        });
+        assert_eq!(o.winner, 1);
+        assert_eq!(o.medians[1], Some(8e-6));
+    }
+
+    #[test]
+    fn a_failing_candidate_is_dropped_and_one_alone_is_not_timed() {
+        let mut runs = 0;
+        let o = settle(3, |i| {
+            runs += 1;
+            (i == 2).then_some(1e-6)
+        });
+        assert_eq!(o.winner, 2);
+        assert_eq!(o.rounds, 0);
+        assert_eq!(runs, 3, "only the warm-ups ran");
+        let o = settle(2, |_| None);
+        assert_eq!((o.winner, o.medians), (0, vec![None, None]));
+    }
+
+    #[test]
+    fn rounds_stop_at_the_budget_or_the_cap() {
+        // Each run takes half the budget: the minimum number of rounds.
+        let o = settle(2, |_| Some(BUDGET_S / 2.0));
+        assert_eq!(o.rounds, MIN_ROUNDS);
+        let o = settle(2, |_| Some(1e-6));
+        assert_eq!(o.rounds, MAX_ROUNDS);
+        let o = settle(2, |_| Some(LONG_ROUND_S));
+        assert_eq!(o.rounds, 1);
+    }
+
+    #[test]
+    fn a_short_kernel_runs_several_times_per_turn() {
+        // 10 µs runs: 20 timed per turn (200 µs), after one untimed; 400 µs of timed
+        // runs a round never reach the budget.
+        let mut calls = 0;
+        let o = settle(2, |_| {
+            calls += 1;
+            Some(10e-6)
+        });
+        assert_eq!(o.rounds, MAX_ROUNDS);
+        assert_eq!(calls, 2 + MAX_ROUNDS * 2 * (1 + 20));
+        // 1 ms runs: one timed per turn.
+        let mut calls = 0;
+        settle(2, |_| {
+            calls += 1;
+            Some(1e-3)
+        });
+        assert_eq!(calls, 2 + MAX_ROUNDS * 2 * 2);
+    }
+
+    #[test]
+    fn a_candidate_failing_mid_trial_cannot_win() {
+        let mut calls = [0usize; 2];
+        let o = settle(2, |i| {
+            calls[i] += 1;
+            match (i, calls[i]) {
+                (1, c) if c > 2 => None,
+                (1, _) => Some(1e-6),
+                _ => Some(10e-6),
+            }
+        });
+        assert_eq!(o.winner, 0);
+        assert_eq!(o.medians[1], None);
+    }
+
+    fn features(pairs: &[(&str, f64)]) -> Features {
+        let mut values = vec![0.0; crate::features::FEATURE_NAMES.len()];
+        for (name, v) in pairs {
+            let k = crate::features::FEATURE_NAMES
+                .iter()
+                .position(|n| n == name)
+                .unwrap();
+            values[k] = *v;
+        }
+        Features { values }
+    }
+
+    #[test]
+    fn the_shortlist_is_the_picks_format_predicted_close_to_it_best_first() {
+        use std::collections::BTreeMap;
+        let times: BTreeMap<String, Option<f64>> = [
+            ("csr/rowwise", 1.0),
+            ("csr/rowwise:prefetch=0", 1.2),
+            ("csr/rowwise:partition=static", 1.1),
+            ("csr/rowwise:partition=dynamic", 1.25),
+            ("csr/default", 2.0),
+            ("ell/rowwise", 1.05),
+        ]
+        .iter()
+        .map(|(id, t)| (id.to_string(), Some(*t)))
+        .collect();
+        let examples: Vec<crate::selector::Example> = (0..8)
+            .map(|k| crate::selector::Example {
+                op: Operator::Spmm,
+                name: format!("m{k}"),
+                features: features(&[("log2_rows", k as f64)]),
+                times: times.clone(),
+            })
+            .collect();
+        let s = Selector::train(&examples, &Default::default(), BTreeMap::new()).unwrap();
+        let candidates: Vec<Candidate> = times
+            .keys()
+            .map(|id| Candidate::from_id(id).unwrap())
+            .collect();
+        let f = features(&[("log2_rows", 3.0)]);
+        let pick = s.choose(Operator::Spmm, &f, &candidates).unwrap();
+        assert_eq!(pick.id(), "csr/rowwise");
+        let ids: Vec<String> = shortlist(&s, Operator::Spmm, &f, &candidates, &pick, "csr", true)
+            .iter()
+            .map(Candidate::id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "csr/rowwise",
+                "csr/rowwise:partition=static",
+                "csr/rowwise:prefetch=0"
+            ]
+        );
+        // A pick the selector has no model for is timed alone.
+        let other = Candidate::new("csr", "daspmm");
+        let list = shortlist(&s, Operator::Spmm, &f, &candidates, &other, "csr", true);
+        assert_eq!(list, [other]);
+    }
+
+    #[test]
+    fn half_full_blocks_are_timed_only_for_spmm_on_csr_that_may_convert() {
+        let f = features(&[("fill_8x8", 0.5), ("fill_4x4", 0.6)]);
+        let b = block_alternative(Operator::Spmm, &f, "csr", true);
+        assert_eq!(b, Some(Candidate::new("bsr:8x8", "rowwise")));
+        assert_eq!(block_alternative(Operator::Spmm, &f, "csr", false), None);
+        assert_eq!(block_alternative(Operator::Spmv, &f, "csr", true), None);
+        assert_eq!(block_alternative(Operator::Spmm, &f, "ell", true), None);
+        // Full enough for the block rule alone, or too sparse: no trial.
+        let full = features(&[("fill_8x8", 0.9), ("fill_4x4", 0.9)]);
+        assert_eq!(block_alternative(Operator::Spmm, &full, "csr", true), None);
+        let sparse = features(&[("fill_8x8", 0.2), ("fill_4x4", 0.47)]);
+        assert_eq!(
+            block_alternative(Operator::Spmm, &sparse, "csr", true),
+            Some(Candidate::new("bsr:4x4", "rowwise"))
+        );
+    }
+}
