@@ -9,8 +9,6 @@
 
 mod support;
 
-use std::collections::HashMap;
-
 use sparsile::auto::{AutoKernel, Source};
 use sparsile::formats::{CooTensor, Format, SparseTensor};
 use sparsile::ir::DType;
@@ -18,7 +16,7 @@ use sparsile::tune::features::Features;
 use sparsile::tune::op::Operator;
 use sparsile::tune::space::space;
 use sparsile::{compile_recipe, RunOptions};
-use support::{check_kernel, dense, have_compiler, matrix, rng};
+use support::{check_kernel, have_compiler, matrix, op_inputs, rng};
 
 fn program(op: Operator, format: &str) -> String {
     match op {
@@ -40,30 +38,6 @@ fn blocks(m: usize, n: usize) -> CooTensor {
     }
     t.push((m - 1, 0, 0.5));
     CooTensor::from_triplets(vec![m, n], &t).unwrap()
-}
-
-fn inputs(
-    op: Operator,
-    a: &SparseTensor<'static>,
-    k: usize,
-    seed: u64,
-) -> HashMap<String, SparseTensor<'static>> {
-    let (m, n) = (a.shape()[0], a.shape()[1]);
-    let mut g = rng(seed);
-    let mut ins = HashMap::from([("A".to_string(), a.clone())]);
-    match op {
-        Operator::Spmm => {
-            ins.insert("X".into(), dense(&[n, k], DType::F32, &mut g));
-        }
-        Operator::Sddmm => {
-            ins.insert("X".into(), dense(&[m, k], DType::F32, &mut g));
-            ins.insert("Y".into(), dense(&[n, k], DType::F32, &mut g));
-        }
-        _ => {
-            ins.insert("x".into(), dense(&[n], DType::F32, &mut g));
-        }
-    }
-    ins
 }
 
 fn features(a: &SparseTensor<'_>, op: Operator, k: usize) -> Features {
@@ -105,7 +79,7 @@ fn every_candidate_matches_the_interpreter_or_refuses() {
                 for c in cands {
                     let format: Format = c.format.parse().unwrap();
                     let a = SparseTensor::from_coo_with(coo, &format, DType::F32).unwrap();
-                    let ins = inputs(op, &a, k, checked as u64);
+                    let ins = op_inputs(op, &a, k, checked as u64);
                     let text = program(op, &c.format);
                     let what = format!("{label} {op} k={k} {c}");
                     match compile_recipe(&text, &ins, &c.recipe) {
@@ -142,17 +116,9 @@ fn auto_kernels_run_their_choice_and_remember_it() {
         let text = program(op, "csr");
         let k = AutoKernel::new(&text).unwrap();
         assert_eq!(k.op(), op);
-        let ins = inputs(op, &a, 8, 1);
+        let ins = op_inputs(op, &a, 8, 1);
         let out = k.run(&ins, &RunOptions::default()).unwrap();
-        let want = sparsile::evaluate(&text, &ins).unwrap();
-        for (name, t) in &want {
-            support::close(
-                &out[name].to_dense_f64(),
-                &t.to_dense_f64(),
-                1e-4,
-                &format!("{op} {name}"),
-            );
-        }
+        support::matches_interpreter(&text, &ins, &out, &op.to_string());
         let s = k.last_selection().unwrap();
         assert!(
             matches!(s.source, Source::Rule | Source::Selector | Source::Database),
@@ -182,7 +148,7 @@ fn a_named_recipe_that_does_not_apply_is_an_error() {
     let mut g = rng(3);
     let coo = matrix("random", 8, 8, &mut g);
     let a = SparseTensor::from_coo_with(&coo, &Format::Csr, DType::F32).unwrap();
-    let ins = inputs(Operator::Sddmm, &a, 4, 2);
+    let ins = op_inputs(Operator::Sddmm, &a, 4, 2);
     // daspmm is an SpMM design: named for SDDMM it is an error.
     let named = AutoKernel::with_recipe(&text, "daspmm").unwrap();
     assert!(named.run(&ins, &RunOptions::default()).is_err());

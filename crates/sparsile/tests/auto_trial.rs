@@ -8,53 +8,28 @@
 
 mod support;
 
-use std::collections::HashMap;
-
 use sparsile::auto::{select, AutoKernel, Context, Source};
 use sparsile::formats::{Format, SparseTensor};
 use sparsile::ir::settings::Settings;
 use sparsile::ir::DType;
+use sparsile::tune::op::Operator;
 use sparsile::RunOptions;
-use support::{dense, have_compiler, matrix, rng};
+use support::{have_compiler, matrix, op_inputs, rng};
 
-const OPS: [(&str, &str); 3] = [
+const OPS: [(Operator, &str); 3] = [
     (
-        "spmm",
+        Operator::Spmm,
         "tensor A: f32[m, n] csr\ntensor X: f32[n, k]\ntensor Y: f32[m, k]\nY[i,c] = A[i,j] * X[j,c]\n",
     ),
     (
-        "sddmm",
+        Operator::Sddmm,
         "tensor A: f32[m, n] csr\ntensor X: f32[m, k]\ntensor Y: f32[n, k]\ntensor O: f32[m, n] csr\nO[i,j] = A[i,j] * X[i,c] * Y[j,c]\n",
     ),
     (
-        "spmv",
+        Operator::Spmv,
         "tensor A: f32[m, n] csr\ntensor x: f32[n]\ntensor y: f32[m]\ny[i] = A[i,j] * x[j]\n",
     ),
 ];
-
-fn inputs(
-    op: &str,
-    a: &SparseTensor<'static>,
-    k: usize,
-    seed: u64,
-) -> HashMap<String, SparseTensor<'static>> {
-    let (m, n) = (a.shape()[0], a.shape()[1]);
-    let mut g = rng(seed);
-    let mut ins = HashMap::from([("A".to_string(), a.clone())]);
-    match op {
-        "spmm" => {
-            ins.insert("X".into(), dense(&[n, k], DType::F32, &mut g));
-        }
-        "sddmm" => {
-            ins.insert("X".into(), dense(&[m, k], DType::F32, &mut g));
-            ins.insert("Y".into(), dense(&[n, k], DType::F32, &mut g));
-        }
-        _ => {
-            ins.insert("x".into(), dense(&[n], DType::F32, &mut g));
-        }
-    }
-    ins
-}
 
 #[test]
 fn a_first_call_times_the_short_list_runs_a_winner_and_remembers_it() {
@@ -80,18 +55,10 @@ fn a_first_call_times_the_short_list_runs_a_winner_and_remembers_it() {
             for k in [8, 33] {
                 let what = format!("{op} on {kind} {m}x{n}, K = {k}");
                 let auto = AutoKernel::new(text).unwrap();
-                let ins = inputs(op, &a, k, m as u64);
+                let ins = op_inputs(op, &a, k, m as u64);
                 let before = auto.select(&ins, 2);
                 let out = auto.run(&ins, &options).unwrap();
-                let want = sparsile::evaluate(text, &ins).unwrap();
-                for (name, t) in &want {
-                    support::close(
-                        &out[name].to_dense_f64(),
-                        &t.to_dense_f64(),
-                        1e-4,
-                        &format!("{what}: {name}"),
-                    );
-                }
+                support::matches_interpreter(text, &ins, &out, &what);
                 let ran = auto.last_selection().unwrap();
                 assert!(ran.trial.is_empty(), "{what}: {ran:?}");
                 if before.trial.len() > 1 {
@@ -128,7 +95,7 @@ fn the_setting_turns_the_trial_off() {
     let coo = matrix("random", 300, 200, &mut g);
     let a = SparseTensor::from_coo_with(&coo, &Format::Csr, DType::F32).unwrap();
     let (op, text) = OPS[0];
-    let ins = inputs(op, &a, 8, 1);
+    let ins = op_inputs(op, &a, 8, 1);
     let stage1 = sparsile::lower(&sparsile::notation::parse(text).unwrap()).unwrap();
     let info = sparsile::tune::op::classify(&stage1);
     let ctx = Context {

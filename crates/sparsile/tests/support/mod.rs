@@ -104,6 +104,25 @@ pub fn close(a: &[f64], b: &[f64], tol: f64, what: &str) {
     }
 }
 
+/// Compares the f32 outputs `out` of `text` on `ins` with the reference interpreter's
+/// (within 1e-4), naming `what` on a mismatch.
+pub fn matches_interpreter(
+    text: &str,
+    ins: &HashMap<String, SparseTensor<'_>>,
+    out: &sparsile::runtime::Outputs,
+    what: &str,
+) {
+    let want = evaluate(text, ins).unwrap();
+    for (name, t) in &want {
+        close(
+            &out[name].to_dense_f64(),
+            &t.to_dense_f64(),
+            1e-4,
+            &format!("{what}: {name}"),
+        );
+    }
+}
+
 /// Runs `kernel` once with default options (a GPU kernel runs in the SIMT interpreter)
 /// and compares each output with the reference interpreter's, shape and values within
 /// `tol`. Where a GPU and NVRTC are present ([`gpu_here`]), the same function runs on
@@ -234,4 +253,30 @@ pub fn poison(values: &mut sparsile::formats::Values<'_>) {
         Values::F32(v) => v.to_mut().fill(f32::NAN),
         Values::F64(v) => v.to_mut().fill(f64::NAN),
     }
+}
+
+/// The operands of `op` (`A`, and `X`/`Y` or `x`) for the sparse `a` and width `k`, the
+/// dense ones seeded by `seed`.
+pub fn op_inputs(
+    op: sparsile::tune::op::Operator,
+    a: &SparseTensor<'static>,
+    k: usize,
+    seed: u64,
+) -> HashMap<String, SparseTensor<'static>> {
+    let (m, n) = (a.shape()[0], a.shape()[1]);
+    let mut g = rng(seed);
+    let mut ins = HashMap::from([("A".to_string(), a.clone())]);
+    match op {
+        sparsile::tune::op::Operator::Spmm => {
+            ins.insert("X".into(), dense(&[n, k], DType::F32, &mut g));
+        }
+        sparsile::tune::op::Operator::Sddmm => {
+            ins.insert("X".into(), dense(&[m, k], DType::F32, &mut g));
+            ins.insert("Y".into(), dense(&[n, k], DType::F32, &mut g));
+        }
+        _ => {
+            ins.insert("x".into(), dense(&[n], DType::F32, &mut g));
+        }
+    }
+    ins
 }
