@@ -103,31 +103,26 @@ fn settle(
         params: prepared.params.clone(),
         ..sparsile::RunOptions::default()
     };
-    let mut others: Vec<Prepared> = Vec::new();
     let mut ready = Vec::new();
     for c in list {
-        let mine = current.as_deref() == Some(c.format.as_str());
-        if !mine {
+        // The operand in the candidate's format: the prepared inputs, or read again.
+        let (text, mut inputs) = if current.as_deref() == Some(c.format.as_str()) {
+            (prepared.text.clone(), prepared.inputs.clone())
+        } else {
             let Some(name) = &name else { continue };
             let mut again = args.clone();
             again.formats.push(format!("{name}={}", c.format));
             let Ok(p) = cmd_eval::prepare(&again) else {
                 continue;
             };
-            others.push(p);
-        }
-        let p = if mine {
-            prepared
-        } else {
-            &others[others.len() - 1]
+            (p.text, p.inputs)
         };
-        let Ok(kernel) = sparsile::compile_recipe(&p.text, &p.inputs, &c.recipe) else {
+        let Ok(kernel) = sparsile::compile_recipe(&text, &inputs, &c.recipe) else {
             continue;
         };
-        let Ok(parts) = kernel.derive_parts(&p.inputs) else {
+        let Ok(parts) = kernel.derive_parts(&inputs) else {
             continue;
         };
-        let mut inputs = p.inputs.clone();
         inputs.extend(parts);
         ready.push((c.clone(), kernel, inputs, sparsile::runtime::Outputs::new()));
     }
