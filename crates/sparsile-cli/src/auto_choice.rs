@@ -44,7 +44,7 @@ pub fn resolve(
     let t0 = std::time::Instant::now();
     let mut trial_compile = None;
     let list = if trial { &selection.trial[..] } else { &[] };
-    if let Some((winner, others, compiled)) = settle(args, &prepared, list, threads)? {
+    if let Some((winner, others, compiled)) = settle(args, &prepared, list, threads) {
         trial_compile = compiled;
         let note = format!(
             "timed against {others} close predictions in {:.0} ms, compiles included",
@@ -87,54 +87,31 @@ fn settle(
     prepared: &Prepared,
     list: &[sparsile::tune::space::Candidate],
     threads: usize,
-) -> Result<
-    Option<(
-        sparsile::tune::space::Candidate,
-        usize,
-        Option<sparsile_runtime::CompileInfo>,
-    )>,
-> {
-    if list.len() < 2 {
-        return Ok(None);
-    }
+) -> Option<(
+    sparsile::tune::space::Candidate,
+    usize,
+    Option<sparsile_runtime::CompileInfo>,
+)> {
     let (current, name) = (sparse_format(prepared), sparse_name(prepared));
     let options = sparsile::RunOptions {
         threads: Some(threads),
         params: prepared.params.clone(),
         ..sparsile::RunOptions::default()
     };
-    let mut ready = Vec::new();
-    for c in list {
-        // The operand in the candidate's format: the prepared inputs, or read again.
-        let (text, mut inputs) = if current.as_deref() == Some(c.format.as_str()) {
-            (prepared.text.clone(), prepared.inputs.clone())
-        } else {
-            let Some(name) = &name else { continue };
-            let mut again = args.clone();
-            again.formats.push(format!("{name}={}", c.format));
-            let Ok(p) = cmd_eval::prepare(&again) else {
-                continue;
-            };
-            (p.text, p.inputs)
-        };
-        let Ok(kernel) = sparsile::compile_recipe(&text, &inputs, &c.recipe) else {
-            continue;
-        };
-        let Ok(parts) = kernel.derive_parts(&inputs) else {
-            continue;
-        };
-        inputs.extend(parts);
-        ready.push((c.clone(), kernel, inputs, sparsile::runtime::Outputs::new()));
-    }
-    let outcome = sparsile::tune::trial::settle(ready.len(), |i| {
-        let (_, kernel, inputs, outputs) = &mut ready[i];
-        let t = std::time::Instant::now();
-        kernel.run_into(inputs, outputs, &options).ok()?;
-        Some(t.elapsed().as_secs_f64())
-    });
-    Ok(ready
-        .get(outcome.winner)
-        .map(|r| (r.0.clone(), ready.len() - 1, r.1.compile_info().cloned())))
+    // The operand in the candidate's format: the prepared inputs, or read again.
+    let operands = |c: &sparsile::tune::space::Candidate| {
+        if current.as_deref() == Some(c.format.as_str()) {
+            return Some((prepared.text.clone(), prepared.inputs.clone()));
+        }
+        let mut again = args.clone();
+        again
+            .formats
+            .push(format!("{}={}", name.as_ref()?, c.format));
+        let p = cmd_eval::prepare(&again).ok()?;
+        Some((p.text, p.inputs))
+    };
+    sparsile::auto::trial_run::settle_list(list, operands, &options)
+        .map(|s| (s.candidate, s.others, s.kernel.compile_info().cloned()))
 }
 
 /// [`resolve`] for a GPU target: a named recipe or trace as given, else the GPU rule's

@@ -98,7 +98,7 @@ pub fn measure(
         let s = sparsile::auto::choose(&text, &inputs, threads, case.format == "auto")
             .with_context(|| format!("cannot choose for {}", case.label()))?;
         let by = s.source.name().to_string();
-        match settle(case, coo, csr, operands, threads, &s.trial)? {
+        match settle(case, coo, csr, operands, threads, &s.trial) {
             Some((c, n)) => (c.format, c.recipe, Some(format!("{by}, timed against {n}"))),
             None => (s.candidate.format, s.candidate.recipe, Some(by)),
         }
@@ -157,45 +157,17 @@ fn settle(
     operands: &Dense,
     threads: usize,
     list: &[sparsile::tune::space::Candidate],
-) -> Result<Option<(sparsile::tune::space::Candidate, usize)>> {
-    if list.len() < 2 {
-        return Ok(None);
-    }
+) -> Option<(sparsile::tune::space::Candidate, usize)> {
     let k = case.k.unwrap_or(1);
     let options = RunOptions {
         threads: Some(threads),
         ..RunOptions::default()
     };
-    type Ready<'a> = (
-        sparsile::tune::space::Candidate,
-        sparsile::Kernel,
-        HashMap<String, SparseTensor<'a>>,
-        sparsile::runtime::Outputs,
-    );
-    let mut ready: Vec<Ready<'_>> = Vec::new();
-    for c in list {
-        let Ok(mut inputs) = operand_tensors(case, coo, csr, operands, &c.format, k) else {
-            continue;
-        };
-        let text = program_text(case.op, &c.format, k);
-        let Ok(kernel) = sparsile::compile_recipe(&text, &inputs, &c.recipe) else {
-            continue;
-        };
-        let Ok(parts) = kernel.derive_parts(&inputs) else {
-            continue;
-        };
-        inputs.extend(parts);
-        ready.push((c.clone(), kernel, inputs, sparsile::runtime::Outputs::new()));
-    }
-    let outcome = sparsile::tune::trial::settle(ready.len(), |i| {
-        let (_, kernel, inputs, outputs) = &mut ready[i];
-        let t = Instant::now();
-        kernel.run_into(inputs, outputs, &options).ok()?;
-        Some(t.elapsed().as_secs_f64())
-    });
-    Ok(ready
-        .get(outcome.winner)
-        .map(|r| (r.0.clone(), ready.len() - 1)))
+    let built = |c: &sparsile::tune::space::Candidate| {
+        let inputs = operand_tensors(case, coo, csr, operands, &c.format, k).ok()?;
+        Some((program_text(case.op, &c.format, k), inputs))
+    };
+    sparsile::auto::trial_run::settle_list(list, built, &options).map(|s| (s.candidate, s.others))
 }
 
 /// The result of `op` among a kernel's `outputs`, laid out as the peers write it.

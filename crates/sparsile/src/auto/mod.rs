@@ -18,6 +18,7 @@ mod kernel;
 pub mod pattern;
 pub mod select;
 pub mod stile;
+pub mod trial_run;
 pub mod tune;
 mod widened;
 
