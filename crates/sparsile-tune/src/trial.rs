@@ -64,6 +64,13 @@ pub const KEEP_MARGIN: f64 = 0.03;
 pub const TURN_S: f64 = 200e-6;
 pub const MAX_RUNS_PER_TURN: usize = 32;
 
+/// A turn starts with a run that is not timed only while the fastest warm-up is shorter
+/// than this (seconds). What the switch from the candidate before costs is at most
+/// refilling the caches (32 MiB of last-level cache at 40 GB/s: under 1 ms); against a
+/// run of 10 ms it is under a tenth, paid alike by every candidate's turn as the order
+/// rotates, so a long kernel's turn is one timed run and its trial about half as long.
+pub const SWITCH_RUN_BELOW_S: f64 = 10e-3;
+
 /// The candidates to time for `pick` (first), chosen by `selector` among `candidates`
 /// (the space for the input; `format` is the operand's, and `other_formats` whether it
 /// may be stored otherwise). Just `[pick]` when nothing is close to it.
@@ -136,9 +143,10 @@ pub struct Outcome {
 
 /// Times `n` candidates through `time` (one run of candidate `i`, its time in seconds;
 /// `None` when it cannot run, which drops it) and chooses one (see the module docs): one
-/// warm-up run each, then rounds in which each candidate in turn runs once untimed and
-/// then `⌈TURN_S / fastest warm-up⌉` times (1 to [`MAX_RUNS_PER_TURN`]); a candidate's
-/// median is over all its timed runs.
+/// warm-up run each, then rounds in which each candidate in turn runs once untimed
+/// (unless the fastest warm-up took [`SWITCH_RUN_BELOW_S`]) and then
+/// `⌈TURN_S / fastest warm-up⌉` times (1 to [`MAX_RUNS_PER_TURN`]); a candidate's median
+/// is over all its timed runs.
 pub fn settle(n: usize, mut time: impl FnMut(usize) -> Option<f64>) -> Outcome {
     let warm: Vec<Option<f64>> = (0..n).map(&mut time).collect();
     let mut alive: Vec<bool> = warm.iter().map(Option::is_some).collect();
@@ -148,6 +156,7 @@ pub fn settle(n: usize, mut time: impl FnMut(usize) -> Option<f64>) -> Outcome {
     } else {
         1
     };
+    let switch_run = fastest_warm < SWITCH_RUN_BELOW_S;
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut spent = 0.0;
     let mut rounds = 0;
@@ -156,7 +165,7 @@ pub fn settle(n: usize, mut time: impl FnMut(usize) -> Option<f64>) -> Outcome {
             let i = (rounds + step) % n;
             // The turn's first run is not timed: it pays for the switch from the
             // candidate before (its own output rows out of the caches).
-            if alive[i] && time(i).is_none() {
+            if switch_run && alive[i] && time(i).is_none() {
                 alive[i] = false;
             }
             for _ in 0..runs {
@@ -257,6 +266,21 @@ mod tests {
         assert_eq!(o.rounds, MAX_ROUNDS);
         let o = settle(2, |_| Some(LONG_ROUND_S));
         assert_eq!(o.rounds, 1);
+    }
+
+    #[test]
+    fn only_short_kernels_pay_an_untimed_run_per_turn() {
+        // Two candidates, MIN_ROUNDS rounds: a warm-up each, then per turn an untimed
+        // and a timed run (short) or one timed run (long).
+        for (t, per_turn) in [(1e-3, 2), (SWITCH_RUN_BELOW_S, 1)] {
+            let mut runs = 0;
+            let o = settle(2, |_| {
+                runs += 1;
+                Some(t)
+            });
+            assert!(o.rounds >= MIN_ROUNDS);
+            assert_eq!(runs, 2 + o.rounds * 2 * per_turn, "run time {t}");
+        }
     }
 
     #[test]
