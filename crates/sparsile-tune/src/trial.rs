@@ -8,7 +8,10 @@
 //! hold the gathered rows). So the choice does what a planner that measures (FFTW's
 //! `FFTW_MEASURE`, cuDNN's benchmark mode) does, on a short list only: the selector's
 //! pick and the candidates of the same format it predicts within [`TRIAL_WITHIN`] of
-//! it, at most [`TRIAL_SIZE`] in all ([`shortlist`]), plus a block format where the
+//! it, at most [`TRIAL_SIZE`] in all ([`shortlist`]), the pick without prefetching where
+//! it prefetches gathered rows ([`prefetch_off`]: whether that pays depends on this
+//! host's caches, which the selector trained on another host does not see), plus a
+//! block format where the
 //! operand's aligned blocks are half full (the block rule decides alone from
 //! [`crate::rule::BLOCK_RULE_FILL`] up; between the two only a measurement tells:
 //! [`block_alternative`]). Each runs once to warm up and then in rounds, in an order
@@ -34,8 +37,9 @@ use crate::op::Operator;
 use crate::selector::Selector;
 use crate::space::Candidate;
 
-/// The most candidates of the pick's format in a trial, the pick included.
-pub const TRIAL_SIZE: usize = 3;
+/// The most candidates of the pick's format predicted close to it in a trial, the pick
+/// included (before [`prefetch_off`] and [`block_alternative`]).
+pub const TRIAL_SIZE: usize = 4;
 
 /// The alternatives' predicted slowdowns are at most this many times the pick's.
 pub const TRIAL_WITHIN: f64 = 1.3;
@@ -105,12 +109,33 @@ pub fn shortlist(
                 .map(|(_, c)| c.clone()),
         );
     }
+    if let Some(p) = prefetch_off(op, pick, candidates) {
+        if !list.contains(&p) {
+            list.push(p);
+        }
+    }
     if let Some(b) = block_alternative(op, features, format, other_formats) {
         if !list.contains(&b) {
             list.push(b);
         }
     }
     list
+}
+
+/// `rowwise:prefetch=0` of the pick's format, timed beside a pick that prefetches the
+/// dense rows SpMM or SDDMM gathers (every `rowwise` variant but that one), where the
+/// space has it. Prefetching pays where the gathered rows miss the caches and costs
+/// where they hit, so which is faster follows the size of this host's last-level cache,
+/// a quantity no feature carries: on a host with 32 MiB of it, SpMM at K = 128 took
+/// 0.75-0.9 of the time without prefetching on operands of a few MiB for which the
+/// selector, trained on a host with 8 MiB, predicted prefetching faster.
+pub fn prefetch_off(op: Operator, pick: &Candidate, candidates: &[Candidate]) -> Option<Candidate> {
+    if !matches!(op, Operator::Spmm | Operator::Sddmm) {
+        return None;
+    }
+    let name = pick.recipe.split(':').next().unwrap_or_default();
+    let off = Candidate::new(&pick.format, "rowwise:prefetch=0");
+    (name == "rowwise" && *pick != off && candidates.contains(&off)).then_some(off)
 }
 
 /// The block format timed beside the shortlist (see the module docs), if any.
@@ -369,13 +394,40 @@ mod tests {
             [
                 "csr/rowwise",
                 "csr/rowwise:partition=static",
-                "csr/rowwise:prefetch=0"
+                "csr/rowwise:prefetch=0",
+                "csr/rowwise:partition=dynamic"
             ]
         );
         // A pick the selector has no model for is timed alone.
         let other = Candidate::new("csr", "daspmm");
         let list = shortlist(&s, Operator::Spmm, &f, &candidates, &other, "csr", true);
         assert_eq!(list, [other]);
+    }
+
+    #[test]
+    fn a_prefetching_rowwise_pick_is_timed_against_its_prefetch_off_form() {
+        let space: Vec<Candidate> = ["csr/rowwise", "csr/rowwise:prefetch=0", "csr/daspmm"]
+            .iter()
+            .map(|id| Candidate::from_id(id).unwrap())
+            .collect();
+        let off = Candidate::new("csr", "rowwise:prefetch=0");
+        let pick = Candidate::new("csr", "rowwise:partition=static");
+        assert_eq!(
+            prefetch_off(Operator::Spmm, &pick, &space),
+            Some(off.clone())
+        );
+        assert_eq!(
+            prefetch_off(Operator::Sddmm, &pick, &space),
+            Some(off.clone())
+        );
+        // Not for SpMV (no gathered rows), not for itself, another recipe or a format
+        // whose space lacks it.
+        assert_eq!(prefetch_off(Operator::Spmv, &pick, &space), None);
+        assert_eq!(prefetch_off(Operator::Spmm, &off, &space), None);
+        let da = Candidate::new("csr", "daspmm");
+        assert_eq!(prefetch_off(Operator::Spmm, &da, &space), None);
+        let ell = Candidate::new("ell", "rowwise");
+        assert_eq!(prefetch_off(Operator::Spmm, &ell, &space), None);
     }
 
     #[test]
