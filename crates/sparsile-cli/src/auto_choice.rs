@@ -50,10 +50,7 @@ pub fn resolve(
             "timed against {others} close predictions in {:.0} ms, compiles included",
             t0.elapsed().as_secs_f64() * 1e3
         );
-        selection.note = Some(match selection.note.take() {
-            Some(n) => format!("{n}; {note}"),
-            None => note,
-        });
+        selection.add_note(note);
         selection.candidate = winner;
     }
     selection.trial.clear();

@@ -430,10 +430,7 @@ impl AutoKernel {
                 outcome.rounds,
                 timed.join(", ")
             );
-            selection.note = Some(match selection.note.take() {
-                Some(n) => format!("{n}; {note}"),
-                None => note,
-            });
+            selection.add_note(note);
             selection.candidate = winner.clone();
         }
         selection.trial.clear();

@@ -66,6 +66,16 @@ pub struct Selection {
     pub trial: Vec<Candidate>,
 }
 
+impl Selection {
+    /// Adds `note` after the note the choice has, if any (`; ` between them).
+    pub fn add_note(&mut self, note: String) {
+        self.note = Some(match self.note.take() {
+            Some(n) => format!("{n}; {note}"),
+            None => note,
+        });
+    }
+}
+
 /// What the choice depends on besides the inputs.
 #[derive(Debug, Clone)]
 pub struct Context<'a> {
