@@ -14,11 +14,13 @@
 //! block format where the
 //! operand's aligned blocks are half full (the block rule decides alone from
 //! [`crate::rule::BLOCK_RULE_FILL`] up; between the two only a measurement tells:
-//! [`block_alternative`]). Each runs once to warm up and then in rounds, in an order
-//! that rotates from round to round, each turn a run that is not timed (it pays for the
-//! switch from the candidate before) and then timed ones (a kernel of a few
-//! microseconds several times), and the fastest median wins ([`settle`]); the pick keeps its place
-//! unless another is faster by more than [`KEEP_MARGIN`].
+//! [`block_alternative`]), and ELL for SpMV where the rows are short and even
+//! ([`ell_alternative`]). Each runs once to warm up and then in rounds, in an order
+//! that rotates from round to round, each turn runs that are not timed (they pay for the
+//! switch from the candidate before and bring this one back to its steady state) and
+//! then timed ones (a kernel of a few microseconds several times), and the fastest
+//! median wins ([`settle`]); the pick keeps its place unless another is faster by more
+//! than [`KEEP_MARGIN`].
 //!
 //! The caller runs the candidates (the facade's `AutoKernel` on the caller's own
 //! operands, the first time it sees an input; `sparsile bench` and `tune eval` on
@@ -48,6 +50,12 @@ pub const TRIAL_WITHIN: f64 = 1.3;
 /// the block rule's threshold) has `bsr:r×r` timed beside the shortlist.
 pub const TRIAL_BLOCK_FILL: f64 = 0.45;
 
+/// SpMV on an operand whose rows hold at most this many entries on average, the longest
+/// at most [`TRIAL_ELL_SPREAD`] times the mean, has `ell/rowwise` timed beside the
+/// shortlist ([`ell_alternative`]).
+pub const TRIAL_ELL_ROW_LENGTH: f64 = 32.0;
+pub const TRIAL_ELL_SPREAD: f64 = 1.1;
+
 /// Timed rounds at least and at most.
 pub const MIN_ROUNDS: usize = 3;
 pub const MAX_ROUNDS: usize = 9;
@@ -68,8 +76,19 @@ pub const KEEP_MARGIN: f64 = 0.03;
 pub const TURN_S: f64 = 200e-6;
 pub const MAX_RUNS_PER_TURN: usize = 32;
 
-/// A turn starts with a run that is not timed only while the fastest warm-up is shorter
-/// than this (seconds). What the switch from the candidate before costs is at most
+/// A turn of a kernel shorter than [`SWITCH_RUN_BELOW_S`] starts with untimed runs
+/// that take this long in all (seconds; at least one, at most [`MAX_WARM_RUNS_PER_TURN`]).
+/// A kernel of tens of microseconds, run right after another candidate, starts about
+/// twice as slow as it runs in a loop and takes some 15 runs, half a millisecond, to
+/// reach its steady speed (SpMV on pgpgiantcompo, 2 threads: 60-70 µs falling to
+/// 23-25). With one untimed run per turn, the trial timed such kernels in that ramp, at
+/// 50-75 µs, and ranked them by how fast they recover from a switch rather than by the
+/// speed a caller's loop sees.
+pub const TURN_WARM_S: f64 = 1e-3;
+pub const MAX_WARM_RUNS_PER_TURN: usize = 128;
+
+/// A turn starts with runs that are not timed ([`TURN_WARM_S`]) only while the fastest
+/// warm-up is shorter than this (seconds). What the switch from the candidate before costs is at most
 /// refilling the caches (32 MiB of last-level cache at 40 GB/s: under 1 ms); against a
 /// run of 10 ms it is under a tenth, paid alike by every candidate's turn as the order
 /// rotates, so a long kernel's turn is one timed run and its trial about half as long.
@@ -114,12 +133,40 @@ pub fn shortlist(
             list.push(p);
         }
     }
-    if let Some(b) = block_alternative(op, features, format, other_formats) {
+    let alternatives = [
+        block_alternative(op, features, format, other_formats),
+        ell_alternative(op, features, candidates),
+    ];
+    for b in alternatives.into_iter().flatten() {
         if !list.contains(&b) {
             list.push(b);
         }
     }
     list
+}
+
+/// `ell/rowwise` timed beside an SpMV pick where every row holds nearly the same number
+/// of entries, at most [`TRIAL_ELL_ROW_LENGTH`] (ELL pads no more than a few percent
+/// there), and the space holds it. On such rows the CSR loop's bookkeeping per row
+/// weighs on a handful of multiply-adds, which the fixed-width ELL loop does without:
+/// cryg2500 (4.9 entries per row, the longest 5) ran SpMV 1.33× faster as ELL, cs4 and
+/// a layer of 32 entries per row ran at parity, while ELL lost 10-45 % on every operand
+/// whose rows were longer or less even. The selector, which predicts ELL's SpMV slower
+/// on those it was trained on, cannot tell the first kind apart.
+pub fn ell_alternative(
+    op: Operator,
+    features: &Features,
+    candidates: &[Candidate],
+) -> Option<Candidate> {
+    if op != Operator::Spmv {
+        return None;
+    }
+    let get = |name: &str| features.get(name).unwrap_or(f64::INFINITY);
+    let ell = Candidate::new("ell", "rowwise");
+    (get("row_length_max_over_mean") <= TRIAL_ELL_SPREAD
+        && get("row_length_mean") <= TRIAL_ELL_ROW_LENGTH
+        && candidates.contains(&ell))
+    .then_some(ell)
 }
 
 /// `rowwise:prefetch=0` of the pick's format, timed beside a pick that prefetches the
@@ -168,19 +215,14 @@ pub struct Outcome {
 
 /// Times `n` candidates through `time` (one run of candidate `i`, its time in seconds;
 /// `None` when it cannot run, which drops it) and chooses one (see the module docs): one
-/// warm-up run each, then rounds in which each candidate in turn runs once untimed
-/// (unless the fastest warm-up took [`SWITCH_RUN_BELOW_S`]) and then
-/// `⌈TURN_S / fastest warm-up⌉` times (1 to [`MAX_RUNS_PER_TURN`]); a candidate's median
-/// is over all its timed runs.
+/// warm-up run each, then rounds in which each candidate in turn runs untimed for
+/// [`TURN_WARM_S`] (unless the fastest warm-up took [`SWITCH_RUN_BELOW_S`]) and then
+/// timed until its timed runs of the turn took [`TURN_S`] (1 to [`MAX_RUNS_PER_TURN`]
+/// runs); a candidate's median is over all its timed runs.
 pub fn settle(n: usize, mut time: impl FnMut(usize) -> Option<f64>) -> Outcome {
     let warm: Vec<Option<f64>> = (0..n).map(&mut time).collect();
     let mut alive: Vec<bool> = warm.iter().map(Option::is_some).collect();
     let fastest_warm = warm.iter().flatten().copied().fold(f64::INFINITY, f64::min);
-    let runs = if fastest_warm > 0.0 && fastest_warm.is_finite() {
-        ((TURN_S / fastest_warm).ceil() as usize).clamp(1, MAX_RUNS_PER_TURN)
-    } else {
-        1
-    };
     let switch_run = fastest_warm < SWITCH_RUN_BELOW_S;
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut spent = 0.0;
@@ -188,22 +230,32 @@ pub fn settle(n: usize, mut time: impl FnMut(usize) -> Option<f64>) -> Outcome {
     while rounds < MAX_ROUNDS && alive.iter().filter(|a| **a).count() > 1 {
         for step in 0..n {
             let i = (rounds + step) % n;
-            // The turn's first run is not timed: it pays for the switch from the
-            // candidate before (its own output rows out of the caches).
-            if switch_run && alive[i] && time(i).is_none() {
-                alive[i] = false;
-            }
-            for _ in 0..runs {
-                if !alive[i] {
-                    break;
+            // The turn starts with runs that are not timed: they pay for the switch
+            // from the candidate before and bring this one back to its steady state.
+            if switch_run && alive[i] {
+                let (mut warm, mut k) = (0.0, 0);
+                while warm < TURN_WARM_S && k < MAX_WARM_RUNS_PER_TURN {
+                    match time(i) {
+                        Some(t) => warm += t,
+                        None => {
+                            alive[i] = false;
+                            break;
+                        }
+                    }
+                    k += 1;
                 }
+            }
+            let (mut turn, mut k) = (0.0, 0);
+            while alive[i] && k < MAX_RUNS_PER_TURN && (k == 0 || turn < TURN_S) {
                 match time(i) {
                     Some(t) => {
                         times[i].push(t);
                         spent += t;
+                        turn += t;
                     }
                     None => alive[i] = false,
                 }
+                k += 1;
             }
         }
         rounds += 1;
@@ -310,22 +362,51 @@ mod tests {
 
     #[test]
     fn a_short_kernel_runs_several_times_per_turn() {
-        // 10 µs runs: 20 timed per turn (200 µs), after one untimed; 400 µs of timed
-        // runs a round never reach the budget.
+        // Runs of 2^-16 s (15.3 µs; sums of them are exact): 66 untimed per turn
+        // (1 ms), then 14 timed (200 µs); 430 µs of timed runs a round never reach
+        // the budget.
+        let t = 1.0 / 65536.0;
         let mut calls = 0;
         let o = settle(2, |_| {
             calls += 1;
-            Some(10e-6)
+            Some(t)
         });
         assert_eq!(o.rounds, MAX_ROUNDS);
-        assert_eq!(calls, 2 + MAX_ROUNDS * 2 * (1 + 20));
-        // 1 ms runs: one timed per turn.
+        assert_eq!(calls, 2 + MAX_ROUNDS * 2 * (66 + 14));
+        assert_eq!(o.medians, vec![Some(t), Some(t)]);
+        // Runs of 1 µs: the untimed and the timed runs stop at their caps.
+        let mut calls = 0;
+        settle(2, |_| {
+            calls += 1;
+            Some(1e-6)
+        });
+        assert_eq!(
+            calls,
+            2 + MAX_ROUNDS * 2 * (MAX_WARM_RUNS_PER_TURN + MAX_RUNS_PER_TURN)
+        );
+        // 1 ms runs: one untimed and one timed per turn.
         let mut calls = 0;
         settle(2, |_| {
             calls += 1;
             Some(1e-3)
         });
         assert_eq!(calls, 2 + MAX_ROUNDS * 2 * 2);
+    }
+
+    #[test]
+    fn the_untimed_runs_of_a_turn_are_not_counted() {
+        // Each turn's first runs are slow (a switch from the other candidate); the
+        // medians are the steady runs'.
+        let mut last = usize::MAX;
+        let mut since = 0;
+        let o = settle(2, |i| {
+            since = if i == last { since + 1 } else { 0 };
+            last = i;
+            let steady = [20e-6, 25e-6][i];
+            Some(if since < 10 { 3.0 * steady } else { steady })
+        });
+        assert_eq!(o.winner, 0);
+        assert_eq!(o.medians, vec![Some(20e-6), Some(25e-6)]);
     }
 
     #[test]
@@ -446,5 +527,23 @@ mod tests {
             block_alternative(Operator::Spmm, &sparse, "csr", true),
             Some(Candidate::new("bsr:4x4", "rowwise"))
         );
+    }
+
+    #[test]
+    fn ell_is_timed_for_spmv_on_short_even_rows_where_the_space_has_it() {
+        let ell = Candidate::new("ell", "rowwise");
+        let space = vec![Candidate::new("csr", "rowwise"), ell.clone()];
+        let even = features(&[("row_length_mean", 4.9), ("row_length_max_over_mean", 1.01)]);
+        assert_eq!(ell_alternative(Operator::Spmv, &even, &space), Some(ell));
+        // Not for SpMM, nor where the space lacks it, the rows are long or uneven.
+        assert_eq!(ell_alternative(Operator::Spmm, &even, &space), None);
+        assert_eq!(ell_alternative(Operator::Spmv, &even, &space[..1]), None);
+        let long = features(&[
+            ("row_length_mean", 45.0),
+            ("row_length_max_over_mean", 1.06),
+        ]);
+        assert_eq!(ell_alternative(Operator::Spmv, &long, &space), None);
+        let uneven = features(&[("row_length_mean", 4.9), ("row_length_max_over_mean", 1.4)]);
+        assert_eq!(ell_alternative(Operator::Spmv, &uneven, &space), None);
     }
 }
