@@ -424,8 +424,16 @@ impl AutoKernel {
             })
             .collect();
         if let Some((winner, _)) = ready.get(outcome.winner) {
+            let duel = match outcome.duel {
+                Some([Some(p), Some(c)]) => format!(
+                    "; the fastest against the pick alone: {:.3} ms against {:.3} ms",
+                    c * 1e3,
+                    p * 1e3
+                ),
+                _ => String::new(),
+            };
             let note = format!(
-                "timed against the selector's close predictions in {:.0} ms, compiles included (medians of {} rounds: {})",
+                "timed against the selector's close predictions in {:.0} ms, compiles included (medians of {} rounds: {}{duel})",
                 t0.elapsed().as_secs_f64() * 1e3,
                 outcome.rounds,
                 timed.join(", ")
