@@ -16,10 +16,10 @@
 //! [`crate::rule::BLOCK_RULE_FILL`] up; between the two only a measurement tells:
 //! [`block_alternative`]), ELL for SpMV where the rows are short and even
 //! ([`ell_alternative`]), and partial output rows for SpMM where rows are long and the
-//! width wide ([`long_row_alternative`]). Each runs once to warm up and then in rounds, in an order
-//! that rotates from round to round, each turn runs that are not timed (they pay for the
-//! switch from the candidate before and bring this one back to its steady state) and
-//! then timed ones (a kernel of a few microseconds several times), and the fastest
+//! width wide ([`long_row_alternative`]). Each runs once to warm up and then in rounds,
+//! in an order that rotates from round to round, each turn runs that are not timed
+//! (they pay for the switch from the candidate before and bring this one back to its
+//! steady state) and then timed ones (a kernel of a few microseconds several times), and the fastest
 //! median wins ([`settle`]); the pick keeps its place unless another is faster by more
 //! than [`KEEP_MARGIN`], in those rounds and again in rounds of the two alone.
 //!
@@ -95,8 +95,8 @@ pub const TURN_WARM_S: f64 = 1e-3;
 pub const MAX_WARM_RUNS_PER_TURN: usize = 128;
 
 /// A turn starts with runs that are not timed ([`TURN_WARM_S`]) only while the fastest
-/// warm-up is shorter than this (seconds). What the switch from the candidate before costs is at most
-/// refilling the caches (32 MiB of last-level cache at 40 GB/s: under 1 ms); against a
+/// warm-up is shorter than this (seconds). What the switch from the candidate before
+/// costs is at most refilling the caches (32 MiB of last-level cache at 40 GB/s: under 1 ms); against a
 /// run of 10 ms it is under a tenth, paid alike by every candidate's turn as the order
 /// rotates, so a long kernel's turn is one timed run and its trial about half as long.
 pub const SWITCH_RUN_BELOW_S: f64 = 10e-3;
@@ -317,29 +317,16 @@ fn timed_rounds(
             // The turn starts with runs that are not timed: they pay for the switch
             // from the candidate before and bring this one back to its steady state.
             if switch_run && alive[i] {
-                let (mut warm, mut k) = (0.0, 0);
-                while warm < TURN_WARM_S && k < MAX_WARM_RUNS_PER_TURN {
-                    match time(i) {
-                        Some(t) => warm += t,
-                        None => {
-                            alive[i] = false;
-                            break;
-                        }
-                    }
-                    k += 1;
-                }
+                alive[i] = runs_for(time, i, TURN_WARM_S, MAX_WARM_RUNS_PER_TURN).is_some();
             }
-            let (mut turn, mut k) = (0.0, 0);
-            while alive[i] && k < MAX_RUNS_PER_TURN && (k == 0 || turn < TURN_S) {
-                match time(i) {
+            if alive[i] {
+                match runs_for(time, i, TURN_S, MAX_RUNS_PER_TURN) {
                     Some(t) => {
-                        times[i].push(t);
-                        spent += t;
-                        turn += t;
+                        spent += t.iter().sum::<f64>();
+                        times[i].extend(t);
                     }
                     None => alive[i] = false,
                 }
-                k += 1;
             }
         }
         rounds += 1;
@@ -353,6 +340,24 @@ fn timed_rounds(
         .map(|(t, a)| (*a && !t.is_empty()).then(|| median(t)))
         .collect();
     (medians, rounds)
+}
+
+/// Runs candidate `i` until its runs took `seconds` in all (at least one run, at most
+/// `cap`) and returns their times; `None` when a run failed.
+fn runs_for(
+    time: &mut impl FnMut(usize) -> Option<f64>,
+    i: usize,
+    seconds: f64,
+    cap: usize,
+) -> Option<Vec<f64>> {
+    let mut runs = Vec::new();
+    let mut sum = 0.0;
+    while runs.is_empty() || (sum < seconds && runs.len() < cap) {
+        let t = time(i)?;
+        sum += t;
+        runs.push(t);
+    }
+    Some(runs)
 }
 
 fn median(t: &[f64]) -> f64 {
